@@ -1,0 +1,96 @@
+"""Devices: the interface a backend implements, the registry, and the native CPU device.
+
+A backend registers a :class:`Device`; compilation asks it which operations it supports and to
+``prepare`` a finished model into a :class:`PreparedModel` that executors run.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority
+from .errors import invalid
+
+
+@dataclass
+class CompileOptions:
+    performance_mode: OH_NN_PerformanceMode = OH_NN_PerformanceMode.OH_NN_PERFORMANCE_NONE
+    priority: OH_NN_Priority = OH_NN_Priority.OH_NN_PRIORITY_NONE
+    float16: bool = False
+    extensions: dict[str, bytes] = field(default_factory=dict)
+
+
+class PreparedModel(ABC):
+    """A model compiled for one device."""
+
+    @abstractmethod
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run once; inputs and outputs in model order, with the declared dtypes."""
+
+    def input_dim_ranges(self, index: int) -> tuple[list[int], list[int]]:
+        """(min dims, max dims) the device accepts for input ``index``; default: fixed dims or 1..2**31-1."""
+        dims = self.model.tensors[self.model.inputs[index]].dims
+        return ([1 if d == -1 else d for d in dims], [0x7FFFFFFF if d == -1 else d for d in dims])
+
+
+class Device(ABC):
+    """A compute device. ``id`` must be stable across processes."""
+
+    id: int
+    name: str
+    device_type: OH_NN_DeviceType
+    supports_float16: bool = True
+    performance_modes: frozenset = frozenset(OH_NN_PerformanceMode)
+    priorities: frozenset = frozenset(OH_NN_Priority)
+
+    @abstractmethod
+    def supports(self, op: OH_NN_OperationType) -> bool:
+        """Whether the device can run operations of this type."""
+
+    @abstractmethod
+    def prepare(self, model: Any, options: CompileOptions) -> PreparedModel:
+        """Compile a finished model (raises NNRtError)."""
+
+
+class CpuDevice(Device):
+    """The native numpy device: every op through the kernels of nnrt_onnx.kernels."""
+
+    id = 1
+    name = "nnrt_onnx.cpu"
+    device_type = OH_NN_DeviceType.OH_NN_CPU
+
+    def supports(self, op: OH_NN_OperationType) -> bool:
+        from .kernels import get_kernel
+
+        return get_kernel(op) is not None
+
+    def prepare(self, model, options: CompileOptions) -> PreparedModel:
+        from .runtime.native import NativePreparedModel
+
+        return NativePreparedModel(model, options)
+
+
+_DEVICES: dict[int, Device] = {}
+
+
+def register_device(device: Device) -> None:
+    if device.id in _DEVICES and _DEVICES[device.id] is not device:
+        raise ValueError(f"device id {device.id} is already taken by {_DEVICES[device.id].name}")
+    _DEVICES[device.id] = device
+
+
+def all_device_ids() -> list[int]:
+    return sorted(_DEVICES)
+
+
+def get_device(device_id: int) -> Device:
+    try:
+        return _DEVICES[int(device_id)]
+    except (KeyError, TypeError, ValueError):
+        raise invalid(f"no device with id {device_id!r} (available: {all_device_ids()})") from None
+
+
+register_device(CpuDevice())

@@ -1,0 +1,25 @@
+"""The one exception type of the Python API: it carries the NNRt return code."""
+from __future__ import annotations
+
+from .enums import OH_NN_ReturnCode
+
+
+class NNRtError(Exception):
+    """An NNRt API call failed; ``code`` is the ``OH_NN_ReturnCode`` the C API would return."""
+
+    def __init__(self, code: OH_NN_ReturnCode | int, message: str):
+        self.code = OH_NN_ReturnCode(code)
+        self.message = message
+        super().__init__(f"{self.code.name}: {message}")
+
+
+def invalid(message: str) -> NNRtError:
+    return NNRtError(OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER, message)
+
+
+def forbidden(message: str) -> NNRtError:
+    return NNRtError(OH_NN_ReturnCode.OH_NN_OPERATION_FORBIDDEN, message)
+
+
+def unsupported(message: str) -> NNRtError:
+    return NNRtError(OH_NN_ReturnCode.OH_NN_UNSUPPORTED, message)

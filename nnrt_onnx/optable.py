@@ -1,0 +1,202 @@
+"""The op table: one declarative TOML entry per OH_NN_OperationType in ``mappings/ops/``.
+
+Everything op-specific that is data lives there: inputs and outputs, every parameter tensor (type, dtype,
+element count, value range, the kernel keyword it feeds, its default), the fused activation, named extra
+checks. Validation, the executor, docs and the tests are all driven from it. See docs/op_table.md.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .enums import OH_NN_DataType, OH_NN_OperationType, OH_NN_TensorType
+
+
+def mappings_dir() -> Path:
+    """``mappings/`` in a source checkout, or its copy shipped inside the installed package."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_mappings", here.parent / "mappings"):
+        if (candidate / "ops").is_dir():
+            return candidate
+    raise FileNotFoundError("cannot find the mappings/ op table next to the nnrt_onnx package")
+
+
+@dataclass(frozen=True)
+class ParamVariant:
+    """One accepted form of a parameter tensor; several forms are told apart by element count."""
+
+    to: str  # kernel keyword this form feeds
+    dtype: OH_NN_DataType
+    count: int | None  # enforced element count, None = not checked
+    rank: int | None  # enforced rank, None = not checked
+    scalar: bool  # the kernel gets the first element (True) or the whole list (False)
+    value_range: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    tensor_type: OH_NN_TensorType
+    meaning: str
+    variants: tuple[ParamVariant, ...]
+    required: bool = False
+    append: bool = False  # a repeated tensor of this type appends instead of replacing
+    alias: bool = False  # accepted only because the real builder shares its map with another op
+    notes: str = ""
+
+    def variant_for(self, element_count: int) -> ParamVariant | None:
+        """The variant a tensor with ``element_count`` elements selects (None: no variant fits)."""
+        if len(self.variants) == 1:
+            return self.variants[0]
+        for variant in self.variants:
+            if variant.count == element_count:
+                return variant
+        return None
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.to for v in self.variants))
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: OH_NN_OperationType
+    file: Path
+    summary: str
+    layout: str  # "NHWC" when the header fixes the layout, else "any"
+    inputs: tuple[int, int]  # accepted input count range
+    outputs: tuple[int, int]
+    input_roles: tuple[str, ...]
+    output_roles: tuple[str, ...]
+    input_ranks: dict[int, int]
+    param_max: int
+    params: dict[OH_NN_TensorType, ParamSpec]
+    defaults: dict[str, Any]
+    fuse: str | None  # keyword holding the OH_NN_FuseType the executor applies after the kernel
+    checks: tuple[str, ...]  # named extra rules (nnrt_onnx.validation.op_checks)
+    quant: str  # "dequantize" (executor (de)quantizes around the kernel) or "native"
+    notes: tuple[str, ...]
+    quant_type_from_output0: bool
+    raw: dict[str, Any] = field(repr=False, compare=False)  # sections owned by later layers (onnx, cases)
+
+    @property
+    def name(self) -> str:
+        """Short lower-case name, e.g. ``conv2d`` (also the entry's file stem)."""
+        return self.op.name[len("OH_NN_OPS_"):].lower()
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """Kernel keywords in declaration order (the fused activation included)."""
+        seen: dict[str, None] = {}
+        for spec in self.params.values():
+            seen.update(dict.fromkeys(spec.keywords))
+        return tuple(seen)
+
+    @property
+    def own_params(self) -> list[ParamSpec]:
+        return [p for p in self.params.values() if not p.alias]
+
+
+_TOP_KEYS = {"op", "summary", "layout", "quant_type_from_output0", "notes", "checks", "quant", "inputs", "outputs",
+             "params", "defaults", "param", "onnx", "cases"}
+_PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
+               "value", "range"}
+_VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}
+
+
+class OpTableError(ValueError):
+    """A malformed op-table entry (a developer error, reported with the file name)."""
+
+
+def _check_keys(where: str, table: dict, allowed: set[str]) -> None:
+    unknown = set(table) - allowed
+    if unknown:
+        raise OpTableError(f"{where}: unknown keys {sorted(unknown)}")
+
+
+def _variant(where: str, table: dict) -> ParamVariant:
+    _check_keys(where, table, _VARIANT_KEYS)
+    try:
+        dtype = OH_NN_DataType["OH_NN_" + table["dtype"]]
+    except KeyError:
+        raise OpTableError(f"{where}: bad or missing dtype {table.get('dtype')!r}") from None
+    count = table.get("count")
+    value = table.get("value", "scalar" if count == 1 else "list")
+    if value not in ("scalar", "list"):
+        raise OpTableError(f"{where}: value must be 'scalar' or 'list'")
+    rng = table.get("range")
+    return ParamVariant(to=table["to"], dtype=dtype, count=count, rank=table.get("rank"), scalar=value == "scalar",
+                        value_range=tuple(rng) if rng is not None else None)
+
+
+def _param(where: str, table: dict) -> ParamSpec:
+    _check_keys(where, table, _PARAM_KEYS)
+    try:
+        tensor_type = OH_NN_TensorType[table["type"]]
+    except KeyError:
+        raise OpTableError(f"{where}: unknown tensor type {table.get('type')!r}") from None
+    where = f"{where} {tensor_type.name}"
+    if "variant" in table:
+        variants = tuple(_variant(where, v) for v in table["variant"])
+    else:
+        variants = (_variant(where, {k: table[k] for k in _VARIANT_KEYS if k in table}),)
+    return ParamSpec(tensor_type=tensor_type, meaning=table.get("meaning", ""), variants=variants,
+                     required=table.get("required", False), append=table.get("append", False),
+                     alias=table.get("alias", False), notes=table.get("notes", ""))
+
+
+def load_entry(path: Path) -> OpSpec:
+    where = path.name
+    with path.open("rb") as fh:
+        try:
+            data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise OpTableError(f"{where}: {exc}") from None
+    _check_keys(where, data, _TOP_KEYS)
+    try:
+        op = OH_NN_OperationType[data["op"]]
+    except KeyError:
+        raise OpTableError(f"{where}: unknown op {data.get('op')!r}") from None
+    params = {}
+    for table in data.get("param", []):
+        spec = _param(where, table)
+        if spec.tensor_type in params:
+            raise OpTableError(f"{where}: {spec.tensor_type.name} declared twice")
+        params[spec.tensor_type] = spec
+    meta = data.get("params", {})
+    entry = OpSpec(
+        op=op, file=path, summary=data.get("summary", ""), layout=data.get("layout", "any"),
+        inputs=tuple(data["inputs"]["count"]), outputs=tuple(data["outputs"]["count"]),
+        input_roles=tuple(data["inputs"].get("roles", ())), output_roles=tuple(data["outputs"].get("roles", ())),
+        input_ranks={int(k): v for k, v in data["inputs"].get("rank", {}).items()},
+        param_max=meta.get("max", 0), params=params, defaults=dict(data.get("defaults", {})),
+        fuse=meta.get("fuse"), checks=tuple(data.get("checks", ())), quant=data.get("quant", "dequantize"),
+        notes=tuple(data.get("notes", ())), quant_type_from_output0=data.get("quant_type_from_output0", False),
+        raw=data,
+    )
+    missing = [kw for p in entry.params.values() if not p.required for kw in p.keywords if kw not in entry.defaults]
+    if missing:
+        raise OpTableError(f"{where}: optional parameters without a default: {missing}")
+    if entry.fuse is not None and entry.fuse not in entry.keywords:
+        raise OpTableError(f"{where}: fuse keyword {entry.fuse!r} is not fed by any parameter")
+    return entry
+
+
+@cache
+def op_table() -> dict[OH_NN_OperationType, OpSpec]:
+    """All entries, keyed by operation type, in enum order."""
+    entries = {}
+    for path in sorted((mappings_dir() / "ops").glob("*.toml")):
+        entry = load_entry(path)
+        if entry.op in entries:
+            raise OpTableError(f"{path.name}: {entry.op.name} already declared in {entries[entry.op].file.name}")
+        if path.stem != entry.name:
+            raise OpTableError(f"{path.name}: an entry for {entry.op.name} must be named {entry.name}.toml")
+        entries[entry.op] = entry
+    return dict(sorted(entries.items()))
+
+
+def op_spec(op: OH_NN_OperationType | int) -> OpSpec:
+    return op_table()[OH_NN_OperationType(op)]

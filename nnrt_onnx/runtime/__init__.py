@@ -1,0 +1,1 @@
+"""Execution: graph checks shared by all devices, and the native numpy engine."""

@@ -1,0 +1,121 @@
+"""Build, compile and run a one-operation NNRt model: the harness of the kernel tests (and handy in a REPL)."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .compilation import Compilation
+from .dtypes import from_numpy
+from .enums import OH_NN_OperationType, OH_NN_TensorType
+from .executor import Executor
+from .kernels import OpContext, get_kernel, wants_context
+from .model import Model
+from .optable import op_spec
+from .tensor import QuantParam, TensorDesc
+
+
+def _tensor_type(key) -> OH_NN_TensorType:
+    return OH_NN_TensorType[key] if isinstance(key, str) else OH_NN_TensorType(int(key))
+
+
+def single_op_model(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any], output_specs,
+                    input_quant: Mapping[int, QuantParam], output_quant: Mapping[int, QuantParam],
+                    constant_inputs: Sequence[int] = ()) -> Model:
+    """A finished model with one operation; inputs listed in ``constant_inputs`` are baked in as constants."""
+    model = Model()
+    input_indices, model_inputs = [], []
+    for position, array in enumerate(inputs):
+        quant = input_quant.get(position)
+        if position in constant_inputs:
+            index = model.add_constant(array, name=f"input{position}", quant=quant)
+        else:
+            index = model.add_tensor_legacy(from_numpy(array.dtype), array.shape, quant, name=f"input{position}")
+            model_inputs.append(index)
+        input_indices.append(index)
+    param_indices = [model.add_param(_tensor_type(key), value) for key, value in params.items()]
+    output_indices = [model.add_tensor_legacy(from_numpy(dtype), shape, output_quant.get(position), name=f"output{position}")
+                      for position, (dtype, shape) in enumerate(output_specs)]
+    model.add_operation(op, param_indices, input_indices, output_indices)
+    model.specify_inputs_and_outputs(model_inputs or input_indices[:1], output_indices)
+    model.finish()
+    return model
+
+
+def _infer_outputs(op, inputs, params, output_dtypes, output_quant):
+    """Output dtypes and shapes, by calling the kernel once on the float view of the inputs."""
+    entry = op_spec(op)
+    probe = Model()
+    for array in inputs:
+        probe.add_tensor_legacy(from_numpy(array.dtype), array.shape)
+    indices = [probe.add_param(_tensor_type(k), v) for k, v in params.items()]
+    from .validation import decode_param
+
+    values = {}
+    for index in indices:
+        tensor = probe.tensors[index]
+        keyword, value = decode_param(entry, entry.params[tensor.tensor_type], tensor)
+        spec = entry.params[tensor.tensor_type]
+        values[keyword] = list(values.get(keyword, [])) + list(value) if spec.append and keyword in values else value
+    arguments = {**entry.defaults, **values}
+    if entry.fuse:
+        arguments.pop(entry.fuse, None)
+    fn = get_kernel(op)
+    if fn is None:
+        return None
+    if wants_context(fn):
+        n_out = entry.outputs[0]
+        dtypes = tuple(np.dtype(d) for d in output_dtypes) if output_dtypes else tuple(
+            np.asarray(inputs[0]).dtype for _ in range(n_out))
+        arguments["ctx"] = OpContext(op, tuple(a.dtype for a in inputs), dtypes,
+                                     tuple(() for _ in dtypes), tuple(None for _ in inputs),  # shapes: being inferred
+                                     tuple(output_quant.get(i) for i in range(len(dtypes))))
+    result = fn(*inputs, **arguments)
+    results = result if isinstance(result, tuple) else (result,)
+    specs = []
+    for position, value in enumerate(results):
+        dtype = output_dtypes[position] if output_dtypes else np.asarray(value).dtype
+        specs.append((np.dtype(dtype), np.shape(value)))
+    return specs
+
+
+def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = None, *, float16: bool = False,
+           input_quant: Mapping[int, QuantParam] | None = None, output_quant: Mapping[int, QuantParam] | None = None,
+           output_dtypes: Sequence[Any] | None = None, output_shapes: Sequence[Sequence[int]] | None = None,
+           constant_inputs: Sequence[int] = ()) -> list[np.ndarray]:
+    """Run ``op`` once through Model -> Compilation -> Executor on the CPU device and return its outputs.
+
+    ``params`` maps OH_NN_TensorType (member, value or name) to a python value or numpy array; the parameter
+    dtype comes from the op table unless an array with an explicit dtype is given. Output dtypes and shapes
+    default to what the kernel produces (declare them with ``output_dtypes``/``output_shapes``, -1 allowed).
+    Quantized operands: give integer arrays and their ``input_quant``; ``output_quant`` with ``output_dtypes``.
+    """
+    op = OH_NN_OperationType[op] if isinstance(op, str) else OH_NN_OperationType(int(op))
+    params = dict(params or {})
+    input_quant, output_quant = dict(input_quant or {}), dict(output_quant or {})
+    inputs = [np.asarray(a) for a in inputs]
+    if output_shapes is not None:
+        if output_dtypes is None:
+            raise ValueError("output_shapes needs output_dtypes")
+        specs = [(np.dtype(d), tuple(s)) for d, s in zip(output_dtypes, output_shapes)]
+    else:
+        float_inputs = [_dequantized(a, input_quant.get(i)) for i, a in enumerate(inputs)]
+        specs = _infer_outputs(op, float_inputs, params, output_dtypes, output_quant)
+        if specs is None:
+            specs = [(inputs[0].dtype, (-1,) * inputs[0].ndim)]
+    model = single_op_model(op, inputs, params, specs, input_quant, output_quant, constant_inputs)
+    compilation = Compilation(model)
+    compilation.enable_float16(float16)
+    compilation.build()
+    executor = Executor(compilation)
+    runtime_inputs = [a for i, a in enumerate(inputs) if i not in constant_inputs] or inputs[:1]
+    return executor.run_arrays(runtime_inputs)
+
+
+def _dequantized(array: np.ndarray, quant: QuantParam | None) -> np.ndarray:
+    if quant is None:
+        return array
+    from .dtypes import dequantize
+
+    axis = None if quant.count == 1 else (quant.axis or 0)
+    return dequantize(array, quant.scales, quant.zero_points, axis)
