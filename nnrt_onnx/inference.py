@@ -1,0 +1,193 @@
+"""Load a model file, make or read its inputs, run it on a device, save its outputs: the library behind ``nnrt-onnx run``."""
+from __future__ import annotations
+
+import io
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .compilation import Compilation
+from .devices import all_device_ids, get_device
+from .executor import Executor
+from .model import Model
+
+
+class UserError(Exception):
+    """A problem with what the user asked for (bad path, bad input spec): one clear line, no traceback."""
+
+
+def load_any(path: str | Path, **import_options) -> Model:
+    """A finished NNRt model from a ``.nnrt`` file (or an ``.onnx`` file, converted)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".nnrt":
+        from .serialization import load_model
+
+        return load_model(path)
+    if suffix == ".onnx":
+        try:
+            from .onnx_import import from_onnx
+        except ImportError:
+            raise UserError("ONNX import is not available in this version") from None
+        return from_onnx(str(path), **import_options).model
+    raise UserError(f"{path}: unknown model type {suffix!r} (expected .nnrt or .onnx)")
+
+
+def device_id_by_name(name: str) -> int:
+    """A device id from a device name, a unique prefix/suffix of it (``cpu``), or a number."""
+    if str(name).isdigit():
+        return get_device(int(name)).id
+    matches = [i for i in all_device_ids()
+               if get_device(i).name == name or get_device(i).name.split(".")[-1] == name]
+    if len(matches) != 1:
+        names = ", ".join(get_device(i).name for i in all_device_ids())
+        raise UserError(f"unknown device {name!r} (available: {names})")
+    return matches[0]
+
+
+def input_names(model: Model) -> list[str]:
+    return [model.tensors[i].name for i in model.inputs]
+
+
+def output_names(model: Model) -> list[str]:
+    return [model.tensors[i].name for i in model.outputs]
+
+
+def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1) -> list[np.ndarray]:
+    """Seeded random data fitting each input's dtype and shape (dynamic dims become ``dynamic_dim``)."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for index in model.inputs:
+        tensor = model.tensors[index]
+        shape = tuple(dynamic_dim if d == -1 else d for d in tensor.dims)
+        dtype = tensor.np_dtype
+        if dtype == np.bool_:
+            arrays.append(rng.random(shape) < 0.5)
+        elif np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            lo, hi = (max(info.min, -8), min(info.max, 8)) if tensor.quant is None else (info.min, info.max)
+            arrays.append(rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype))
+        else:
+            arrays.append(rng.standard_normal(shape).astype(dtype))
+    return arrays
+
+
+def read_array(path: str | Path) -> dict[str, np.ndarray] | np.ndarray:
+    """An array from ``.npy``, a dict of arrays from ``.npz``, or an ONNX TensorProto ``.pb``; never unpickles."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        if path.suffix == ".npy":
+            return np.load(path, allow_pickle=False)
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                return {k: archive[k] for k in archive.files}
+        if path.suffix == ".pb":
+            import onnx
+            from onnx import numpy_helper
+
+            tensor = onnx.TensorProto()
+            tensor.ParseFromString(path.read_bytes())
+            return numpy_helper.to_array(tensor)
+    except (ValueError, OSError, EOFError) as exc:
+        raise UserError(f"{path}: cannot read an array ({exc})") from None
+    except Exception as exc:  # protobuf's DecodeError has no stable import path
+        raise UserError(f"{path}: cannot read an ONNX tensor ({exc})") from None
+    raise UserError(f"{path}: unknown input file type (expected .npy, .npz or .pb)")
+
+
+def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names)."""
+    given: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep:
+            data = read_array(spec)
+            if not isinstance(data, dict):
+                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
+            given.update(data)
+            continue
+        data = read_array(file)
+        if isinstance(data, dict):
+            raise UserError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
+        given[name] = data
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+    return given
+
+
+def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
+    """The given arrays in model order; inputs not given are seeded random data."""
+    names = input_names(model)
+    generated = random_inputs(model, seed)
+    arrays = []
+    for name, index, fallback in zip(names, model.inputs, generated):
+        if name not in given:
+            arrays.append(fallback)
+            continue
+        array = np.asarray(given[name])
+        tensor = model.tensors[index]
+        if array.dtype != tensor.np_dtype:
+            raise UserError(f"input {name!r} has dtype {array.dtype}, the model expects {tensor.np_dtype}")
+        if array.ndim != len(tensor.dims) or any(d not in (-1, s) for d, s in zip(tensor.dims, array.shape)):
+            raise UserError(f"input {name!r} has shape {list(array.shape)}, the model expects {list(tensor.dims)}")
+        arrays.append(array)
+    return arrays
+
+
+@dataclass
+class RunResult:
+    outputs: list[np.ndarray]
+    names: list[str]
+    compile_seconds: float
+    run_seconds: float
+
+
+def run_model(model: Model, inputs: Sequence[np.ndarray], device_id: int = 1, float16: bool = False) -> RunResult:
+    start = time.perf_counter()
+    compilation = Compilation(model)
+    compilation.set_device(device_id)
+    compilation.enable_float16(float16)
+    compilation.build()
+    executor = Executor(compilation)
+    compiled = time.perf_counter()
+    outputs = executor.run_arrays(list(inputs))
+    done = time.perf_counter()
+    return RunResult(outputs, output_names(model), compiled - start, done - compiled)
+
+
+def safe_file_name(name: str) -> str:
+    """A tensor name as a file name: characters that cannot be in one become ``_``."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".")
+    return cleaned or "_"
+
+
+def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
+    """Each output as ``DIR/<name>.npy``, written atomically."""
+    from .serialization import atomic_write
+
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create output directory {directory}: {exc.strerror}") from None
+    paths = []
+    for name, array in zip(result.names, result.outputs):
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        path = directory / f"{safe_file_name(name)}.npy"
+        atomic_write(path, [buffer.getvalue()])
+        paths.append(path)
+    return paths
+
+
+__all__ = ["RunResult", "UserError", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
+           "random_inputs", "read_array", "run_model", "safe_file_name", "save_outputs"]
