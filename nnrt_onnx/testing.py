@@ -12,7 +12,8 @@ from .executor import Executor
 from .kernels import OpContext, get_kernel, wants_context
 from .model import Model
 from .optable import op_spec
-from .tensor import QuantParam, TensorDesc
+from .tensor import QuantParam
+from .validation import validate_operation
 
 
 def _tensor_type(key) -> OH_NN_TensorType:
@@ -42,21 +43,14 @@ def single_op_model(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any],
     return model
 
 
-def _infer_outputs(op, inputs, params, output_dtypes, output_quant):
-    """Output dtypes and shapes, by calling the kernel once on the float view of the inputs."""
-    entry = op_spec(op)
+def _infer_outputs(op, inputs, params, output_dtypes, input_quant, output_quant):
+    """Output dtypes and shapes, by validating the operation and calling its kernel once on float inputs."""
     probe = Model()
-    for array in inputs:
-        probe.add_tensor_legacy(from_numpy(array.dtype), array.shape)
-    indices = [probe.add_param(_tensor_type(k), v) for k, v in params.items()]
-    from .validation import decode_param
-
-    values = {}
-    for index in indices:
-        tensor = probe.tensors[index]
-        keyword, value = decode_param(entry, entry.params[tensor.tensor_type], tensor)
-        spec = entry.params[tensor.tensor_type]
-        values[keyword] = list(values.get(keyword, [])) + list(value) if spec.append and keyword in values else value
+    input_indices = [probe.add_tensor_legacy(from_numpy(a.dtype), a.shape) for a in inputs]
+    param_indices = [probe.add_param(_tensor_type(k), v) for k, v in params.items()]
+    entry = op_spec(op)
+    output_indices = [probe.add_tensor_legacy(from_numpy(inputs[0].dtype), ()) for _ in range(entry.outputs[0])]
+    validated, values = validate_operation(probe.tensors, op, param_indices, input_indices, output_indices)
     arguments = {**entry.defaults, **values}
     if entry.fuse:
         arguments.pop(entry.fuse, None)
@@ -64,19 +58,16 @@ def _infer_outputs(op, inputs, params, output_dtypes, output_quant):
     if fn is None:
         return None
     if wants_context(fn):
-        n_out = entry.outputs[0]
         dtypes = tuple(np.dtype(d) for d in output_dtypes) if output_dtypes else tuple(
-            np.asarray(inputs[0]).dtype for _ in range(n_out))
+            inputs[0].dtype for _ in output_indices)
         arguments["ctx"] = OpContext(op, tuple(a.dtype for a in inputs), dtypes,
-                                     tuple(() for _ in dtypes), tuple(None for _ in inputs),  # shapes: being inferred
+                                     tuple(() for _ in dtypes),  # shapes: what is being inferred
+                                     tuple(input_quant.get(i) for i in range(len(inputs))),
                                      tuple(output_quant.get(i) for i in range(len(dtypes))))
     result = fn(*inputs, **arguments)
     results = result if isinstance(result, tuple) else (result,)
-    specs = []
-    for position, value in enumerate(results):
-        dtype = output_dtypes[position] if output_dtypes else np.asarray(value).dtype
-        specs.append((np.dtype(dtype), np.shape(value)))
-    return specs
+    return [(np.dtype(output_dtypes[i] if output_dtypes else np.asarray(v).dtype), np.shape(v))
+            for i, v in enumerate(results)]
 
 
 def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = None, *, float16: bool = False,
@@ -100,7 +91,7 @@ def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = 
         specs = [(np.dtype(d), tuple(s)) for d, s in zip(output_dtypes, output_shapes)]
     else:
         float_inputs = [_dequantized(a, input_quant.get(i)) for i, a in enumerate(inputs)]
-        specs = _infer_outputs(op, float_inputs, params, output_dtypes, output_quant)
+        specs = _infer_outputs(op, float_inputs, params, output_dtypes, input_quant, output_quant)
         if specs is None:
             specs = [(inputs[0].dtype, (-1,) * inputs[0].ndim)]
     model = single_op_model(op, inputs, params, specs, input_quant, output_quant, constant_inputs)
