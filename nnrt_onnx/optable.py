@@ -66,6 +66,7 @@ class OpSpec:
     file: Path
     summary: str
     layout: str  # "NHWC" when the header fixes the layout, else "any"
+    layout_role: str | None  # see LAYOUT_ROLES
     inputs: tuple[int, int]  # accepted input count range
     outputs: tuple[int, int]
     input_roles: tuple[str, ...]
@@ -99,8 +100,13 @@ class OpSpec:
         return [p for p in self.params.values() if not p.alias]
 
 
-_TOP_KEYS = {"op", "summary", "layout", "quant_type_from_output0", "notes", "checks", "quant", "inputs", "outputs",
-             "params", "defaults", "param", "onnx", "cases"}
+_TOP_KEYS = {"op", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
+             "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes"}
+# How an op lets a transpose move through it (the importer's layout pass):
+#   unary     — one data input, same shape out (y = f(x)): T(f(x)) == f(T(x))
+#   broadcast — numpy-broadcasting n-ary elementwise op: operands permuted alike
+#   concat    — concatenation along the "axis" keyword: the axis is permuted
+LAYOUT_ROLES = {"unary", "broadcast", "concat"}
 _PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
                "value", "range"}
 _VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}
@@ -168,6 +174,7 @@ def load_entry(path: Path) -> OpSpec:
     meta = data.get("params", {})
     entry = OpSpec(
         op=op, file=path, summary=data.get("summary", ""), layout=data.get("layout", "any"),
+        layout_role=data.get("layout_role"),
         inputs=tuple(data["inputs"]["count"]), outputs=tuple(data["outputs"]["count"]),
         input_roles=tuple(data["inputs"].get("roles", ())), output_roles=tuple(data["outputs"].get("roles", ())),
         input_ranks={int(k): v for k, v in data["inputs"].get("rank", {}).items()},
@@ -179,6 +186,8 @@ def load_entry(path: Path) -> OpSpec:
     missing = [kw for p in entry.params.values() if not p.required for kw in p.keywords if kw not in entry.defaults]
     if missing:
         raise OpTableError(f"{where}: optional parameters without a default: {missing}")
+    if entry.layout_role is not None and entry.layout_role not in LAYOUT_ROLES:
+        raise OpTableError(f"{where}: layout_role must be one of {sorted(LAYOUT_ROLES)}")
     if entry.fuse is not None and entry.fuse not in entry.keywords:
         raise OpTableError(f"{where}: fuse keyword {entry.fuse!r} is not fed by any parameter")
     return entry

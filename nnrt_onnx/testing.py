@@ -46,7 +46,7 @@ def single_op_model(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any],
 def _infer_outputs(op, inputs, params, output_dtypes, input_quant, output_quant):
     """Output dtypes and shapes, by validating the operation and calling its kernel once on float inputs."""
     probe = Model()
-    input_indices = [probe.add_tensor_legacy(from_numpy(a.dtype), a.shape) for a in inputs]
+    input_indices = [probe.add_constant(a) for a in inputs]  # with data: some checks read operands (CAST)
     param_indices = [probe.add_param(_tensor_type(k), v) for k, v in params.items()]
     entry = op_spec(op)
     output_indices = [probe.add_tensor_legacy(from_numpy(inputs[0].dtype), ()) for _ in range(entry.outputs[0])]
@@ -90,7 +90,8 @@ def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = 
             raise ValueError("output_shapes needs output_dtypes")
         specs = [(np.dtype(d), tuple(s)) for d, s in zip(output_dtypes, output_shapes)]
     else:
-        float_inputs = [_dequantized(a, input_quant.get(i)) for i, a in enumerate(inputs)]
+        native = op_spec(op).quant == "native"
+        float_inputs = [a if native else _dequantized(a, input_quant.get(i)) for i, a in enumerate(inputs)]
         specs = _infer_outputs(op, float_inputs, params, output_dtypes, input_quant, output_quant)
         if specs is None:
             specs = [(inputs[0].dtype, (-1,) * inputs[0].ndim)]
