@@ -1,0 +1,144 @@
+"""What a handler sees while converting one ONNX node: its inputs, attributes, and ways to emit NNRt ops."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..dtypes import to_numpy
+from ..optable import op_spec
+from .ir import Graph, Node, Value
+from .issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from .rows import Row
+
+
+def param_array(tensor_type: OH_NN_TensorType, value: Any) -> np.ndarray:
+    """A parameter value as an array of the dtype the op table demands (form chosen by element count)."""
+    from ..model import _table_dtype
+
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        array = value
+        dtype = _table_dtype(tensor_type, array.size)
+    else:
+        array = np.asarray(value)
+        dtype = _table_dtype(tensor_type, array.size)
+    return np.ascontiguousarray(array.astype(to_numpy(dtype)))
+
+
+class NodeContext:
+    def __init__(self, graph: Graph, node: onnx.NodeProto, row: Row, opset: int, options):
+        self.graph = graph
+        self.node = node
+        self.row = row
+        self.opset = opset
+        self.options = options
+        self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        for key, value in list(self.attrs.items()):
+            if isinstance(value, bytes):
+                self.attrs[key] = value.decode()
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                self.attrs[key] = [v.decode() for v in value]
+        self.used_attrs: set[str] = set()
+        self.name = node.name or (node.output[0] if node.output else node.op_type)
+
+    # -- reading the ONNX node -------------------------------------------------------------------------------
+    def attr(self, name: str, default: Any = None) -> Any:
+        self.used_attrs.add(name)
+        return self.attrs.get(name, default)
+
+    def has_input(self, position: int) -> bool:
+        return position < len(self.node.input) and self.node.input[position] != ""
+
+    def input(self, position: int) -> str:
+        if not self.has_input(position):
+            raise ConversionIssue("invalid_model", f"input #{position} is missing")
+        return self.graph.resolve(self.node.input[position])
+
+    def output(self, position: int = 0) -> str:
+        return self.node.output[position]
+
+    def value(self, name: str) -> Value:
+        try:
+            return self.graph.values[name]
+        except KeyError:
+            raise ConversionIssue("invalid_model", f"tensor {name!r} is not known at this point") from None
+
+    def input_value(self, position: int) -> Value:
+        return self.value(self.input(position))
+
+    def constant_input(self, position: int, what: str) -> np.ndarray:
+        value = self.input_value(position)
+        if value.data is None:
+            raise ConversionIssue(NEEDS_CONSTANT, f"{what} (input #{position} {value.name!r}) must be a constant")
+        return value.data
+
+    def optional_constant(self, position: int, what: str) -> np.ndarray | None:
+        return self.constant_input(position, what) if self.has_input(position) else None
+
+    def static_shape(self, name: str, what: str = "tensor") -> tuple[int, ...]:
+        shape = self.value(name).shape
+        if shape is None or any(d < 0 for d in shape):
+            raise ConversionIssue(DYNAMIC_SHAPE, f"{what} {name!r} needs a static shape, got {shape}")
+        return shape
+
+    def rank(self, name: str) -> int:
+        shape = self.value(name).shape
+        if shape is None:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {name!r} is unknown")
+        return len(shape)
+
+    def require_attr(self, name: str, allowed: Sequence[Any], default: Any) -> Any:
+        value = self.attr(name, default)
+        if value not in allowed:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"{name}={value!r} is not supported (supported: {list(allowed)})")
+        return value
+
+    # -- building the NNRt graph -----------------------------------------------------------------------------
+    def new_value(self, dtype, shape: Sequence[int] | None, hint: str | None = None) -> str:
+        name = self.graph.fresh_name(hint or self.name)
+        self.graph.add_value(Value(name, np.dtype(dtype), None if shape is None else tuple(shape)))
+        return name
+
+    def constant(self, array, hint: str | None = None) -> str:
+        return self.graph.constant(np.asarray(array), hint or f"{self.name}.const")
+
+    def emit(self, op: OH_NN_OperationType, inputs: Sequence[str], outputs: Sequence[str],
+             params: dict[Any, Any] | None = None) -> Node:
+        converted = {}
+        for key, value in (params or {}).items():
+            tensor_type = OH_NN_TensorType[key] if isinstance(key, str) else OH_NN_TensorType(key)
+            converted[tensor_type] = param_array(tensor_type, value)
+        node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
+        op_spec(op)  # unknown ops fail loudly here
+        from .fold import try_fold
+
+        if not try_fold(self.graph, node):
+            self.graph.nodes.append(node)
+        return node
+
+    def transpose(self, name: str, perm: Sequence[int], output: str | None = None) -> str:
+        """Emit TRANSPOSE(name, perm); returns the output name (a new value unless ``output`` is given)."""
+        value = self.value(name)
+        shape = None if value.shape is None else tuple(value.shape[p] for p in perm)
+        out = output or self.new_value(value.dtype, shape, f"{name}.T")
+        perm_name = self.constant(np.asarray(perm, np.int64), f"{name}.perm")
+        self.emit(OH_NN_OperationType.OH_NN_OPS_TRANSPOSE, [name, perm_name], [out])
+        return out
+
+    def reshape(self, name: str, shape: Sequence[int], output: str | None = None) -> str:
+        value = self.value(name)
+        out = output or self.new_value(value.dtype, shape, f"{name}.reshaped")
+        shape_name = self.constant(np.asarray(shape, np.int64), f"{name}.shape")
+        self.emit(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [name, shape_name], [out])
+        return out
+
+    def alias(self, source: str, output: str) -> None:
+        """Make ``output`` (an ONNX tensor name) mean the same tensor as ``source`` (no op emitted)."""
+        value = self.value(source)
+        if value.data is not None:
+            self.graph.add_value(Value(output, value.dtype, value.shape, value.data, value.quant))
+            return
+        self.graph.aliases[output] = source

@@ -1,0 +1,265 @@
+"""Structural ONNX ops: constants, shapes, reshapes, axes given as attributes or inputs, no-ops."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import numpy_helper
+
+from ...enums import OH_NN_OperationType as OP
+from ..context import NodeContext
+from ..ir import Value
+from ..issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from . import handler
+
+
+def axes_from(ctx: NodeContext, attr: str = "axes", position: int = 1, since_input: int = 13) -> list[int] | None:
+    """Axes given as an attribute (older opsets) or as a constant input (newer); None when absent."""
+    if ctx.opset < since_input:
+        value = ctx.attr(attr)
+        return None if value is None else [int(a) for a in value]
+    if not ctx.has_input(position):
+        return None
+    return [int(a) for a in ctx.constant_input(position, attr).reshape(-1)]
+
+
+def normalize_axes(axes, rank: int) -> list[int]:
+    return [a + rank if a < 0 else a for a in axes]
+
+
+@handler("constant")
+def constant(ctx: NodeContext) -> None:
+    attrs = {k: ctx.attr(k) for k in list(ctx.attrs)}
+    if "value" in attrs:
+        array = numpy_helper.to_array(ctx.node.attribute[0].t) if ctx.node.attribute[0].name == "value" else None
+        if array is None:
+            array = numpy_helper.to_array(next(a.t for a in ctx.node.attribute if a.name == "value"))
+    elif "value_float" in attrs:
+        array = np.asarray(attrs["value_float"], np.float32)
+    elif "value_floats" in attrs:
+        array = np.asarray(attrs["value_floats"], np.float32)
+    elif "value_int" in attrs:
+        array = np.asarray(attrs["value_int"], np.int64)
+    elif "value_ints" in attrs:
+        array = np.asarray(attrs["value_ints"], np.int64)
+    else:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"Constant with {sorted(attrs)} is not supported")
+    out = ctx.output(0)
+    ctx.graph.add_value(Value(out, array.dtype, tuple(array.shape), np.ascontiguousarray(array)))
+
+
+@handler("identity")
+def identity(ctx: NodeContext) -> None:
+    """Identity, and Dropout at inference: the output is the input (no op)."""
+    ctx.attr("ratio")
+    ctx.attr("seed")
+    if ctx.node.op_type == "Dropout" and ctx.has_input(2):
+        training = ctx.constant_input(2, "training_mode")
+        if bool(training.reshape(-1)[0]):
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "training_mode=true is not supported")
+    if len([o for o in ctx.node.output if o]) > 1:
+        mask = ctx.node.output[1]
+        shape = ctx.value(ctx.input(0)).shape
+        if shape is None or any(d < 0 for d in shape):
+            raise ConversionIssue(DYNAMIC_SHAPE, "Dropout's mask output needs a static shape")
+        ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
+    ctx.alias(ctx.input(0), ctx.output(0))
+
+
+@handler("shape")
+def shape(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    dims = ctx.value(x).shape
+    start, end = int(ctx.attr("start", 0)), ctx.attr("end")
+    if dims is not None and all(d >= 0 for d in dims):
+        sliced = list(dims)[start:None if end is None else int(end)]
+        out = ctx.output(0)
+        ctx.graph.add_value(Value(out, np.dtype(np.int64), (len(sliced),), np.asarray(sliced, np.int64)))
+        return
+    if start != 0 or end is not None:
+        raise ConversionIssue(DYNAMIC_SHAPE, "Shape with start/end of a dynamic tensor is not supported")
+    ctx.emit(OP.OH_NN_OPS_SHAPE, [x], [ctx.output(0)])
+
+
+@handler("size")
+def size(ctx: NodeContext) -> None:
+    dims = ctx.static_shape(ctx.input(0))
+    ctx.graph.add_value(Value(ctx.output(0), np.dtype(np.int64), (), np.asarray(int(np.prod(dims)), np.int64)))
+
+
+def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
+    """ONNX Reshape semantics (0 copies a dim unless allowzero, one -1) resolved against the input shape."""
+    allowzero = int(ctx.attr("allowzero", 0))
+    in_shape = ctx.value(x).shape
+    target = [int(d) for d in requested]
+    if not allowzero and 0 in target:
+        if in_shape is None:
+            raise ConversionIssue(DYNAMIC_SHAPE, "Reshape with 0 needs the input rank")
+        target = [in_shape[i] if d == 0 else d for i, d in enumerate(target)]
+    if allowzero and 0 in target:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "allowzero=1 with a 0 dim (empty tensors) is not supported")
+    if -1 in target and in_shape is not None and all(d >= 0 for d in in_shape) and all(d >= 0 for d in target if d != -1):
+        known = int(np.prod([d for d in target if d != -1]))
+        target[target.index(-1)] = int(np.prod(in_shape)) // max(known, 1)
+    return target
+
+
+@handler("reshape")
+def reshape(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    if ctx.opset < 5:
+        requested = ctx.attr("shape")
+    else:
+        requested = ctx.constant_input(1, "the target shape").reshape(-1)
+    target = _target_shape(ctx, x, requested)
+    out = ctx.value(ctx.output(0))
+    if out.shape is None or any(d < 0 for d in out.shape):
+        out.shape = tuple(target)
+    ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
+
+
+@handler("flatten")
+def flatten(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    axis = int(ctx.attr("axis", 1))
+    axis = axis + rank if axis < 0 else axis
+    shape = ctx.value(x).shape
+    if all(d >= 0 for d in shape):
+        target = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+        ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
+    else:
+        ctx.emit(OP.OH_NN_OPS_FLATTEN, [x], [ctx.output(0)], {"OH_NN_FLATTEN_AXIS": axis})
+
+
+@handler("squeeze")
+def squeeze(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    axes = axes_from(ctx)
+    shape = ctx.value(x).shape
+    if axes is None:
+        if any(d < 0 for d in shape):
+            raise ConversionIssue(DYNAMIC_SHAPE, "Squeeze without axes needs a static shape")
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = normalize_axes(axes, rank)
+    target = [d for i, d in enumerate(shape) if i not in axes]
+    _reshape_or(ctx, x, target, OP.OH_NN_OPS_SQUEEZE, {"OH_NN_SQUEEZE_AXIS": axes})
+
+
+@handler("unsqueeze")
+def unsqueeze(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    axes = axes_from(ctx)
+    if axes is None:
+        raise ConversionIssue(NEEDS_CONSTANT, "Unsqueeze needs axes")
+    shape = list(ctx.value(x).shape)
+    out_rank = len(shape) + len(axes)
+    axes = sorted(normalize_axes(axes, out_rank))
+    target = list(shape)
+    for a in axes:
+        target.insert(a, 1)
+    if len(axes) == 1:
+        _reshape_or(ctx, x, target, OP.OH_NN_OPS_UNSQUEEZE, {"OH_NN_UNSQUEEZE_AXIS": axes[0]})
+    else:
+        _reshape_or(ctx, x, target, None, {})
+
+
+def _reshape_or(ctx: NodeContext, x: str, target, op, params) -> None:
+    """A reshape when the target is static (at most one dynamic dim), else the dedicated op."""
+    if sum(d < 0 for d in target) <= 1:
+        ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
+    elif op is not None:
+        ctx.emit(op, [x], [ctx.output(0)], params)
+    else:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"target shape {target} has several dynamic dims")
+
+
+@handler("transpose")
+def transpose(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    perm = ctx.attr("perm")
+    if perm is None:
+        perm = list(reversed(range(ctx.rank(x))))
+    ctx.transpose(x, [int(p) for p in perm], output=ctx.output(0))
+
+
+@handler("gather")
+def gather(ctx: NodeContext) -> None:
+    x, indices = ctx.input(0), ctx.input(1)
+    rank = ctx.rank(x)
+    axis = int(ctx.attr("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    index_value = ctx.value(indices)
+    if index_value.data is not None and (index_value.data < 0).any():
+        dim = ctx.static_shape(x)[axis]
+        fixed = np.where(index_value.data < 0, index_value.data + dim, index_value.data).astype(index_value.data.dtype)
+        indices = ctx.constant(fixed, f"{indices}.positive")
+    ctx.emit(OP.OH_NN_OPS_GATHER, [x, indices, ctx.constant(np.asarray([axis], np.int64))], [ctx.output(0)])
+
+
+@handler("constant_of_shape")
+def constant_of_shape(ctx: NodeContext) -> None:
+    from onnx import helper
+
+    value_attr = next((a for a in ctx.node.attribute if a.name == "value"), None)
+    ctx.attr("value")
+    fill = numpy_helper.to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
+    shape_value = ctx.value(ctx.input(0))
+    if shape_value.data is not None:
+        dims = [int(d) for d in shape_value.data.reshape(-1)]
+        array = np.full(dims, fill[0], dtype=fill.dtype)
+        ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
+        return
+    from ...dtypes import from_numpy
+
+    ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [ctx.input(0)], [ctx.output(0)],
+             {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(fill.dtype)),
+              "OH_NN_CONSTANT_OF_SHAPE_VALUE": [float(fill[0])]})
+    _ = helper
+
+
+@handler("sum")
+def sum_(ctx: NodeContext) -> None:
+    """Sum of n inputs: a chain of ADDs."""
+    inputs = [ctx.input(i) for i in range(len(ctx.node.input))]
+    out = ctx.output(0)
+    if len(inputs) == 1:
+        ctx.alias(inputs[0], out)
+        return
+    acc = inputs[0]
+    out_value = ctx.value(out)
+    for position, other in enumerate(inputs[1:], start=1):
+        target = out if position == len(inputs) - 1 else ctx.new_value(out_value.dtype, out_value.shape, f"{out}.partial")
+        ctx.emit(OP.OH_NN_OPS_ADD, [acc, other], [target])
+        acc = target
+
+
+@handler("softmax")
+def softmax(ctx: NodeContext) -> None:
+    """Softmax/LogSoftmax: opset >= 13 normalises one axis; older opsets flatten from ``axis`` on."""
+    op = OP.OH_NN_OPS_SOFTMAX if ctx.node.op_type == "Softmax" else OP.OH_NN_OPS_LOG_SOFTMAX
+    key = "OH_NN_SOFTMAX_AXIS" if op == OP.OH_NN_OPS_SOFTMAX else "OH_NN_LOG_SOFTMAX_AXIS"
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    axis = int(ctx.attr("axis", -1 if ctx.opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    if ctx.opset >= 13 or axis == rank - 1:
+        ctx.emit(op, [x], [ctx.output(0)], {key: axis})
+        return
+    shape = ctx.static_shape(x)
+    flat = ctx.reshape(x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    out_value = ctx.value(ctx.output(0))
+    flat_out = ctx.new_value(out_value.dtype, ctx.value(flat).shape, f"{ctx.output(0)}.flat")
+    ctx.emit(op, [flat], [flat_out], {key: 1})
+    ctx.reshape(flat_out, shape, output=ctx.output(0))
+
+
+@handler("concat")
+def concat(ctx: NodeContext) -> None:
+    inputs = [ctx.input(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
+    rank = ctx.rank(inputs[0])
+    axis = int(ctx.attr("axis"))
+    axis = axis + rank if axis < 0 else axis
+    if len(inputs) == 1:
+        ctx.alias(inputs[0], ctx.output(0))
+        return
+    ctx.emit(OP.OH_NN_OPS_CONCAT, inputs, [ctx.output(0)], {"OH_NN_CONCAT_AXIS": axis})

@@ -1,0 +1,246 @@
+"""ONNX -> NNRt: load, infer shapes, convert node by node (collecting every problem), optimise, emit a Model."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ..dtypes import from_numpy
+from ..enums import OH_NN_OperationType
+from ..errors import NNRtError
+from ..model import Model
+from .context import NodeContext
+from .generic import convert_generic
+from .handlers import get_handler
+from .ir import Graph, Value
+from .issues import (DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, UNSUPPORTED_OP,
+                     ConversionError, ConversionIssue, Issue)
+from .rows import find_row
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class ImportOptions:
+    input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)  # pin dynamic input dims
+    nhwc_io: bool = False  # model inputs/outputs in NHWC instead of the ONNX layout (4-D image tensors)
+    fold_batchnorm: bool = True
+    fuse_activations: bool = True
+    optimize_layout: bool = True
+
+
+@dataclass
+class ImportResult:
+    model: Model
+    graph: Graph
+    stats: dict[str, Any]
+
+
+def _onnx_dtype(elem_type: int) -> np.dtype:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"ONNX element type {elem_type} has no numpy/NNRt equivalent") from None
+
+
+def _shape_of(type_proto) -> tuple[int, ...] | None:
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
+                 for d in type_proto.tensor_type.shape.dim)
+
+
+def load_onnx(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(source, onnx.ModelProto):
+        return source
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return onnx.load(str(path))  # external data next to the file loads with it
+    except Exception as exc:  # protobuf decode errors have no stable type
+        raise ConversionError([Issue(str(path), "-", 0, INVALID_MODEL, f"not a readable ONNX model: {exc}")]) from None
+
+
+def _pin_shapes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> None:
+    inputs = {i.name: i for i in model.graph.input}
+    for name, dims in shapes.items():
+        if name not in inputs:
+            raise ConversionError([Issue(name, "-", 0, INVALID_MODEL,
+                                         f"--input-shape names unknown input {name!r}; inputs: {list(inputs)}")])
+        tensor_shape = inputs[name].type.tensor_type.shape
+        if len(tensor_shape.dim) not in (0, len(dims)):
+            raise ConversionError([Issue(name, "-", 0, INVALID_MODEL,
+                                         f"input {name!r} has rank {len(tensor_shape.dim)}, pinned shape {list(dims)}")])
+        del tensor_shape.dim[:]
+        for d in dims:
+            tensor_shape.dim.add().dim_value = int(d)
+
+
+def opset_of(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in DEFAULT_DOMAINS:
+            return entry.version
+    return 1
+
+
+def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+              nhwc_io: bool = False, fold_batchnorm: bool = True, fuse_activations: bool = True,
+              optimize_layout: bool = True) -> ImportResult:
+    """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
+
+    Raises :class:`ConversionError` listing every node that cannot be converted, with a reason code each.
+    """
+    options = ImportOptions(dict(input_shapes or {}), nhwc_io, fold_batchnorm, fuse_activations, optimize_layout)
+    started = time.perf_counter()
+    model = load_onnx(source)
+    if options.input_shapes:
+        model = onnx.ModelProto.FromString(model.SerializeToString()) if isinstance(source, onnx.ModelProto) else model
+        _pin_shapes(model, options.input_shapes)
+    opset = opset_of(model)
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # partial information is still useful; missing shapes surface per node
+        pass
+    graph = Graph()
+    issues = _convert(model, graph, opset, options)
+    if issues:
+        raise ConversionError(issues)
+    from .passes import optimize
+
+    counts = optimize(graph, options)
+    nnrt_model = emit_model(graph, model.graph.name or "model")
+    stats = {
+        "opset": opset,
+        "onnx_nodes": len(model.graph.node),
+        "operations": len(nnrt_model.operations),
+        "tensors": len(nnrt_model.tensors),
+        "transposes": sum(op.op == OH_NN_OperationType.OH_NN_OPS_TRANSPOSE for op in nnrt_model.operations),
+        "seconds": time.perf_counter() - started,
+        **counts,
+    }
+    return ImportResult(nnrt_model, graph, stats)
+
+
+def _value_infos(model: onnx.ModelProto) -> dict[str, Any]:
+    infos = {}
+    for info in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
+        infos[info.name] = info.type
+    return infos
+
+
+def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOptions) -> list[Issue]:
+    issues: list[Issue] = []
+    initializers = {t.name for t in model.graph.initializer}
+    for tensor in model.graph.initializer:
+        try:
+            array = numpy_helper.to_array(tensor)
+            from_numpy(array.dtype)
+        except (ValueError, TypeError) as exc:
+            issues.append(Issue(tensor.name, "initializer", opset, UNSUPPORTED_DTYPE, str(exc)))
+            continue
+        graph.add_value(Value(tensor.name, array.dtype, tuple(array.shape), array))
+    for info in model.graph.input:
+        if info.name in initializers:
+            continue
+        try:
+            dtype = _onnx_dtype(info.type.tensor_type.elem_type)
+            from_numpy(dtype)
+        except (ConversionIssue, ValueError) as exc:
+            issues.append(Issue(info.name, "input", opset, UNSUPPORTED_DTYPE, str(exc)))
+            continue
+        shape = _shape_of(info.type)
+        if shape is None:
+            issues.append(Issue(info.name, "input", opset, DYNAMIC_SHAPE, "model input has no shape (pin it)"))
+            continue
+        graph.add_value(Value(info.name, dtype, shape))
+        graph.inputs.append(info.name)
+
+    infos = _value_infos(model)
+    for node in model.graph.node:
+        name = node.name or (node.output[0] if node.output else node.op_type)
+        for output in node.output:
+            if output and output not in graph.values:
+                type_proto = infos.get(output)
+                dtype, shape = np.dtype(np.float32), None
+                if type_proto is not None and type_proto.tensor_type.elem_type:
+                    try:
+                        dtype = _onnx_dtype(type_proto.tensor_type.elem_type)
+                    except ConversionIssue:
+                        pass
+                    shape = _shape_of(type_proto)
+                graph.add_value(Value(output, dtype, shape))
+        if node.domain not in DEFAULT_DOMAINS:
+            issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP, f"operator domain {node.domain!r} is not supported"))
+            continue
+        row = find_row(node.op_type, opset)
+        if row is None:
+            issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP,
+                                f"no NNRt mapping for {node.op_type} at opset {opset}"))
+            continue
+        ctx = NodeContext(graph, node, row, opset, options)
+        try:
+            (get_handler(row.handler) if row.handler else convert_generic)(ctx)
+            unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
+            if unused:
+                raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")
+        except ConversionIssue as exc:
+            issues.append(Issue(name, node.op_type, opset, exc.reason, exc.message))
+        except NNRtError as exc:  # an emitted op the NNRt API would reject
+            issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, exc.message))
+    graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
+    return issues
+
+
+def emit_model(graph: Graph, name: str = "model") -> Model:
+    """The IR as a finished NNRt Model, built through the validating API."""
+    graph.remove_unused()
+    model = Model()
+    index: dict[str, int] = {}
+    issues = []
+
+    def tensor(value_name: str) -> int:
+        if value_name in index:
+            return index[value_name]
+        value = graph.values[value_name]
+        if value.shape is None:
+            issues.append(Issue(value_name, "-", 0, DYNAMIC_SHAPE, f"the rank of {value_name!r} is unknown"))
+            dims: tuple[int, ...] = ()
+        else:
+            dims = value.shape
+        try:
+            dtype = from_numpy(value.dtype)
+        except ValueError as exc:
+            raise ConversionError([Issue(value_name, "-", 0, UNSUPPORTED_DTYPE, str(exc))]) from None
+        i = model.add_tensor_legacy(dtype, dims, value.quant, name=value_name)
+        if value.data is not None:  # attached, not copied: the importer owns these arrays
+            model.attach_tensor_data(i, np.ascontiguousarray(value.data.astype(value.dtype, copy=False)))
+        index[value_name] = i
+        return i
+
+    graph_inputs = [tensor(n) for n in graph.inputs]
+    for node in graph.nodes:
+        inputs = [tensor(n) for n in node.inputs]
+        outputs = [tensor(n) for n in node.outputs]
+        params = []
+        for tensor_type, array in node.params.items():
+            p = model.add_tensor_legacy(from_numpy(array.dtype), array.shape, tensor_type=tensor_type)
+            model.set_tensor_data(p, np.ascontiguousarray(array))
+            params.append(p)
+        try:
+            model.add_operation(node.op, params, inputs, outputs)
+        except NNRtError as exc:
+            issues.append(Issue(node.origin, node.op.name, 0, INVALID_MODEL, exc.message))
+    graph_outputs = [tensor(n) for n in graph.outputs]
+    if issues:
+        raise ConversionError(issues)
+    if not graph.nodes:
+        raise ConversionError([Issue(name, "-", 0, INVALID_MODEL, "the model computes nothing after constant folding")])
+    model.specify_inputs_and_outputs(graph_inputs or graph_outputs[:0], graph_outputs)
+    model.finish()
+    return model

@@ -1,0 +1,115 @@
+"""The importer's mutable graph of NNRt operations, before it becomes an (append-only, validated) Model."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import from_numpy
+from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..model import ModelTensor
+from ..optable import op_spec
+from ..tensor import QuantParam
+from ..validation import decode_param
+
+
+@dataclass(eq=False)
+class Value:
+    """A tensor of the graph: dtype, shape (-1 = unknown), constant data or None, quant params."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...] | None  # None: rank unknown
+    data: np.ndarray | None = None
+    quant: QuantParam | None = None
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(eq=False)  # identity semantics: nodes are compared and hashed as objects
+class Node:
+    op: OH_NN_OperationType
+    inputs: list[str]
+    outputs: list[str]
+    params: dict[OH_NN_TensorType, np.ndarray] = field(default_factory=dict)
+    origin: str = ""  # the ONNX node it came from (for error messages and per-layer mapping)
+
+    def param_tensor(self, tensor_type: OH_NN_TensorType) -> ModelTensor:
+        array = self.params[tensor_type]
+        return ModelTensor(from_numpy(array.dtype), tuple(array.shape), tensor_type, data=array)
+
+    def values(self) -> dict[str, Any]:
+        """Parameter values by kernel keyword, decoded and checked exactly like AddOperation does."""
+        entry = op_spec(self.op)
+        values: dict[str, Any] = {}
+        for tensor_type in self.params:
+            spec = entry.params[tensor_type]
+            keyword, value = decode_param(entry, spec, self.param_tensor(tensor_type))
+            values[keyword] = list(values[keyword]) + list(value) if spec.append and keyword in values else value
+        return values
+
+    def kernel_arguments(self) -> dict[str, Any]:
+        return {**op_spec(self.op).defaults, **self.values()}
+
+
+class Graph:
+    def __init__(self):
+        self.values: dict[str, Value] = {}
+        self.nodes: list[Node] = []
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.aliases: dict[str, str] = {}  # ONNX no-op outputs (Identity, Dropout) -> the tensor they repeat
+        self._counter = 0
+
+    def resolve(self, name: str) -> str:
+        while name in self.aliases:
+            name = self.aliases[name]
+        return name
+
+    def add_value(self, value: Value) -> Value:
+        self.values[value.name] = value
+        return value
+
+    def fresh_name(self, hint: str) -> str:
+        while True:
+            self._counter += 1
+            name = f"{hint}__{self._counter}"
+            if name not in self.values:
+                return name
+
+    def constant(self, array: np.ndarray, hint: str = "const") -> str:
+        array = np.ascontiguousarray(array)
+        name = self.fresh_name(hint)
+        self.add_value(Value(name, array.dtype, tuple(array.shape), array))
+        return name
+
+    def consumers(self) -> dict[str, list[Node]]:
+        users: dict[str, list[Node]] = {}
+        for node in self.nodes:
+            for name in node.inputs:
+                users.setdefault(name, []).append(node)
+        return users
+
+    def producers(self) -> dict[str, Node]:
+        return {name: node for node in self.nodes for name in node.outputs}
+
+    def remove_unused(self) -> None:
+        """Drop nodes whose outputs nobody needs, then values nobody references."""
+        needed = set(self.outputs)
+        kept: list[Node] = []
+        for node in reversed(self.nodes):
+            if any(o in needed for o in node.outputs):
+                kept.append(node)
+                needed.update(node.inputs)
+        self.nodes = kept[::-1]
+        referenced = needed | set(self.inputs) | {o for n in self.nodes for o in n.outputs}
+        self.values = {k: v for k, v in self.values.items() if k in referenced}
+
+    def rename_uses(self, old: str, new: str) -> None:
+        """Make every consumer (and the graph outputs) read ``new`` instead of ``old``."""
+        for node in self.nodes:
+            node.inputs = [new if n == old else n for n in node.inputs]
+        self.outputs = [new if n == old else n for n in self.outputs]

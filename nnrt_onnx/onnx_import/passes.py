@@ -1,0 +1,369 @@
+"""Graph passes over the importer's IR: transposes moved out to the layout boundaries and cancelled,
+batch norms folded into convolutions, activations fused into the op before them."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..enums import OH_NN_OperationType as OP
+from ..optable import op_spec
+from .ir import Graph, Node, Value
+
+NHWC_TO_NCHW = (0, 3, 1, 2)
+NCHW_TO_NHWC = (0, 2, 3, 1)
+
+
+def optimize(graph: Graph, options) -> dict[str, int]:
+    counts = {"folded_batchnorms": 0, "fused_activations": 0}
+    graph.remove_unused()
+    if options.nhwc_io:
+        nhwc_boundaries(graph)
+    if options.optimize_layout:
+        sink_transposes(graph)
+    graph.remove_unused()
+    if options.fold_batchnorm:
+        counts["folded_batchnorms"] = fold_batchnorms(graph)
+    if options.fuse_activations:
+        counts["fused_activations"] = fuse_activations(graph)
+    graph.remove_unused()
+    return counts
+
+
+# -- helpers --------------------------------------------------------------------------------------------------
+
+def perm_of(graph: Graph, node: Node) -> tuple[int, ...] | None:
+    if node.op != OP.OH_NN_OPS_TRANSPOSE:
+        return None
+    perm = graph.values[node.inputs[1]].data
+    return None if perm is None else tuple(int(p) for p in perm.reshape(-1))
+
+
+def inverse(perm: Sequence[int]) -> tuple[int, ...]:
+    result = [0] * len(perm)
+    for i, p in enumerate(perm):
+        result[p] = i
+    return tuple(result)
+
+
+def _permuted_shape(shape, perm):
+    return None if shape is None else tuple(shape[p] for p in perm)
+
+
+def _new_transpose(graph: Graph, source: str, perm: Sequence[int], output: str, origin: str) -> Node:
+    perm_name = graph.constant(np.asarray(perm, np.int64), f"{output}.perm")
+    return Node(OP.OH_NN_OPS_TRANSPOSE, [source, perm_name], [output], {}, origin)
+
+
+def _insert_after(graph: Graph, anchor: Node, new: Node) -> None:
+    graph.nodes.insert(graph.nodes.index(anchor) + 1, new)
+
+
+# -- transpose sinking ------------------------------------------------------------------------------------------
+
+def _operand_for(graph: Graph, producers, name: str, perm, target: str) -> str | None:
+    """``name`` rewritten so that op(rewritten) == T_perm^-1 view; None if it cannot be."""
+    if name == target:
+        return None
+    value = graph.values[name]
+    producer = producers.get(name)
+    if producer is not None and perm_of(graph, producer) == tuple(perm):
+        return producer.inputs[0]
+    if value.data is not None and value.shape is not None and len(value.shape) <= len(perm):
+        rank = len(perm)
+        data = value.data.reshape((1,) * (rank - value.data.ndim) + value.data.shape)
+        return graph.constant(np.transpose(data, inverse(perm)), f"{name}.permuted")
+    return None
+
+
+def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
+    if user.op == OP.OH_NN_OPS_TRANSPOSE:
+        return user.inputs[0] == name
+    role = op_spec(user.op).layout_role
+    if role is None or len(user.outputs) != 1:
+        return False
+    data_inputs = user.inputs if role != "unary" else user.inputs[:1]
+    if role == "unary" and any(n == name for n in user.inputs[1:]):
+        return False
+    for other in data_inputs:
+        if other == name:
+            continue
+        value = graph.values[other]
+        producer = producers.get(other)
+        if producer is not None and perm_of(graph, producer) == tuple(perm):
+            continue
+        if value.data is not None and value.shape is not None and len(value.shape) <= len(perm):
+            if role == "concat" and len(value.shape) != len(perm):
+                return False
+            continue
+        return False
+    return True
+
+
+def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm) -> None:
+    if user.op == OP.OH_NN_OPS_TRANSPOSE:
+        composed = tuple(perm[q] for q in perm_of(graph, user))
+        if composed == tuple(range(len(composed))) and user.outputs[0] not in graph.outputs:
+            graph.rename_uses(user.outputs[0], source)
+            graph.nodes.remove(user)
+        else:  # (an identity transpose onto a graph output stays, to keep the output's name)
+            user.inputs = [source, graph.constant(np.asarray(composed, np.int64), f"{user.outputs[0]}.perm")]
+        return
+    role = op_spec(user.op).layout_role
+    new_inputs = []
+    for position, other in enumerate(user.inputs):
+        if other == name:
+            new_inputs.append(source)
+        elif role == "unary" and position > 0:
+            new_inputs.append(other)
+        else:
+            new_inputs.append(_operand_for(graph, producers, other, perm, name))
+    user.inputs = new_inputs
+    if role == "concat":
+        from ..enums import OH_NN_TensorType
+        from .context import param_array
+
+        axis = user.kernel_arguments()["axis"] % len(perm)
+        user.params[OH_NN_TensorType.OH_NN_CONCAT_AXIS] = param_array(OH_NN_TensorType.OH_NN_CONCAT_AXIS, perm[axis])
+    out = user.outputs[0]
+    value = graph.values[out]
+    moved = graph.fresh_name(f"{out}.moved")
+    graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+    user.outputs = [moved]
+    _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
+
+
+def sink_transposes(graph: Graph) -> None:
+    """Move every transpose towards the outputs through layout-neutral ops, composing and cancelling them.
+
+    A transpose moves only when *all* consumers of its output let it through, so no work is duplicated;
+    a transpose whose output is a graph output stays (a true boundary).
+    """
+    changed = True
+    while changed:
+        changed = False
+        producers = graph.producers()
+        consumers = graph.consumers()
+        for node in list(graph.nodes):
+            perm = perm_of(graph, node)
+            if perm is None:
+                continue
+            out, source = node.outputs[0], node.inputs[0]
+            if _only_moves_unit_dims(graph.values[source].shape, perm):
+                node.op = OP.OH_NN_OPS_RESHAPE
+                node.inputs = [source, graph.constant(np.asarray(graph.values[out].shape, np.int64), f"{out}.shape")]
+                changed = True
+                break
+            if out in graph.outputs:
+                continue
+            users = consumers.get(out, [])
+            if not users:
+                continue
+            if all(_can_sink(graph, producers, u, out, perm) for u in users):
+                for user in list(dict.fromkeys(users)):
+                    _sink_into(graph, producers, user, out, source, perm)
+                graph.nodes.remove(node)
+                changed = True
+                break
+            if _absorb_into_dense(graph, node, users, consumers):
+                changed = True
+                break
+        if not changed:
+            changed = _merge_reshapes(graph)
+
+
+def _absorb_into_dense(graph: Graph, transpose: Node, users, consumers) -> bool:
+    """TRANSPOSE -> flattening RESHAPE -> FULL_CONNECTIONs with constant weights: permute the weights' columns
+    instead, so the flatten reads the untransposed tensor (the classic NHWC classifier head)."""
+    perm = perm_of(graph, transpose)
+    source = graph.values[transpose.inputs[0]]
+    if perm[0] != 0 or source.shape is None or any(d < 0 for d in source.shape) or len(users) != 1:
+        return False
+    reshape = users[0]
+    if reshape.op != OP.OH_NN_OPS_RESHAPE or reshape.outputs[0] in graph.outputs:
+        return False
+    flat = graph.values[reshape.outputs[0]]
+    t_shape = graph.values[transpose.outputs[0]].shape
+    if flat.shape is None or len(flat.shape) != 2 or flat.shape[0] != t_shape[0]:
+        return False
+    dense = consumers.get(reshape.outputs[0], [])
+    weights = []
+    for user in dense:
+        if user.op != OP.OH_NN_OPS_FULL_CONNECTION or user.inputs[0] != reshape.outputs[0] or user.values().get("use_axis"):
+            return False
+        weight = graph.values[user.inputs[1]].data
+        if weight is None or weight.ndim != 2 or weight.shape[1] != flat.shape[1]:
+            return False
+        weights.append(weight)
+    if not dense:
+        return False
+    # column j of the new flatten order (source order) is column order[j] of the old (transposed) order
+    old_index = np.arange(flat.shape[1]).reshape(t_shape[1:])
+    order = old_index.transpose(np.argsort(perm[1:])).reshape(-1)
+    for user, weight in zip(dense, weights):
+        user.inputs[1] = graph.constant(np.ascontiguousarray(weight[:, order]), f"{user.inputs[1]}.nhwc")
+    reshape.inputs[0] = transpose.inputs[0]
+    graph.nodes.remove(transpose)
+    return True
+
+
+def _only_moves_unit_dims(shape, perm) -> bool:
+    """A transpose that keeps the non-1 dims in order is a reshape."""
+    if shape is None or any(d < 0 for d in shape):
+        return False
+    kept = [p for p in perm if shape[p] != 1]
+    return kept == sorted(kept)
+
+
+def _merge_reshapes(graph: Graph) -> bool:
+    producers = graph.producers()
+    consumers = graph.consumers()
+    for node in graph.nodes:
+        if node.op != OP.OH_NN_OPS_RESHAPE:
+            continue
+        producer = producers.get(node.inputs[0])
+        if (producer is not None and producer.op == OP.OH_NN_OPS_RESHAPE and len(consumers[producer.outputs[0]]) == 1
+                and producer.outputs[0] not in graph.outputs):
+            node.inputs[0] = producer.inputs[0]
+            graph.nodes.remove(producer)
+            return True
+        source = graph.values[node.inputs[0]]
+        target = graph.values[node.outputs[0]]
+        if (source.shape is not None and source.shape == target.shape and all(d >= 0 for d in source.shape)
+                and node.outputs[0] not in graph.outputs):
+            graph.rename_uses(node.outputs[0], node.inputs[0])
+            graph.nodes.remove(node)
+            return True
+    return False
+
+
+def nhwc_boundaries(graph: Graph) -> None:
+    """Make 4-D model inputs and outputs NHWC by absorbing the boundary transposes."""
+    consumers = graph.consumers()
+    for position, name in enumerate(list(graph.inputs)):
+        value = graph.values[name]
+        if value.shape is None or len(value.shape) != 4:
+            continue
+        users = consumers.get(name, [])
+        transposes = [u for u in users if perm_of(graph, u) == NCHW_TO_NHWC]
+        # the NHWC input replaces the NCHW one; remaining NCHW users read a transpose of it
+        nhwc = graph.fresh_name(f"{name}.nhwc")
+        graph.add_value(Value(nhwc, value.dtype, _permuted_shape(value.shape, NCHW_TO_NHWC)))
+        for t in transposes:
+            graph.rename_uses(t.outputs[0], nhwc)
+            graph.nodes.remove(t)
+        others = [u for u in users if u not in transposes]
+        if others:
+            back = _new_transpose(graph, nhwc, NHWC_TO_NCHW, graph.fresh_name(f"{name}.nchw"), "input")
+            graph.add_value(Value(back.outputs[0], value.dtype, value.shape))
+            graph.nodes.insert(0, back)
+            for u in others:
+                u.inputs = [back.outputs[0] if n == name else n for n in u.inputs]
+        # keep the ONNX name on the model input
+        graph.values[name] = Value(name, value.dtype, graph.values[nhwc].shape)
+        for node in graph.nodes:
+            node.inputs = [name if n == nhwc else n for n in node.inputs]
+        graph.inputs[position] = name
+    producers = graph.producers()
+    for position, name in enumerate(list(graph.outputs)):
+        value = graph.values[name]
+        producer = producers.get(name)
+        if value.shape is None or len(value.shape) != 4 or producer is None:
+            continue
+        if perm_of(graph, producer) == NHWC_TO_NCHW:
+            source = producer.inputs[0]
+            graph.nodes.remove(producer)
+            graph.values[name] = Value(name, value.dtype, graph.values[source].shape)
+            producers2 = graph.producers()
+            inner = producers2.get(source)
+            if inner is not None:
+                inner.outputs = [name if o == source else o for o in inner.outputs]
+                graph.rename_uses(source, name)
+        else:
+            out = graph.fresh_name(f"{name}.nhwc")
+            graph.add_value(Value(out, value.dtype, _permuted_shape(value.shape, NCHW_TO_NHWC)))
+            graph.nodes.append(_new_transpose(graph, name, NCHW_TO_NHWC, out, "output"))
+            graph.outputs[position] = out
+
+
+# -- batch norm folding and activation fusion --------------------------------------------------------------------
+
+_CONVS = {OP.OH_NN_OPS_CONV2D, OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE}
+
+
+def fold_batchnorms(graph: Graph) -> int:
+    """CONV -> BATCH_NORM (constant statistics) becomes one CONV with scaled weights and shifted bias."""
+    folded = 0
+    producers = graph.producers()
+    consumers = graph.consumers()
+    for bn in list(graph.nodes):
+        if bn.op != OP.OH_NN_OPS_BATCH_NORM:
+            continue
+        conv = producers.get(bn.inputs[0])
+        if conv is None or conv.op not in _CONVS or len(consumers.get(conv.outputs[0], [])) != 1:
+            continue
+        if conv.outputs[0] in graph.outputs or conv.values().get("activation_type", 0):
+            continue
+        stats = [graph.values[n].data for n in bn.inputs[1:]]
+        weight, bias = graph.values[conv.inputs[1]].data, graph.values[conv.inputs[2]].data
+        if any(s is None for s in stats) or weight is None or bias is None or weight.dtype.kind != "f":
+            continue
+        scale, offset, mean, variance = (s.astype(np.float64) for s in stats)
+        eps = bn.kernel_arguments()["epsilon"]
+        factor = scale / np.sqrt(variance + eps)
+        new_weight = (weight.astype(np.float64) * factor.reshape(-1, 1, 1, 1)).astype(weight.dtype)
+        new_bias = ((bias.astype(np.float64) - mean) * factor + offset).astype(bias.dtype)
+        conv.inputs[1] = graph.constant(new_weight, f"{conv.inputs[1]}.bnfolded")
+        conv.inputs[2] = graph.constant(new_bias, f"{conv.inputs[2]}.bnfolded")
+        conv.outputs = [bn.outputs[0]]
+        graph.nodes.remove(bn)
+        folded += 1
+        producers = graph.producers()
+        consumers = graph.consumers()
+    return folded
+
+
+def _activation_of(graph: Graph, node: Node) -> int | None:
+    """The OH_NN_FuseType an activation node computes, or None."""
+    if node.op == OP.OH_NN_OPS_RELU:
+        return 1
+    if node.op == OP.OH_NN_OPS_RELU6:
+        return 2
+    if node.op == OP.OH_NN_OPS_CLIP:
+        args = node.kernel_arguments()
+        if args["min"] == 0 and args["max"] == 6:
+            return 2
+        if args["min"] == 0 and args["max"] == float("inf"):
+            return 1
+    return None
+
+
+def fuse_activations(graph: Graph) -> int:
+    fused = 0
+    changed = True
+    while changed:
+        changed = False
+        producers = graph.producers()
+        consumers = graph.consumers()
+        for act in graph.nodes:
+            kind = _activation_of(graph, act)
+            if kind is None:
+                continue
+            producer = producers.get(act.inputs[0])
+            if producer is None or len(consumers.get(act.inputs[0], [])) != 1 or act.inputs[0] in graph.outputs:
+                continue
+            spec = op_spec(producer.op)
+            if spec.fuse is None or producer.values().get(spec.fuse, 0):
+                continue
+            if graph.values[producer.outputs[0]].quant is not None:
+                continue
+            tensor_type = next(p.tensor_type for p in spec.own_params if spec.fuse in p.keywords)
+            from .context import param_array
+
+            producer.params[tensor_type] = param_array(tensor_type, kind)
+            producer.outputs = [act.outputs[0]]
+            graph.nodes.remove(act)
+            fused += 1
+            changed = True
+            break
+    return fused
