@@ -71,6 +71,8 @@ class Compilation:
         self._check_open("add_extension_config")
         if not name or value is None or len(value) == 0:
             raise invalid("extension config needs a name and a non-empty value")
+        if str(name) in self.options.extensions:
+            raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"extension config {name!r} is already set")
         self.options.extensions[str(name)] = bytes(value)
 
     def import_cache_from_buffer(self, buffer) -> None:
@@ -84,7 +86,7 @@ class Compilation:
         from .serialization import model_to_bytes
 
         if self.prepared is None:
-            raise forbidden("export_cache_to_buffer needs a built compilation")
+            raise invalid("export_cache_to_buffer needs a built compilation")
         return model_to_bytes(self.prepared.model)
 
     # -- build -----------------------------------------------------------------------------------------------
@@ -93,8 +95,8 @@ class Compilation:
         return self.prepared is not None
 
     def build(self) -> None:
-        if self.prepared is not None:
-            raise forbidden("the compilation is already built")
+        if self.prepared is not None:  # the real runtime answers INVALID_PARAMETER here, not FORBIDDEN
+            raise invalid("the compilation is already built")
         device = get_device(self.device_id)
         if self.offline_source is not None:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_UNSUPPORTED,

@@ -87,6 +87,9 @@ def all_device_ids() -> list[int]:
 
 
 def get_device(device_id: int) -> Device:
+    """The device with this id; 0 means the first device, as in NNRt."""
+    if device_id == 0 and _DEVICES:
+        return _DEVICES[all_device_ids()[0]]
     try:
         return _DEVICES[int(device_id)]
     except (KeyError, TypeError, ValueError):

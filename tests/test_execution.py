@@ -218,8 +218,9 @@ def test_compilation_options_and_order():
     compilation.build()
     for call in (lambda: compilation.set_device(1), lambda: compilation.enable_float16(True),
                  lambda: compilation.set_priority(0), lambda: compilation.set_performance_mode(0),
-                 lambda: compilation.set_cache("/tmp", 1), compilation.build):
+                 lambda: compilation.set_cache("/tmp", 1)):
         assert code_of(call) == RC.OH_NN_OPERATION_FORBIDDEN
+    assert code_of(compilation.build) == RC.OH_NN_INVALID_PARAMETER  # building twice, as the real runtime answers
     unfinished = Model()
     assert code_of(Compilation(unfinished).build) == RC.OH_NN_OPERATION_FORBIDDEN
     assert code_of(Executor, Compilation(add_model())) == RC.OH_NN_OPERATION_FORBIDDEN
