@@ -72,7 +72,8 @@ class NodeContext:
     def constant_input(self, position: int, what: str) -> np.ndarray:
         value = self.input_value(position)
         if value.data is None:
-            raise ConversionIssue(NEEDS_CONSTANT, f"{what} (input #{position} {value.name!r}) must be a constant")
+            raise ConversionIssue(NEEDS_CONSTANT, f"{what} (input #{position} {value.name!r}) must be a constant",
+                                  tensor=value.name)
         return value.data
 
     def optional_constant(self, position: int, what: str) -> np.ndarray | None:

@@ -28,6 +28,7 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 @dataclass
 class ImportOptions:
     input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)  # pin dynamic input dims
+    constant_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)  # bind inputs to fixed values
     nhwc_io: bool = False  # model inputs/outputs in NHWC instead of the ONNX layout (4-D image tensors)
     fold_batchnorm: bool = True
     fuse_activations: bool = True
@@ -90,13 +91,16 @@ def opset_of(model: onnx.ModelProto) -> int:
 
 
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-              nhwc_io: bool = False, fold_batchnorm: bool = True, fuse_activations: bool = True,
-              optimize_layout: bool = True) -> ImportResult:
+              constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
+              fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True) -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
-    Raises :class:`ConversionError` listing every node that cannot be converted, with a reason code each.
+    ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
+    shapes, axes and the like as constants). Raises :class:`ConversionError` listing every node that cannot
+    be converted, with a reason code each.
     """
-    options = ImportOptions(dict(input_shapes or {}), nhwc_io, fold_batchnorm, fuse_activations, optimize_layout)
+    options = ImportOptions(dict(input_shapes or {}), dict(constant_inputs or {}), nhwc_io, fold_batchnorm,
+                            fuse_activations, optimize_layout)
     started = time.perf_counter()
     model = load_onnx(source)
     if options.input_shapes:
@@ -145,8 +149,14 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             issues.append(Issue(tensor.name, "initializer", opset, UNSUPPORTED_DTYPE, str(exc)))
             continue
         graph.add_value(Value(tensor.name, array.dtype, tuple(array.shape), array))
+    for name, array in options.constant_inputs.items():
+        if name not in {i.name for i in model.graph.input}:
+            issues.append(Issue(name, "input", opset, INVALID_MODEL, f"constant input {name!r} is not a model input"))
+            continue
+        array = np.asarray(array)
+        graph.add_value(Value(name, array.dtype, tuple(array.shape), array))
     for info in model.graph.input:
-        if info.name in initializers:
+        if info.name in initializers or info.name in options.constant_inputs:
             continue
         try:
             dtype = _onnx_dtype(info.type.tensor_type.elem_type)
@@ -190,11 +200,37 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             if unused:
                 raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")
         except ConversionIssue as exc:
-            issues.append(Issue(name, node.op_type, opset, exc.reason, exc.message))
+            issues.append(Issue(name, node.op_type, opset, exc.reason, exc.message, exc.tensor))
         except NNRtError as exc:  # an emitted op the NNRt API would reject
             issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, exc.message))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
     return issues
+
+
+def _materialize_passthrough_outputs(graph: Graph) -> None:
+    """An output that is a constant or a model input gets an operation writing it (NNRt outputs are op results).
+
+    A constant output keeps its name; an output that *is* a model input becomes ``<name>.copy``.
+    """
+    from .ir import Node
+
+    for position, name in enumerate(graph.outputs):
+        value = graph.values[name]
+        if name in graph.inputs:
+            source, target = name, graph.fresh_name(f"{name}.copy")
+            graph.values[target] = Value(target, value.dtype, value.shape, None, value.quant)
+            graph.outputs[position] = target
+        elif value.data is not None:
+            source, target = graph.fresh_name(f"{name}.value"), name
+            graph.values[source] = Value(source, value.dtype, value.shape, value.data, value.quant)
+            graph.values[name] = Value(name, value.dtype, value.shape, None, value.quant)
+        else:
+            continue
+        if value.shape:
+            shape = graph.constant(np.asarray(value.shape, np.int64), f"{name}.shape")
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, name))
+        else:  # a scalar: SQUEEZE without axes is the identity (a shape tensor cannot be empty in NNRt)
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_SQUEEZE, [source], [target], {}, name))
 
 
 def emit_model(graph: Graph, name: str = "model") -> Model:
@@ -223,6 +259,7 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
         index[value_name] = i
         return i
 
+    _materialize_passthrough_outputs(graph)
     graph_inputs = [tensor(n) for n in graph.inputs]
     for node in graph.nodes:
         inputs = [tensor(n) for n in node.inputs]
@@ -239,8 +276,8 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
     graph_outputs = [tensor(n) for n in graph.outputs]
     if issues:
         raise ConversionError(issues)
-    if not graph.nodes:
-        raise ConversionError([Issue(name, "-", 0, INVALID_MODEL, "the model computes nothing after constant folding")])
-    model.specify_inputs_and_outputs(graph_inputs or graph_outputs[:0], graph_outputs)
+    if not graph_inputs:
+        raise ConversionError([Issue(name, "-", 0, INVALID_MODEL, "the model has no input left (all were constant)")])
+    model.specify_inputs_and_outputs(graph_inputs, graph_outputs)
     model.finish()
     return model

@@ -20,6 +20,7 @@ class Issue:
     opset: int
     reason: str
     message: str
+    tensor: str | None = None
 
     def __str__(self) -> str:
         return f"{self.node} ({self.op_type}, opset {self.opset}): [{self.reason}] {self.message}"
@@ -28,10 +29,11 @@ class Issue:
 class ConversionIssue(Exception):
     """Raised by a handler for one node; the importer records it and goes on with the next node."""
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str, tensor: str | None = None):
         super().__init__(message)
         self.reason = reason
         self.message = message
+        self.tensor = tensor  # the tensor the problem is about, when there is one
 
 
 class ConversionError(Exception):
