@@ -12,7 +12,7 @@ Generated from the op table in `mappings/ops/` by `nnrt-onnx ops --markdown > do
 (`tests/test_opdocs.py` fails when this file is stale). One row per `OH_NN_OperationType`.
 
 - **inputs / outputs**: the counts the runtime accepts.
-- **parameters**: `tensor type: dtype[element count]` (`[*]` = count not checked, `a|b` = forms told apart by count);
+- **parameters**: `tensor type: dtype[element count]` (`[*]` = count not checked, `a or b` = forms told apart by element count);
   `*` marks the parameter carrying the fused activation, `!` a required one.
 - **dtypes**: the data types the native kernel computes in (see `dtypes` in the entry).
 - **quantized**: how quantized operands run — `dequantize` means the executor dequantizes inputs with their
@@ -23,7 +23,7 @@ Generated from the op table in `mappings/ops/` by `nnrt-onnx ops --markdown > do
 
 
 def _param_text(entry: OpSpec, spec: ParamSpec) -> str:
-    forms = "|".join(f"{v.dtype.name[6:]}[{'*' if v.count is None else v.count}]" for v in spec.variants)
+    forms = " or ".join(f"{v.dtype.name[6:]}[{'*' if v.count is None else v.count}]" for v in spec.variants)
     mark = "*" if entry.fuse in spec.keywords else ""
     mark += "!" if spec.required else ""
     return f"`{spec.tensor_type.name[6:]}`{mark}: {forms}"
