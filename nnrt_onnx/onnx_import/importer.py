@@ -83,6 +83,19 @@ def _pin_shapes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> 
             tensor_shape.dim.add().dim_value = int(d)
 
 
+def _with_initializer_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Before IR version 4 an initializer had to be a graph input too; shape inference only sees it then."""
+    listed = {i.name for i in model.graph.input}
+    missing = [t for t in model.graph.initializer if t.name not in listed]
+    if model.ir_version >= 4 or not missing:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for tensor in missing:
+        copy.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    return copy
+
+
 def opset_of(model: onnx.ModelProto) -> int:
     for entry in model.opset_import:
         if entry.domain in DEFAULT_DOMAINS:
@@ -107,6 +120,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         model = onnx.ModelProto.FromString(model.SerializeToString()) if isinstance(source, onnx.ModelProto) else model
         _pin_shapes(model, options.input_shapes)
     opset = opset_of(model)
+    model = _with_initializer_inputs(model)
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception:  # partial information is still useful; missing shapes surface per node

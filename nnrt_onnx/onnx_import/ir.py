@@ -86,6 +86,16 @@ class Graph:
         self.add_value(Value(name, array.dtype, tuple(array.shape), array))
         return name
 
+    def clone(self) -> Graph:
+        """A copy whose structure can change independently (values and constant arrays are shared, not copied)."""
+        other = Graph()
+        other.values = dict(self.values)
+        other.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.params), n.origin) for n in self.nodes]
+        other.inputs, other.outputs = list(self.inputs), list(self.outputs)
+        other.aliases = dict(self.aliases)
+        other._counter = self._counter
+        return other
+
     def consumers(self) -> dict[str, list[Node]]:
         users: dict[str, list[Node]] = {}
         for node in self.nodes:

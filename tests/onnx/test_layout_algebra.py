@@ -1,0 +1,43 @@
+"""The layout pass's algebra: moving a transpose across a reshape gives the same tensor (checked with numpy)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnrt_onnx.onnx_import.passes import reshape_then_transpose, transpose_then_reshape
+
+CASES = [
+    # (input shape, perm, reshape target): ShuffleNet's channel shuffle seen from NHWC, flatten heads, plain splits
+    ((1, 7, 7, 8), (0, 3, 1, 2), (1, 2, 4, 7, 7)),
+    ((2, 3, 4, 6), (0, 3, 1, 2), (2, 6, 12)),
+    ((2, 3, 4, 5), (0, 2, 3, 1), (2, 4, 5, 3)),
+    ((6, 10), (1, 0), (2, 5, 6)),
+]
+
+
+@pytest.mark.parametrize("shape, perm, target", CASES)
+def test_transpose_then_reshape_equivalence(rng, shape, perm, target):
+    x = rng.standard_normal(shape)
+    expected = np.transpose(x, perm).reshape(target)
+    found = transpose_then_reshape(shape, perm, target)
+    if found is None:
+        pytest.skip("no equivalent form for this pair (allowed: the pass then leaves the transpose)")
+    new_shape, new_perm = found
+    np.testing.assert_array_equal(np.transpose(x.reshape(new_shape), new_perm), expected)
+
+
+@pytest.mark.parametrize("shape, target, perm", [((1, 8, 7, 7), (1, 2, 4, 7, 7), (0, 3, 4, 1, 2)),
+                                                 ((1, 4, 2, 7, 7), (1, 8, 7, 7), (0, 2, 3, 1)),
+                                                 ((6, 4), (2, 3, 4), (2, 0, 1))])
+def test_reshape_then_transpose_equivalence(rng, shape, target, perm):
+    x = rng.standard_normal(shape)
+    expected = np.transpose(x.reshape(target), perm)
+    found = reshape_then_transpose(shape, target, perm)
+    assert found is not None
+    new_perm, new_shape = found
+    np.testing.assert_array_equal(np.transpose(x, new_perm).reshape(new_shape), expected)
+
+
+def test_a_split_dim_that_would_be_torn_apart_is_refused():
+    # reshape (6,) -> (2,3) then a transpose that separates the two halves of the split dim from each other
+    assert reshape_then_transpose((6, 5), (2, 3, 5), (1, 2, 0)) is None
