@@ -12,6 +12,7 @@ import click
 
 from nnrt_onnx import NNRtError, __version__
 from nnrt_onnx.inference import UserError
+from nnrt_onnx.onnx_import import ConversionError
 
 
 class FriendlyGroup(click.Group):
@@ -23,6 +24,12 @@ class FriendlyGroup(click.Group):
         except BrokenPipeError:  # output piped into e.g. `head`
             sys.stderr.close()
             ctx.exit(0)
+        except ConversionError as exc:
+            if ctx.obj and ctx.obj.get("json_errors"):
+                click.echo(exc.to_json())
+            else:
+                click.echo(f"error: {exc.text()}", err=True)
+            ctx.exit(1)
         except (UserError, NNRtError, OSError) as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
@@ -85,6 +92,66 @@ def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device
     if output_dir:
         for path in save_outputs(result, output_dir):
             click.echo(f"wrote {path}")
+
+
+def _shape_specs(specs: tuple[str, ...]) -> dict[str, list[int]]:
+    shapes = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise UserError(f"--input-shape {spec}: expected NAME=D1,D2,... with integer dims") from None
+        if not sep or not name:
+            raise UserError(f"--input-shape {spec}: expected NAME=D1,D2,...")
+    return shapes
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to write.")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", help="Pin an input's dims.")
+@click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="Bind an input to fixed values (shapes, axes ... NNRt needs as constants).")
+@click.option("--nhwc-io", is_flag=True, help="Model inputs/outputs in NHWC instead of the ONNX layout.")
+@click.option("--no-fold-batchnorm", is_flag=True, help="Keep BatchNormalization after Conv as its own op.")
+@click.option("--json", "as_json", is_flag=True, help="Summary (or the list of problems) as JSON.")
+@click.pass_context
+def convert(ctx: click.Context, source: str, output: str, input_shapes, constant_inputs, nhwc_io: bool,
+            no_fold_batchnorm: bool, as_json: bool) -> None:
+    """Convert SOURCE (.onnx) to an NNRt model file (.nnrt).
+
+    Every node that cannot be converted is reported, with its reason, in one pass.
+    """
+    from pathlib import Path
+
+    from nnrt_onnx.inference import parse_input_specs
+    from nnrt_onnx.onnx_import import from_onnx
+    from nnrt_onnx.serialization import save_model
+
+    ctx.obj["json_errors"] = as_json
+    src, dst = Path(source), Path(output)
+    if not src.is_file():
+        raise UserError(f"{src}: no such file")
+    if src.suffix.lower() != ".onnx" or dst.suffix.lower() != ".nnrt":
+        raise UserError("convert takes an .onnx model and writes a .nnrt file (NNRt -> ONNX export is not available yet)")
+    bound = {}
+    for spec in constant_inputs:
+        name, sep, file = spec.partition("=")
+        if not sep:
+            raise UserError(f"--constant-input {spec}: expected NAME=FILE")
+        bound.update(parse_input_specs([spec], [name]))
+    result = from_onnx(str(src), input_shapes=_shape_specs(input_shapes), constant_inputs=bound, nhwc_io=nhwc_io,
+                       fold_batchnorm=not no_fold_batchnorm)
+    save_model(result.model, dst)
+    stats = {**result.stats, "output": str(dst)}
+    if as_json:
+        click.echo(json.dumps(stats, indent=1))
+        return
+    click.echo(f"converted {src.name} (opset {stats['opset']}, {stats['onnx_nodes']} nodes) -> {dst} in "
+               f"{stats['seconds']:.2f} s")
+    click.echo(f"  {stats['operations']} NNRt operations, {stats['tensors']} tensors, {stats['transposes']} transposes, "
+               f"{stats['fused_activations']} fused activations, {stats['folded_batchnorms']} batch norms folded")
 
 
 @main.command()
