@@ -62,6 +62,8 @@ class Graph:
         self.inputs: list[str] = []
         self.outputs: list[str] = []
         self.aliases: dict[str, str] = {}  # ONNX no-op outputs (Identity, Dropout) -> the tensor they repeat
+        # a tensor removed by the layout pass -> (the tensor it was a transpose of, that permutation)
+        self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -93,8 +95,26 @@ class Graph:
         other.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.params), n.origin) for n in self.nodes]
         other.inputs, other.outputs = list(self.inputs), list(self.outputs)
         other.aliases = dict(self.aliases)
+        other.provenance = dict(self.provenance)
         other._counter = self._counter
         return other
+
+    def locate(self, name: str) -> tuple[str, tuple[int, ...] | None] | None:
+        """Where an (ONNX) tensor lives after conversion: (graph tensor, permutation) such that the original is
+        ``transpose(graph_tensor, permutation)`` (None: no permutation); None when it no longer exists."""
+        name = self.resolve(name)
+        perm: tuple[int, ...] | None = None
+        seen = set()
+        while name in self.provenance and name not in seen:
+            seen.add(name)
+            source, p = self.provenance[name]
+            perm = tuple(p) if perm is None else tuple(p[i] for i in perm)
+            name = source
+        if name not in self.values:
+            return None
+        if perm is not None and perm == tuple(range(len(perm))):
+            perm = None
+        return name, perm
 
     def consumers(self) -> dict[str, list[Node]]:
         users: dict[str, list[Node]] = {}

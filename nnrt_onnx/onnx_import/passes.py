@@ -104,6 +104,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     if user.op == OP.OH_NN_OPS_TRANSPOSE:
         composed = tuple(perm[q] for q in perm_of(graph, user))
         if composed == tuple(range(len(composed))) and user.outputs[0] not in graph.outputs:
+            graph.provenance[user.outputs[0]] = (source, composed)
             graph.rename_uses(user.outputs[0], source)
             graph.nodes.remove(user)
         else:  # (an identity transpose onto a graph output stays, to keep the output's name)
@@ -167,6 +168,7 @@ def sink_transposes_basic(graph: Graph, allow_reshape_moves: bool = False) -> No
                 for user in list(dict.fromkeys(users)):
                     _sink_into(graph, producers, user, out, source, perm)
                 graph.nodes.remove(node)
+                graph.provenance[out] = (source, perm)
                 changed = True
                 break
             if _absorb_into_dense(graph, node, users, consumers):
@@ -210,6 +212,7 @@ def _absorb_into_dense(graph: Graph, transpose: Node, users, consumers) -> bool:
         user.inputs[1] = graph.constant(np.ascontiguousarray(weight[:, order]), f"{user.inputs[1]}.nhwc")
     reshape.inputs[0] = transpose.inputs[0]
     graph.nodes.remove(transpose)
+    graph.provenance[transpose.outputs[0]] = (transpose.inputs[0], perm)
     return True
 
 
@@ -384,6 +387,7 @@ def _merge_reshapes(graph: Graph) -> bool:
         target = graph.values[node.outputs[0]]
         if (source.shape is not None and source.shape == target.shape and all(d >= 0 for d in source.shape)
                 and node.outputs[0] not in graph.outputs):
+            graph.provenance[node.outputs[0]] = (node.inputs[0], tuple(range(len(source.shape))))
             graph.rename_uses(node.outputs[0], node.inputs[0])
             graph.nodes.remove(node)
             return True
