@@ -20,6 +20,7 @@ from .handlers import get_handler
 from .ir import Graph, Value
 from .issues import (DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, UNSUPPORTED_OP,
                      ConversionError, ConversionIssue, Issue)
+from .exact import METADATA_FUSED, METADATA_PARAMS, NNRT_DOMAIN, restore_exact_params, restore_nnrt_node
 from .rows import find_row
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -199,6 +200,16 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
                         pass
                     shape = _shape_of(type_proto)
                 graph.add_value(Value(output, dtype, shape))
+        metadata = {entry.key: entry.value for entry in node.metadata_props}
+        if METADATA_FUSED in metadata and node.input:
+            graph.aliases[node.output[0]] = graph.resolve(node.input[0])  # already in the producing op's parameters
+            continue
+        if node.domain == NNRT_DOMAIN:
+            try:
+                restore_nnrt_node(graph, node, metadata)
+            except (ConversionIssue, KeyError, ValueError) as exc:
+                issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore the NNRt op: {exc}"))
+            continue
         if node.domain not in DEFAULT_DOMAINS:
             issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP, f"operator domain {node.domain!r} is not supported"))
             continue
@@ -208,8 +219,11 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
                                 f"no NNRt mapping for {node.op_type} at opset {opset}"))
             continue
         ctx = NodeContext(graph, node, row, opset, options)
+        emitted_before = len(graph.nodes)
         try:
             (get_handler(row.handler) if row.handler else convert_generic)(ctx)
+            if METADATA_PARAMS in metadata:
+                restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS])
             unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
             if unused:
                 raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")

@@ -36,6 +36,7 @@ class Node:
     outputs: list[str]
     params: dict[OH_NN_TensorType, np.ndarray] = field(default_factory=dict)
     origin: str = ""  # the ONNX node it came from (for error messages and per-layer mapping)
+    layout: str = ""  # "NCHW" when the exporter wraps this NHWC op in transposes to emit the ONNX (NCHW) form
 
     def param_tensor(self, tensor_type: OH_NN_TensorType) -> ModelTensor:
         array = self.params[tensor_type]
@@ -92,7 +93,8 @@ class Graph:
         """A copy whose structure can change independently (values and constant arrays are shared, not copied)."""
         other = Graph()
         other.values = dict(self.values)
-        other.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.params), n.origin) for n in self.nodes]
+        other.nodes = [Node(n.op, list(n.inputs), list(n.outputs), dict(n.params), n.origin, n.layout)
+                       for n in self.nodes]
         other.inputs, other.outputs = list(self.inputs), list(self.outputs)
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)

@@ -1,0 +1,229 @@
+"""NNRt Model -> ONNX ModelProto.
+
+The model becomes the importer's IR; NHWC ops whose exporter emits the ONNX (NCHW) form are wrapped in
+transposes; the importer's layout pass cancels the transposes where they meet; then every node is emitted by
+its export function, or by its op's generic mapping row read in reverse.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..enums import OH_NN_OperationType as OP
+from ..model import Model
+from ..onnx_import.ir import Graph, Node, Value
+from ..onnx_import.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
+from ..onnx_import.rows import onnx_rows
+from ..onnx_import import transforms
+from ..runtime.graph import execution_order
+from .context import METADATA_FUSED, NNRT_DOMAIN, ExportContext, ExportIssue
+from .handlers import exporters
+
+DEFAULT_OPSET = 18
+
+
+class ExportError(Exception):
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"{len(problems)} operation(s) cannot be exported:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def model_to_ir(model: Model) -> Graph:
+    """The finished model as an IR graph (tensor names made unique), operations in execution order."""
+    graph = Graph()
+    names: list[str] = []
+    used: set[str] = set()
+    for index, tensor in enumerate(model.tensors):
+        name = tensor.name or f"tensor{index}"
+        if name in used:
+            name = f"{name}.{index}"
+        used.add(name)
+        names.append(name)
+    params = {t for op in model.operations for t in op.params}
+    for index, tensor in enumerate(model.tensors):
+        if index in params:
+            continue
+        graph.add_value(Value(names[index], tensor.np_dtype, tuple(tensor.dims), tensor.data, tensor.quant))
+    for number in execution_order(model):
+        operation = model.operations[number]
+        node_params = {model.tensors[p].tensor_type: np.asarray(model.tensors[p].data) for p in operation.params}
+        graph.nodes.append(Node(operation.op, [names[i] for i in operation.inputs],
+                                [names[i] for i in operation.outputs], node_params, origin=f"{operation.op.name[10:].lower()}_{number}"))
+    graph.inputs = [names[i] for i in model.inputs]
+    graph.outputs = [names[i] for i in model.outputs]
+    return graph
+
+
+def _wrap_nchw(graph: Graph) -> None:
+    """Put NHWC ops that export as NCHW ONNX ops between transposes."""
+    table = exporters()
+    for node in list(graph.nodes):
+        fn = table.get(node.op)
+        if fn is None or not getattr(fn, "nchw", False):
+            continue
+        x, y = graph.values[node.inputs[0]], graph.values[node.outputs[0]]
+        if x.shape is None or len(x.shape) != 4 or y.shape is None or len(y.shape) != 4:
+            continue
+        x_nchw = graph.fresh_name(f"{x.name}.nchw")
+        graph.add_value(Value(x_nchw, x.dtype, tuple(x.shape[p] for p in NHWC_TO_NCHW), None, x.quant))
+        y_nchw = graph.fresh_name(f"{y.name}.nchw")
+        graph.add_value(Value(y_nchw, y.dtype, tuple(y.shape[p] for p in NHWC_TO_NCHW), None, y.quant))
+        position = graph.nodes.index(node)
+        to_nchw = Node(OP.OH_NN_OPS_TRANSPOSE, [x.name, graph.constant(np.asarray(NHWC_TO_NCHW, np.int64))], [x_nchw])
+        to_nhwc = Node(OP.OH_NN_OPS_TRANSPOSE, [y_nchw, graph.constant(np.asarray(NCHW_TO_NHWC, np.int64))], [y.name])
+        node.inputs[0], node.outputs[0], node.layout = x_nchw, y_nchw, "NCHW"
+        graph.nodes.insert(position, to_nchw)
+        graph.nodes.insert(position + 2, to_nhwc)
+
+
+class OnnxBuilder:
+    def __init__(self, opset: int):
+        self.opset = opset
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: dict[str, TensorProto] = {}
+        self.functions: dict[str, onnx.FunctionProto] = {}
+        self.pending_activation: tuple[str, str, int] | None = None
+        self._names: set[str] = set()
+        self._counter = 0
+
+    def reserve(self, names) -> None:
+        self._names.update(names)
+
+    def fresh(self, hint: str) -> str:
+        while True:
+            self._counter += 1
+            name = f"{hint}_{self._counter}"
+            if name not in self._names:
+                self._names.add(name)
+                return name
+
+    def initializer(self, array: np.ndarray, name: str) -> str:
+        self.initializers[name] = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        return name
+
+
+def _value_info(value: Value) -> onnx.ValueInfoProto:
+    elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+    dims = None if value.shape is None else [d if d >= 0 else f"{value.name}_d{i}" for i, d in enumerate(value.shape)]
+    return helper.make_tensor_value_info(value.name, elem, dims)
+
+
+def _schema_attr_type(op_type: str, opset: int, name: str):
+    try:
+        return onnx.defs.get_schema(op_type, opset).attributes[name].type
+    except Exception:
+        return None
+
+
+def _onnx_attr_value(value: Any, attr_type):
+    kinds = onnx.defs.OpSchema.AttrType
+    if attr_type == kinds.INT:
+        return int(value[0] if isinstance(value, list) else value)
+    if attr_type == kinds.FLOAT:
+        return float(value[0] if isinstance(value, list) else value)
+    if attr_type == kinds.INTS:
+        return [int(v) for v in (value if isinstance(value, list) else [value])]
+    if attr_type == kinds.FLOATS:
+        return [float(v) for v in (value if isinstance(value, list) else [value])]
+    if attr_type == kinds.STRING:
+        return str(value)
+    return value
+
+
+def export_generic(ctx: ExportContext) -> None:
+    """The op's generic mapping row read in reverse: inputs in order, parameters back to attributes."""
+    rows = [r for rows in onnx_rows().values() for r in rows
+            if r.nnrt_op == ctx.node.op and r.handler is None and r.since <= ctx.opset
+            and (r.until is None or ctx.opset <= r.until)]
+    if not rows:
+        raise ExportIssue(f"{ctx.node.op.name} has no ONNX export (no export function and no generic mapping row)")
+    row = max(rows, key=lambda r: r.since)
+    inputs: list[str] = [""] * (max(row.inputs) + 1 if row.inputs else len(ctx.node.inputs))
+    for position, name in enumerate(ctx.node.inputs):
+        target = row.inputs[position] if row.inputs else position
+        inputs[target] = name
+    attrs = {}
+    for attr_name, rule in row.attrs.items():
+        if rule.param is None:
+            continue
+        spec = ctx.spec.params[rule.param]
+        keyword = spec.keywords[0]
+        value = ctx.args.get(keyword)
+        if value is None:
+            continue
+        if rule.transform:
+            value = transforms.apply(transforms.INVERSES[rule.transform], value)
+        attrs[attr_name] = _onnx_attr_value(value, _schema_attr_type(row.op_type, ctx.opset, attr_name))
+    ctx.add(row.op_type, inputs, [ctx.result(0)] + ctx.node.outputs[1:], main=True, **attrs)
+
+
+def _emit_transpose(ctx: ExportContext) -> None:
+    perm = [int(p) for p in ctx.constant_input(1, "the permutation").reshape(-1)]
+    ctx.add("Transpose", [ctx.input(0)], [ctx.result(0)], main=True, perm=perm)
+
+
+def _emit_activation(builder: OnnxBuilder, source: str, target: str, fuse: int) -> None:
+    if fuse == 1:
+        node = helper.make_node("Relu", [source], [target], name=builder.fresh("relu"))
+    else:
+        low = builder.initializer(np.asarray(0, np.float32), builder.fresh("relu6_min"))
+        high = builder.initializer(np.asarray(6, np.float32), builder.fresh("relu6_max"))
+        node = helper.make_node("Clip", [source, low, high], [target], name=builder.fresh("relu6"))
+    entry = node.metadata_props.add()
+    entry.key, entry.value = METADATA_FUSED, str(fuse)
+    builder.nodes.append(node)
+
+
+def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", optimize_layout: bool = True,
+            check: bool = True) -> onnx.ModelProto:
+    """Export a finished NNRt model. Raises :class:`ExportError` listing every op that cannot be exported."""
+    started = time.perf_counter()
+    if not model.finished:
+        raise ExportError(["the model is not finished"])
+    graph = model_to_ir(model)
+    _wrap_nchw(graph)
+    if optimize_layout:
+        sink_transposes(graph)
+        graph.remove_unused()
+    builder = OnnxBuilder(opset)
+    builder.reserve(graph.values)
+    problems = []
+    table = exporters()
+    used_constants: set[str] = set()
+    for node in graph.nodes:
+        for i in node.inputs:
+            if graph.values[i].data is not None:
+                used_constants.add(i)
+        ctx = ExportContext(graph, node, builder)
+        try:
+            if node.op == OP.OH_NN_OPS_TRANSPOSE and graph.values[node.inputs[1]].data is not None:
+                _emit_transpose(ctx)
+            else:
+                (table.get(node.op) or export_generic)(ctx)
+        except ExportIssue as exc:
+            problems.append(f"{node.origin}: {exc.message}")
+        if builder.pending_activation is not None:
+            _emit_activation(builder, *builder.pending_activation)
+            builder.pending_activation = None
+    if problems:
+        raise ExportError(problems)
+    referenced = {i for n in builder.nodes for i in n.input}
+    for name in sorted(used_constants & referenced):
+        builder.initializer(graph.values[name].data, name)
+    onnx_graph = helper.make_graph(builder.nodes, name, [_value_info(graph.values[i]) for i in graph.inputs],
+                                   [_value_info(graph.values[o]) for o in graph.outputs],
+                                   initializer=list(builder.initializers.values()))
+    imports = [helper.make_opsetid("", opset)]
+    if builder.functions:
+        imports.append(helper.make_opsetid(NNRT_DOMAIN, 1))
+    result = helper.make_model(onnx_graph, opset_imports=imports, functions=list(builder.functions.values()),
+                               producer_name="nnrt_onnx")
+    result.ir_version = min(result.ir_version, 10)
+    if check:
+        onnx.checker.check_model(result, full_check=True)
+    result.doc_string = f"exported by nnrt_onnx in {time.perf_counter() - started:.3f} s"
+    return result
