@@ -103,10 +103,20 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
 def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm) -> None:
     if user.op == OP.OH_NN_OPS_TRANSPOSE:
         composed = tuple(perm[q] for q in perm_of(graph, user))
-        if composed == tuple(range(len(composed))) and user.outputs[0] not in graph.outputs:
-            graph.provenance[user.outputs[0]] = (source, composed)
-            graph.rename_uses(user.outputs[0], source)
+        out = user.outputs[0]
+        identity = composed == tuple(range(len(composed)))
+        producer = producers.get(source)
+        if identity and out not in graph.outputs:
+            graph.provenance[out] = (source, composed)
+            graph.rename_uses(out, source)
             graph.nodes.remove(user)
+        elif identity and producer is not None and source not in graph.inputs and source not in graph.outputs:
+            # the graph output keeps its name: the op that made ``source`` writes it directly
+            producer.outputs = [out if o == source else o for o in producer.outputs]
+            for other in graph.nodes:
+                other.inputs = [out if i == source else i for i in other.inputs]
+            graph.nodes.remove(user)
+            graph.provenance[source] = (out, composed)
         else:  # (an identity transpose onto a graph output stays, to keep the output's name)
             user.inputs = [source, graph.constant(np.asarray(composed, np.int64), f"{user.outputs[0]}.perm")]
         return
