@@ -37,6 +37,7 @@ class Row:
     attrs: dict[str, AttrRule] = field(default_factory=dict)
     notes: str = ""
     source: str = ""  # file the row is declared in
+    export: str | None = None  # "generic": the exporter may read this (handler) row in reverse like a generic row
 
     def covers(self, version: int) -> bool:
         return self.since <= version and (self.until is None or version <= self.until)
@@ -55,7 +56,7 @@ def _row(source: str, table: dict, nnrt_op: OH_NN_OperationType | None) -> Row:
                                rule.get("require"))
     return Row(op_type=table["op_type"], since=table.get("since", 1), until=table.get("until"), nnrt_op=nnrt_op,
                handler=table.get("handler"), inputs=tuple(table["inputs"]) if "inputs" in table else None,
-               attrs=attrs, notes=table.get("notes", ""), source=source)
+               attrs=attrs, notes=table.get("notes", ""), source=source, export=table.get("export"))
 
 
 @cache
