@@ -57,6 +57,13 @@ def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float)
     return ""
 
 
+def _arrays(values) -> list:
+    """A data set's tensors as numpy arrays (some cases store TensorProtos, e.g. Cast's)."""
+    from onnx import TensorProto, numpy_helper
+
+    return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
+
+
 def run_case(case) -> CaseResult:
     """Import the case's model, run it natively on every data set, compare with the expected outputs."""
     from ..compilation import Compilation
@@ -68,24 +75,28 @@ def run_case(case) -> CaseResult:
     ops = case_op_types(case)
     model_inputs = [i.name for i in case.model.graph.input
                     if i.name not in {t.name for t in case.model.graph.initializer}]
-    first_inputs = dict(zip(model_inputs, case.data_sets[0][0]))
+    data_sets = [(_arrays(ins), _arrays(outs)) for ins, outs in case.data_sets]
+    first_inputs = dict(zip(model_inputs, data_sets[0][0]))
     try:
-        try:
-            result = from_onnx(case.model)
-            bound: dict = {}
-        except ConversionError as exc:
-            # NNRt takes shapes, axes and the like as constants: bind the case's data for such inputs, as a user
-            # would with --constant-input, and only when every data set uses the same values.
-            needed = {i.tensor for i in exc.issues if i.reason == "needs_constant_input" and i.tensor in first_inputs}
-            if not needed or any(not np.array_equal(dict(zip(model_inputs, ins))[n], first_inputs[n])
-                                 for ins, _ in case.data_sets for n in needed):
-                raise
-            bound = {n: np.asarray(first_inputs[n]) for n in needed}
-            result = from_onnx(case.model, constant_inputs=bound)
+        # NNRt takes shapes, axes and the like as constants: bind the case's data for such inputs, as a user
+        # would with --constant-input, and only when every data set uses the same values. A node reports one
+        # missing constant at a time, so bind until nothing new is asked for.
+        bound: dict = {}
+        while True:
+            try:
+                result = from_onnx(case.model, constant_inputs=bound)
+                break
+            except ConversionError as exc:
+                needed = {i.tensor for i in exc.issues
+                          if i.reason == "needs_constant_input" and i.tensor in first_inputs and i.tensor not in bound}
+                if not needed or any(not np.array_equal(dict(zip(model_inputs, ins))[n], first_inputs[n])
+                                     for ins, _ in data_sets for n in needed):
+                    raise
+                bound.update({n: np.asarray(first_inputs[n]) for n in needed})
         compilation = Compilation(result.model)
         compilation.build()
         executor = Executor(compilation)
-        for inputs, expected in case.data_sets:
+        for inputs, expected in data_sets:
             feed = dict(zip(model_inputs, inputs))
             arrays = [np.asarray(feed[result.model.tensors[i].name]) for i in result.model.inputs]
             outputs = executor.run_arrays(arrays)

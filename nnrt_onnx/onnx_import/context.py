@@ -25,7 +25,20 @@ def param_array(tensor_type: OH_NN_TensorType, value: Any) -> np.ndarray:
     else:
         array = np.asarray(value)
         dtype = _table_dtype(tensor_type, array.size)
-    return np.ascontiguousarray(array.astype(to_numpy(dtype)))
+    result = np.ascontiguousarray(array.astype(to_numpy(dtype)))
+    return result.reshape(()) if result.size == 1 and _table_rank(tensor_type, 1) == 0 else result
+
+
+def _table_rank(tensor_type: OH_NN_TensorType, count: int) -> int | None:
+    """The rank the op table enforces for this parameter (LAYER_NORM's scalars must have rank 0), else None."""
+    from ..optable import op_table
+
+    for entry in op_table().values():
+        spec = entry.params.get(tensor_type)
+        if spec is not None and not spec.alias:
+            variant = spec.variant_for(count) or spec.variants[0]
+            return variant.rank
+    return None
 
 
 class NodeContext:

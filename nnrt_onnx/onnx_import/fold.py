@@ -43,6 +43,6 @@ def try_fold(graph: Graph, node: Node) -> bool:
         array = np.asarray(array)
         if fuse and position == 0:
             array = apply_fused_activation(array, fuse)
-        value.data = np.ascontiguousarray(array.astype(value.dtype, copy=False))
+        value.data = np.ascontiguousarray(array.astype(value.dtype, copy=False)).reshape(array.shape)  # (keeps 0-d)
         value.shape = tuple(array.shape)
     return True

@@ -281,6 +281,11 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
             dtype = from_numpy(value.dtype)
         except ValueError as exc:
             raise ConversionError([Issue(value_name, "-", 0, UNSUPPORTED_DTYPE, str(exc))]) from None
+        if 0 in dims:  # an empty tensor (a constant, e.g. a zero-size slice) reaching an operation or an output
+            issues.append(Issue(value_name, "-", 0, UNSUPPORTED_ATTRIBUTE, f"{value_name!r} is empty (shape "
+                                f"{list(dims)}): NNRt tensors cannot have a 0 dim"))
+            dims = tuple(max(d, 1) if d >= 0 else d for d in dims)
+            value = Value(value_name, value.dtype, dims, None, value.quant)
         i = model.add_tensor_legacy(dtype, dims, value.quant, name=value_name)
         if value.data is not None:  # attached, not copied: the importer owns these arrays
             model.attach_tensor_data(i, np.ascontiguousarray(value.data.astype(value.dtype, copy=False)))

@@ -84,7 +84,7 @@ class Graph:
                 return name
 
     def constant(self, array: np.ndarray, hint: str = "const") -> str:
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array).reshape(np.shape(array))  # (ascontiguousarray makes a 0-d array 1-d)
         name = self.fresh_name(hint)
         self.add_value(Value(name, array.dtype, tuple(array.shape), array))
         return name

@@ -4,11 +4,13 @@ from __future__ import annotations
 import numpy as np
 from onnx import numpy_helper
 
+from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ..context import NodeContext
 from ..ir import Value
-from ..issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ..issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from . import handler
+from .movement import fold_constant_node, settle_shape
 
 
 def axes_from(ctx: NodeContext, attr: str = "axes", position: int = 1, since_input: int = 13) -> list[int] | None:
@@ -29,9 +31,18 @@ def normalize_axes(axes, rank: int) -> list[int]:
 def constant(ctx: NodeContext) -> None:
     attrs = {k: ctx.attr(k) for k in list(ctx.attrs)}
     if "value" in attrs:
-        array = numpy_helper.to_array(ctx.node.attribute[0].t) if ctx.node.attribute[0].name == "value" else None
-        if array is None:
-            array = numpy_helper.to_array(next(a.t for a in ctx.node.attribute if a.name == "value"))
+        array = numpy_helper.to_array(next(a.t for a in ctx.node.attribute if a.name == "value"))
+    elif "sparse_value" in attrs:
+        sparse = next(a.sparse_tensor for a in ctx.node.attribute if a.name == "sparse_value")
+        values = numpy_helper.to_array(sparse.values)
+        indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+        array = np.zeros(tuple(sparse.dims), values.dtype)
+        if indices.ndim == 1:  # linear positions
+            array.reshape(-1)[indices] = values
+        elif indices.size:
+            array[tuple(indices.T)] = values
+    elif "value_string" in attrs or "value_strings" in attrs:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, "string constants have no NNRt data type")
     elif "value_float" in attrs:
         array = np.asarray(attrs["value_float"], np.float32)
     elif "value_floats" in attrs:
@@ -42,8 +53,12 @@ def constant(ctx: NodeContext) -> None:
         array = np.asarray(attrs["value_ints"], np.int64)
     else:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"Constant with {sorted(attrs)} is not supported")
+    try:
+        from_numpy(array.dtype)
+    except ValueError as exc:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, str(exc)) from None
     out = ctx.output(0)
-    ctx.graph.add_value(Value(out, array.dtype, tuple(array.shape), np.ascontiguousarray(array)))
+    ctx.graph.add_value(Value(out, array.dtype, tuple(array.shape), np.ascontiguousarray(array).reshape(array.shape)))
 
 
 @handler("identity")
@@ -66,17 +81,29 @@ def identity(ctx: NodeContext) -> None:
 
 @handler("shape")
 def shape(ctx: NodeContext) -> None:
+    """A constant when the shape is static (or the sliced dims are); else SHAPE (+ SLICE for start/end)."""
     x = ctx.input(0)
     dims = ctx.value(x).shape
     start, end = int(ctx.attr("start", 0)), ctx.attr("end")
-    if dims is not None and all(d >= 0 for d in dims):
-        sliced = list(dims)[start:None if end is None else int(end)]
-        out = ctx.output(0)
+    out = ctx.output(0)
+    if dims is None:
+        if start != 0 or end is not None:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"Shape with start/end needs the rank of {x!r}")
+        ctx.emit(OP.OH_NN_OPS_SHAPE, [x], [out])
+        return
+    first, stop, _ = slice(start, None if end is None else int(end)).indices(len(dims))
+    sliced = list(dims)[first:stop]
+    if all(d >= 0 for d in sliced):  # (empty: an empty constant, for its consumers to drop)
         ctx.graph.add_value(Value(out, np.dtype(np.int64), (len(sliced),), np.asarray(sliced, np.int64)))
         return
-    if start != 0 or end is not None:
-        raise ConversionIssue(DYNAMIC_SHAPE, "Shape with start/end of a dynamic tensor is not supported")
-    ctx.emit(OP.OH_NN_OPS_SHAPE, [x], [ctx.output(0)])
+    if len(sliced) == len(dims):
+        ctx.emit(OP.OH_NN_OPS_SHAPE, [x], [out])
+        return
+    full = ctx.new_value(np.int64, (len(dims),), f"{out}.full")
+    ctx.emit(OP.OH_NN_OPS_SHAPE, [x], [full])
+    ctx.value(out).shape = (len(sliced),)
+    ctx.emit(OP.OH_NN_OPS_SLICE, [full, ctx.constant(np.asarray([first], np.int64)),
+                                  ctx.constant(np.asarray([len(sliced)], np.int64))], [out])
 
 
 @handler("size")
@@ -104,6 +131,8 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
 
 @handler("reshape")
 def reshape(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x = ctx.input(0)
     if ctx.opset < 5:
         requested = ctx.attr("shape")
@@ -113,16 +142,23 @@ def reshape(ctx: NodeContext) -> None:
     out = ctx.value(ctx.output(0))
     if out.shape is None or any(d < 0 for d in out.shape):
         out.shape = tuple(target)
+    if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
+        ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
+        return
     ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
 
 
 @handler("flatten")
 def flatten(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x = ctx.input(0)
     rank = ctx.rank(x)
     axis = int(ctx.attr("axis", 1))
     axis = axis + rank if axis < 0 else axis
     shape = ctx.value(x).shape
+    settle_shape(ctx, ctx.output(0), [int(np.prod(part)) if all(d >= 0 for d in part) else -1
+                                      for part in (shape[:axis], shape[axis:])])
     if all(d >= 0 for d in shape):
         target = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
         ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
@@ -132,6 +168,8 @@ def flatten(ctx: NodeContext) -> None:
 
 @handler("squeeze")
 def squeeze(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x = ctx.input(0)
     rank = ctx.rank(x)
     axes = axes_from(ctx)
@@ -147,10 +185,13 @@ def squeeze(ctx: NodeContext) -> None:
 
 @handler("unsqueeze")
 def unsqueeze(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x = ctx.input(0)
     axes = axes_from(ctx)
     if axes is None:
         raise ConversionIssue(NEEDS_CONSTANT, "Unsqueeze needs axes")
+    ctx.rank(x)
     shape = list(ctx.value(x).shape)
     out_rank = len(shape) + len(axes)
     axes = sorted(normalize_axes(axes, out_rank))
@@ -165,7 +206,10 @@ def unsqueeze(ctx: NodeContext) -> None:
 
 def _reshape_or(ctx: NodeContext, x: str, target, op, params) -> None:
     """A reshape when the target is static (at most one dynamic dim), else the dedicated op."""
-    if sum(d < 0 for d in target) <= 1:
+    settle_shape(ctx, ctx.output(0), target)
+    if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
+        ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
+    elif sum(d < 0 for d in target) <= 1:
         ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
     elif op is not None:
         ctx.emit(op, [x], [ctx.output(0)], params)
@@ -175,24 +219,41 @@ def _reshape_or(ctx: NodeContext, x: str, target, op, params) -> None:
 
 @handler("transpose")
 def transpose(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x = ctx.input(0)
     perm = ctx.attr("perm")
     if perm is None:
         perm = list(reversed(range(ctx.rank(x))))
-    ctx.transpose(x, [int(p) for p in perm], output=ctx.output(0))
+    perm = [int(p) for p in perm]
+    shape = ctx.value(x).shape
+    if shape is not None and len(shape) == len(perm):
+        settle_shape(ctx, ctx.output(0), [shape[p] for p in perm])
+    ctx.transpose(x, perm, output=ctx.output(0))
 
 
 @handler("gather")
 def gather(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     x, indices = ctx.input(0), ctx.input(1)
     rank = ctx.rank(x)
     axis = int(ctx.attr("axis", 0))
     axis = axis + rank if axis < 0 else axis
     index_value = ctx.value(indices)
+    dim = ctx.value(x).shape[axis]
     if index_value.data is not None and (index_value.data < 0).any():
         dim = ctx.static_shape(x)[axis]
         fixed = np.where(index_value.data < 0, index_value.data + dim, index_value.data).astype(index_value.data.dtype)
         indices = ctx.constant(fixed, f"{indices}.positive")
+    elif index_value.data is None and ctx.opset >= 11 and dim >= 0:
+        from .movement import _wrap_negative  # indices + dim where indices < 0 (negative indices since opset 11)
+
+        indices = _wrap_negative(ctx, indices, dim)
+    index_shape = ctx.value(indices).shape
+    if index_shape is not None:
+        shape = ctx.value(x).shape
+        settle_shape(ctx, ctx.output(0), [*shape[:axis], *index_shape, *shape[axis + 1:]])
     ctx.emit(OP.OH_NN_OPS_GATHER, [x, indices, ctx.constant(np.asarray([axis], np.int64))], [ctx.output(0)])
 
 
@@ -255,11 +316,21 @@ def softmax(ctx: NodeContext) -> None:
 
 @handler("concat")
 def concat(ctx: NodeContext) -> None:
+    if fold_constant_node(ctx):
+        return
     inputs = [ctx.input(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
     rank = ctx.rank(inputs[0])
     axis = int(ctx.attr("axis"))
     axis = axis + rank if axis < 0 else axis
+    non_empty = [n for n in inputs if ctx.value(n).data is None or ctx.value(n).data.size]
+    if non_empty and len(non_empty) < len(inputs):  # empty pieces (constants) add nothing
+        inputs = non_empty
     if len(inputs) == 1:
         ctx.alias(inputs[0], ctx.output(0))
         return
+    shapes = [ctx.value(n).shape for n in inputs]
+    if all(s is not None and len(s) == rank for s in shapes):
+        joined = [-1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)]
+        others = [max(s[d] for s in shapes) for d in range(rank)]  # a known dim wins over -1
+        settle_shape(ctx, ctx.output(0), [joined[0] if d == axis else others[d] for d in range(rank)])
     ctx.emit(OP.OH_NN_OPS_CONCAT, inputs, [ctx.output(0)], {"OH_NN_CONCAT_AXIS": axis})
