@@ -7,6 +7,8 @@
               {values = [1, 2], dtype = "int64", constant = true}]
     params = { OH_NN_CONV2D_PAD = [1, 1, 1, 1], OH_NN_CONV2D_ACTIVATION_TYPE = 2 }
     outputs = [{dtype = "int32"}]                          # optional: declared output dtypes (default: inferred)
+    # quantized operands: {shape = [2, 3], dtype = "int8", quant = {scales = [0.05], zero_points = [3]}} on an input,
+    # {dtype = "int8", quant = {...}} on an output (per-channel: several scales and an "axis")
     rtol = 1e-5                                            # optional tolerances (defaults per dtype below)
     atol = 1e-6
 
@@ -69,14 +71,26 @@ class OpCase:
         rtol, atol = DEFAULT_TOLERANCE.get(np.dtype(dtype).name, (0.0, 0.0))
         return (self.rtol if self.rtol is not None else rtol, self.atol if self.atol is not None else atol)
 
+    @staticmethod
+    def _quant(spec):
+        from .tensor import QuantParam
+
+        q = spec.get("quant")
+        if q is None:
+            return None
+        return QuantParam(q["scales"], q["zero_points"], [8] * len(q["scales"]), axis=q.get("axis"))
+
     def model(self):
         """A finished one-op model of this case, and the arrays its (non-constant) inputs take."""
-        from .testing import _infer_outputs, single_op_model
+        from .testing import _dequantized, _infer_outputs, single_op_model
 
         arrays = self.arrays()
+        input_quant = {i: q for i, spec in enumerate(self.inputs) if (q := self._quant(spec)) is not None}
+        output_quant = {i: q for i, spec in enumerate(self.outputs) if (q := self._quant(spec)) is not None}
         dtypes = [np.dtype(o["dtype"]) for o in self.outputs] if self.outputs else None
-        specs = _infer_outputs(self.op, arrays, self.params, dtypes, {}, {})
-        model = single_op_model(self.op, arrays, self.params, specs, {}, {}, self.constant_positions)
+        probe = [_dequantized(a, input_quant.get(i)) for i, a in enumerate(arrays)]
+        specs = _infer_outputs(self.op, probe, self.params, dtypes, input_quant, output_quant)
+        model = single_op_model(self.op, arrays, self.params, specs, input_quant, output_quant, self.constant_positions)
         runtime = [a for i, a in enumerate(arrays) if i not in self.constant_positions] or arrays[:1]
         return model, runtime
 

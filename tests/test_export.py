@@ -46,6 +46,16 @@ def test_export_matches_native_and_round_trips(case):
     assert [op.op for op in restored] == [op.op for op in original]
     for a, b in zip(original, restored):
         assert _params(back, b) == _params(model, a)
+        for role in ("inputs", "outputs"):
+            mine = [_quant(model.tensors[i]) for i in getattr(a, role)]
+            theirs = [_quant(back.tensors[i]) for i in getattr(b, role)]
+            assert theirs == mine, f"quant params of the {role} differ"
+
+
+def _quant(tensor):
+    q = tensor.quant
+    return None if q is None else (tensor.dtype, q.scales, q.zero_points, q.num_bits,
+                                   q.axis if q.count > 1 else None)
 
 
 def test_cases_cover_ops():

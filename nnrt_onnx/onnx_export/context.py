@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from ..onnx_import.ir import Graph, Node
 from ..optable import op_spec
 
-from ..onnx_import.exact import METADATA_FUSED, METADATA_PARAMS, NNRT_DOMAIN  # noqa: F401  (shared constants)
+from ..onnx_import.exact import METADATA_FUSED, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN  # noqa: F401
 
 
 class ExportIssue(Exception):
@@ -58,6 +58,22 @@ class ExportContext:
 
     def constant(self, array, hint: str = "const") -> str:
         return self.builder.initializer(np.asarray(array), self.fresh(hint))
+
+    def weight(self, position: int, transform=None, axis_map=None, hint: str | None = None) -> str:
+        """A constant input rearranged by ``transform`` (e.g. a transpose) as an ONNX tensor: a float initializer,
+        or for a quantized constant its integers plus a DequantizeLinear (per-channel ``axis`` mapped by ``axis_map``)."""
+        value = self.value(self.input(position))
+        if value.data is None:
+            raise ExportIssue(f"{self.node.op.name}: input #{position} must be a constant to export")
+        data = value.data if transform is None else transform(value.data)
+        name = self.constant(np.ascontiguousarray(data), hint or f"{self.input(position)}.w")
+        if value.quant is None:
+            return name
+        axis = None
+        if value.quant.count > 1:
+            axis = value.quant.axis or 0
+            axis = axis_map(axis) if axis_map else axis
+        return self.builder.dequantize(name, value.quant, axis)
 
     def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str], domain: str = "", main: bool = False,
             **attrs: Any) -> onnx.NodeProto:

@@ -6,6 +6,7 @@ its export function, or by its op's generic mapping row read in reverse.
 """
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -15,12 +16,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..enums import OH_NN_OperationType as OP
 from ..model import Model
+from ..onnx_import.exact import quant_metadata
 from ..onnx_import.ir import Graph, Node, Value
 from ..onnx_import.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
 from ..onnx_import.rows import onnx_rows
 from ..onnx_import import transforms
 from ..runtime.graph import execution_order
-from .context import METADATA_FUSED, NNRT_DOMAIN, ExportContext, ExportIssue
+from .context import METADATA_FUSED, METADATA_QUANT, NNRT_DOMAIN, ExportContext, ExportIssue
 from .handlers import exporters
 
 DEFAULT_OPSET = 18
@@ -87,6 +89,8 @@ class OnnxBuilder:
         self.initializers: dict[str, TensorProto] = {}
         self.functions: dict[str, onnx.FunctionProto] = {}
         self.pending_activation: tuple[str, str, int] | None = None
+        self.dequantized: dict[str, str] = {}
+        self.quant_dtype: dict[str, np.dtype] = {}  # quantized tensor -> its integer dtype (zero points match it)
         self._names: set[str] = set()
         self._counter = 0
 
@@ -104,6 +108,31 @@ class OnnxBuilder:
     def initializer(self, array: np.ndarray, name: str) -> str:
         self.initializers[name] = numpy_helper.from_array(np.ascontiguousarray(array), name)
         return name
+
+    def _quant_node(self, op_type: str, source: str, target: str, quant, axis: int | None, role: str) -> None:
+        scales = np.asarray(quant.scales, np.float32)
+        zero_points = np.asarray(quant.zero_points, self.quant_dtype.get(source, np.int8))
+        if axis is None:
+            scales, zero_points = scales.reshape(()), zero_points.reshape(())
+        scale = self.initializer(scales, self.fresh(f"{source}.scale"))
+        zero = self.initializer(zero_points, self.fresh(f"{source}.zero_point"))
+        node = helper.make_node(op_type, [source, scale, zero], [target], name=self.fresh(op_type),
+                                **({"axis": axis} if axis is not None else {}))
+        entry = node.metadata_props.add()
+        info = json.loads(quant_metadata(quant))
+        entry.key, entry.value = METADATA_QUANT, json.dumps({**info, "role": role})
+        self.nodes.append(node)
+
+    def dequantize(self, name: str, quant, axis: int | None) -> str:
+        """DequantizeLinear of a quantized tensor (once per tensor): the float view ONNX ops consume."""
+        if name not in self.dequantized:
+            target = self.fresh(f"{name}.dq")
+            self._quant_node("DequantizeLinear", name, target, quant, axis, "dequantize")
+            self.dequantized[name] = target
+        return self.dequantized[name]
+
+    def quantize(self, source: str, target: str, quant, axis: int | None) -> None:
+        self._quant_node("QuantizeLinear", source, target, quant, axis, "quantize")
 
 
 def _value_info(value: Value) -> onnx.ValueInfoProto:
@@ -166,6 +195,35 @@ def _emit_transpose(ctx: ExportContext) -> None:
     ctx.add("Transpose", [ctx.input(0)], [ctx.result(0)], main=True, perm=perm)
 
 
+def _quantized_operands(graph: Graph, node: Node, builder: OnnxBuilder, table) -> list:
+    """Quantized operands of an op that computes in float: its inputs are read through DequantizeLinear and its
+    outputs written through QuantizeLinear. Returns the (float output, quantized output, quant) to emit after it."""
+    from ..optable import op_spec
+
+    if op_spec(node.op).quant == "native":
+        return []
+    has_function = node.op in table
+    for position, name in enumerate(node.inputs):
+        value = graph.values[name]
+        if value.quant is None or (value.data is not None and has_function):  # export functions use ctx.weight
+            continue
+        if value.data is not None:
+            builder.initializer(value.data, name)
+        node.inputs[position] = builder.dequantize(name, value.quant, (value.quant.axis or 0) if value.quant.count > 1
+                                                   else None)
+        graph.values.setdefault(node.inputs[position], Value(node.inputs[position], np.dtype(np.float32), value.shape))
+    requantize = []
+    for position, name in enumerate(node.outputs):
+        value = graph.values[name]
+        if value.quant is None:
+            continue
+        float_name = builder.fresh(f"{name}.f")
+        graph.values[float_name] = Value(float_name, np.dtype(np.float32), value.shape)
+        node.outputs[position] = float_name
+        requantize.append((float_name, name, value.quant))
+    return requantize
+
+
 def _emit_activation(builder: OnnxBuilder, source: str, target: str, fuse: int) -> None:
     if fuse == 1:
         node = helper.make_node("Relu", [source], [target], name=builder.fresh("relu"))
@@ -194,10 +252,14 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
     problems = []
     table = exporters()
     used_constants: set[str] = set()
+    for name, value in graph.values.items():
+        if value.quant is not None:
+            builder.quant_dtype[name] = value.dtype
     for node in graph.nodes:
         for i in node.inputs:
             if graph.values[i].data is not None:
                 used_constants.add(i)
+        requantize = _quantized_operands(graph, node, builder, table)
         ctx = ExportContext(graph, node, builder)
         try:
             if node.op == OP.OH_NN_OPS_TRANSPOSE and graph.values[node.inputs[1]].data is not None:
@@ -209,6 +271,8 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
         if builder.pending_activation is not None:
             _emit_activation(builder, *builder.pending_activation)
             builder.pending_activation = None
+        for float_name, name, quant in requantize:
+            builder.quantize(float_name, name, quant, (quant.axis or 0) if quant.count > 1 else None)
     if problems:
         raise ExportError(problems)
     referenced = {i for n in builder.nodes for i in n.input}

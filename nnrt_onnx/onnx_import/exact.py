@@ -8,12 +8,44 @@ import numpy as np
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
 from ..optable import op_table
-from .ir import Graph, Node
+from .ir import Graph, Node, Value
 
 NNRT_DOMAIN = "org.openharmony.nnrt"
 METADATA_PARAMS = "nnrt.params"  # exact NNRt parameters, JSON, on the node an op became
 METADATA_FUSED = "nnrt.fused_activation"  # marks the Relu/Clip a fused activation became
 METADATA_OP = "nnrt.op"  # the NNRt op an NNRt-domain node stands for
+METADATA_QUANT = "nnrt.quant"  # a Quantize/DequantizeLinear that stands for a quantized NNRt tensor
+
+
+def quant_metadata(quant) -> str:
+    """Exact (double) quant params, kept next to the float32 scales ONNX stores."""
+    return json.dumps({"scales": quant.scales, "zero_points": quant.zero_points, "num_bits": quant.num_bits,
+                       "axis": quant.axis})
+
+
+def restore_quantized_tensor(graph: Graph, onnx_node, text: str) -> None:
+    """An exported DequantizeLinear reads a quantized tensor (its quant params go onto that tensor); an exported
+    QuantizeLinear writes one (the producing op then writes the quantized tensor, under the ONNX name)."""
+    from ..tensor import QuantParam
+
+    info = json.loads(text)
+    quant = QuantParam(info["scales"], info["zero_points"], info["num_bits"], axis=info["axis"])
+    source = graph.resolve(onnx_node.input[0])
+    if info.get("role") == "dequantize":
+        graph.values[source].quant = quant
+        graph.aliases[onnx_node.output[0]] = source
+        return
+    zero_dtype = graph.values[onnx_node.input[2]].data.dtype
+    target = onnx_node.output[0]
+    value = graph.values[source]
+    graph.values.pop(target, None)
+    graph.values[target] = Value(target, zero_dtype, value.shape, None, quant)
+    for node in graph.nodes:
+        node.outputs = [target if o == source else o for o in node.outputs]
+        node.inputs = [target if i == source else i for i in node.inputs]
+    graph.values.pop(source, None)
+    graph.aliases = {k: (target if v == source else v) for k, v in graph.aliases.items()}
+    graph.aliases[source] = target
 
 
 def decode_params(text: str) -> dict[OH_NN_TensorType, np.ndarray]:

@@ -20,7 +20,8 @@ from .handlers import get_handler
 from .ir import Graph, Value
 from .issues import (DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, UNSUPPORTED_OP,
                      ConversionError, ConversionIssue, Issue)
-from .exact import METADATA_FUSED, METADATA_PARAMS, NNRT_DOMAIN, restore_exact_params, restore_nnrt_node
+from .exact import (METADATA_FUSED, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN, restore_exact_params,
+                    restore_nnrt_node, restore_quantized_tensor)
 from .rows import find_row
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -201,6 +202,12 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
                     shape = _shape_of(type_proto)
                 graph.add_value(Value(output, dtype, shape))
         metadata = {entry.key: entry.value for entry in node.metadata_props}
+        if METADATA_QUANT in metadata:
+            try:
+                restore_quantized_tensor(graph, node, metadata[METADATA_QUANT])
+            except (KeyError, AttributeError, ValueError) as exc:
+                issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore quant params: {exc}"))
+            continue
         if METADATA_FUSED in metadata and node.input:
             graph.aliases[node.output[0]] = graph.resolve(node.input[0])  # already in the producing op's parameters
             continue
