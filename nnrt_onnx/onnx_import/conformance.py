@@ -33,11 +33,33 @@ def case_op_types(case) -> tuple[str, ...]:
     return tuple(sorted({node.op_type for node in case.model.graph.node}))
 
 
+NNRT_ELEMENT_TYPES = {1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13}  # ONNX element types with an OH_NN_DataType
+
+
+def has_nnrt_types(case) -> bool:
+    """Whether every tensor the case feeds or expects has an NNRt data type (no bfloat16, float8, int4, string ...)."""
+    graph = case.model.graph
+    for info in list(graph.input) + list(graph.output):
+        kind = info.type.WhichOneof("value")
+        if kind != "tensor_type" or info.type.tensor_type.elem_type not in NNRT_ELEMENT_TYPES:
+            return False
+    if any(t.data_type not in NNRT_ELEMENT_TYPES for t in graph.initializer):
+        return False
+    for node in graph.node:  # Cast/CastLike targets and constant types
+        for attr in node.attribute:
+            if attr.name == "to" and attr.i not in NNRT_ELEMENT_TYPES:
+                return False
+            if attr.name == "value" and attr.type == attr.TENSOR and attr.t.data_type not in NNRT_ELEMENT_TYPES:
+                return False
+    return True
+
+
 def is_claimed(case) -> bool:
-    """Whether every node of the case has a mapping row at the case's opset (default domain only)."""
+    """Whether the case is in scope: every node has a mapping row at the case's opset (default domain only), and
+    every tensor type exists in NNRt (cases about bfloat16, float8, int4, strings ... are out of scope)."""
     opset = opset_of(case.model)
-    return all(node.domain in ("", "ai.onnx") and find_row(node.op_type, opset) is not None
-               for node in case.model.graph.node)
+    return has_nnrt_types(case) and all(node.domain in ("", "ai.onnx") and find_row(node.op_type, opset) is not None
+                                        for node in case.model.graph.node)
 
 
 def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
@@ -64,6 +86,31 @@ def _arrays(values) -> list:
     return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
 
 
+def _input_ancestors(model, tensor: str, inputs) -> set[str]:
+    """The model inputs a tensor is computed from (binding them makes it a constant)."""
+    if tensor in inputs:
+        return {tensor}
+    producers = {o: node for node in model.graph.node for o in node.output}
+    found, stack, seen = set(), [tensor], set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in inputs:
+            found.add(name)
+        elif name in producers:
+            stack.extend(i for i in producers[name].input if i)
+    return found
+
+
+def _feed(feed: dict, tensor) -> np.ndarray:
+    if tensor.name in feed:
+        return np.asarray(feed[tensor.name])
+    bound = tensor.name[: -len(".bound")]  # a bound input kept declared: its (fixed) value, shaped as declared
+    return np.asarray(feed[bound]).reshape(tensor.dims)
+
+
 def run_case(case) -> CaseResult:
     """Import the case's model, run it natively on every data set, compare with the expected outputs."""
     from ..compilation import Compilation
@@ -87,8 +134,8 @@ def run_case(case) -> CaseResult:
                 result = from_onnx(case.model, constant_inputs=bound)
                 break
             except ConversionError as exc:
-                needed = {i.tensor for i in exc.issues
-                          if i.reason == "needs_constant_input" and i.tensor in first_inputs and i.tensor not in bound}
+                wanted = {i.tensor for i in exc.issues if i.reason == "needs_constant_input" and i.tensor}
+                needed = {n for t in wanted for n in _input_ancestors(case.model, t, first_inputs)} - set(bound)
                 if not needed or any(not np.array_equal(dict(zip(model_inputs, ins))[n], first_inputs[n])
                                      for ins, _ in data_sets for n in needed):
                     raise
@@ -98,7 +145,7 @@ def run_case(case) -> CaseResult:
         executor = Executor(compilation)
         for inputs, expected in data_sets:
             feed = dict(zip(model_inputs, inputs))
-            arrays = [np.asarray(feed[result.model.tensors[i].name]) for i in result.model.inputs]
+            arrays = [_feed(feed, result.model.tensors[i]) for i in result.model.inputs]
             outputs = executor.run_arrays(arrays)
             if len(outputs) != len(expected):
                 return CaseResult(case.name, ops, False, f"{len(outputs)} outputs, expected {len(expected)}")

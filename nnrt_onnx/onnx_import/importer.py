@@ -134,6 +134,12 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     from .passes import optimize
 
     counts = optimize(graph, options)
+    if not graph.inputs and options.constant_inputs:
+        # everything folded: the bound inputs stay declared (unread) so the model still has inputs, as NNRt requires
+        for name, array in options.constant_inputs.items():
+            declared = f"{name}.bound"
+            graph.add_value(Value(declared, np.asarray(array).dtype, tuple(np.shape(array)) or (1,)))
+            graph.inputs.append(declared)
     nnrt_model = emit_model(graph, model.graph.name or "model")
     stats = {
         "opset": opset,
@@ -183,6 +189,14 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         shape = _shape_of(info.type)
         if shape is None:
             issues.append(Issue(info.name, "input", opset, DYNAMIC_SHAPE, "model input has no shape (pin it)"))
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
+            if any(info.name in node.input for node in model.graph.node if node.op_type != "CastLike"
+                   or list(node.input).index(info.name) == 0):
+                issues.append(Issue(info.name, "input", opset, INVALID_MODEL,
+                                    f"model input {info.name!r} is empty (a 0 dim): NNRt tensors cannot be empty"))
+            graph.add_value(Value(info.name, dtype, shape))  # known (CastLike reads its type) but not a model input
             continue
         graph.add_value(Value(info.name, dtype, shape))
         graph.inputs.append(info.name)
