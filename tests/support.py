@@ -3,7 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from nnrt_onnx import Model, NNRtError, TensorDesc
+from nnrt_onnx.enums import OH_NN_DataType as DT
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.enums import OH_NN_ReturnCode as RC
+from nnrt_onnx.enums import OH_NN_TensorType as TT
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -15,3 +22,26 @@ def shared_file(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent (the read-only spec folder ../shared is not next to this checkout)")
     return path
+
+
+def code_of(fn, *args, **kwargs):
+    """The OH_NN_ReturnCode a Python API call ends with (SUCCESS when it does not raise)."""
+    try:
+        fn(*args, **kwargs)
+    except NNRtError as exc:
+        return exc.code
+    return RC.OH_NN_SUCCESS
+
+
+def conv_model(weight: np.ndarray | None = None, bias: np.ndarray | None = None) -> Model:
+    """A finished NHWC 1x4x4x2 -> CONV2D 3x3 SAME -> 1x4x4x3 model."""
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 2]))
+    w = m.add_constant(np.ones((3, 3, 3, 2), np.float32) if weight is None else weight)
+    b = m.add_constant(np.zeros(3, np.float32) if bias is None else bias)
+    pm = m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)
+    y = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 3]))
+    m.add_operation(OP.OH_NN_OPS_CONV2D, [pm], [x, w, b], [y])
+    m.specify_inputs_and_outputs([x], [y])
+    m.finish()
+    return m

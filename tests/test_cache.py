@@ -8,6 +8,8 @@ import os
 import struct
 
 import numpy as np
+
+import support
 import pytest
 
 from nnrt_onnx import cache as cache_module
@@ -25,16 +27,7 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def conv_model(fill: float = 1.0) -> Model:
-    m = Model()
-    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 2]))
-    w = m.add_constant(np.full((3, 3, 3, 2), fill, np.float32))
-    b = m.add_constant(np.zeros(3, np.float32))
-    pm = m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)
-    y = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 3]))
-    m.add_operation(OP.OH_NN_OPS_CONV2D, [pm], [x, w, b], [y])
-    m.specify_inputs_and_outputs([x], [y])
-    m.finish()
-    return m
+    return support.conv_model(np.full((3, 3, 3, 2), fill, np.float32))
 
 
 def quant_model() -> Model:

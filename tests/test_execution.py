@@ -17,13 +17,7 @@ from nnrt_onnx.enums import OH_NN_Priority as PR
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
 
-
-def code_of(fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except NNRtError as exc:
-        return exc.code
-    return RC.OH_NN_SUCCESS
+from support import code_of
 
 
 def add_model(dims=(2, 3), out_dims=None, activation=None):

@@ -10,13 +10,7 @@ from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
 
-
-def code_of(fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except NNRtError as exc:
-        return exc.code
-    return RC.OH_NN_SUCCESS
+from support import code_of
 
 
 def f32(model, dims):

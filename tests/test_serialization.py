@@ -9,6 +9,8 @@ import os
 import struct
 
 import numpy as np
+
+import support
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,16 +30,7 @@ from nnrt_onnx.tensor import QuantParam, TensorDesc
 
 # -- models ----------------------------------------------------------------------------------------------------
 def conv_model() -> Model:
-    m = Model()
-    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 2]))
-    w = m.add_constant(np.arange(54, dtype=np.float32).reshape(3, 3, 3, 2))
-    b = m.add_constant(np.array([0.5, -1.0, 2.0], np.float32))
-    pm = m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)
-    y = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 4, 4, 3]))
-    m.add_operation(OP.OH_NN_OPS_CONV2D, [pm], [x, w, b], [y])
-    m.specify_inputs_and_outputs([x], [y])
-    m.finish()
-    return m
+    return support.conv_model(np.arange(54, dtype=np.float32).reshape(3, 3, 3, 2), np.array([0.5, -1.0, 2.0], np.float32))
 
 
 def rich_model() -> Model:
