@@ -1,9 +1,11 @@
 """The nnrt-onnx command line: thin wrappers over library functions (installed as nnrt_onnx/cli.py).
 
-Every user error ends in one line on stderr and a non-zero exit; ``--debug`` shows the traceback.
+Every user error ends in one line on stderr and a non-zero exit (2 for a malformed command line, 1 for a problem
+with a model, an input or a file); ``--debug`` shows the traceback. Progress bars go to stderr, only on a TTY.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -24,10 +26,18 @@ class FriendlyGroup(click.Group):
         except BrokenPipeError:  # output piped into e.g. `head`
             sys.stderr.close()
             ctx.exit(0)
+        except click.UsageError as exc:  # a malformed command line: one line too, and click's exit code 2
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            click.echo(f"error: {exc.format_message()} (see '{where} --help')", err=True)
+            ctx.exit(2)
         except ConversionError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
             if ctx.obj and ctx.obj.get("json_errors"):
                 click.echo(exc.to_json())
-            else:
+            elif len(exc.issues) == 1:  # one line, like every other error
+                click.echo(f"error: cannot convert the model: {exc.issues[0]}", err=True)
+            else:  # every problem of the model, one per line
                 click.echo(f"error: {exc.text()}", err=True)
             ctx.exit(1)
         except (UserError, NNRtError, OSError) as exc:
@@ -46,6 +56,29 @@ class FriendlyGroup(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """Take ONNX models to OpenHarmony's Neural Network Runtime (NNRt) and back."""
     ctx.obj = {"debug": debug}
+
+
+def _progress(items, label: str):
+    """A progress bar on stderr when it is a terminal; nothing otherwise (pipes, CI logs, tests)."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(items)
+    return click.progressbar(items, label=label, file=sys.stderr)
+
+
+def _shape_specs(ctx, param, specs: tuple[str, ...]) -> dict[str, list[int]]:
+    """Click callback of --input-shape NAME=D1,D2,...: malformed specs are usage errors."""
+    shapes = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{spec!r}: expected NAME=D1,D2,...", param=param)
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{spec!r}: expected NAME=D1,D2,... with integer dims", param=param) from None
+        if any(d <= 0 for d in shapes[name]):
+            raise click.BadParameter(f"{spec!r}: dims must be positive", param=param)
+    return shapes
 
 
 @main.command()
@@ -72,7 +105,9 @@ def ops(as_json: bool, markdown: bool) -> None:
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
               help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), help="Save each output as DIR/<name>.npy.")
-@click.option("--device", default="cpu", show_default=True, help="Device name or id.")
+@click.option("--device", default="cpu", show_default=True,
+              help="Device name, backend or id: cpu (native numpy kernels) or onnxruntime (the same model exported "
+                   "to ONNX and run by onnxruntime).")
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device: str, float16: bool, seed: int) -> None:
@@ -94,23 +129,11 @@ def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device
             click.echo(f"wrote {path}")
 
 
-def _shape_specs(specs: tuple[str, ...]) -> dict[str, list[int]]:
-    shapes = {}
-    for spec in specs:
-        name, sep, dims = spec.rpartition("=")
-        try:
-            shapes[name] = [int(d) for d in dims.split(",")]
-        except ValueError:
-            raise UserError(f"--input-shape {spec}: expected NAME=D1,D2,... with integer dims") from None
-        if not sep or not name:
-            raise UserError(f"--input-shape {spec}: expected NAME=D1,D2,...")
-    return shapes
-
-
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to write.")
-@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", help="Pin an input's dims.")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
+              help="Pin an input's dims.")
 @click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE.npy",
               help="Bind an input to fixed values (shapes, axes ... NNRt needs as constants).")
 @click.option("--nhwc-io", is_flag=True, help="Model inputs/outputs in NHWC instead of the ONNX layout.")
@@ -141,7 +164,7 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
         if not sep:
             raise UserError(f"--constant-input {spec}: expected NAME=FILE")
         bound.update(parse_input_specs([spec], [name]))
-    result = from_onnx(str(src), input_shapes=_shape_specs(input_shapes), constant_inputs=bound, nhwc_io=nhwc_io,
+    result = from_onnx(str(src), input_shapes=input_shapes, constant_inputs=bound, nhwc_io=nhwc_io,
                        fold_batchnorm=not no_fold_batchnorm)
     save_model(result.model, dst)
     stats = {**result.stats, "output": str(dst)}
@@ -156,16 +179,69 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
 
 @main.command()
 @click.argument("model_path", type=click.Path(dir_okay=False))
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
+              help="Pin an input's dims (ONNX models).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def inspect(model_path: str, as_json: bool) -> None:
-    """What is in MODEL: ops by count, inputs/outputs, each op's parameters."""
-    from nnrt_onnx.describe import describe_model
+def inspect(model_path: str, input_shapes, as_json: bool) -> None:
+    """What is in MODEL: ops by count, inputs/outputs, each op's parameters.
+
+    For an .onnx MODEL, first a support report: each node -> the NNRt op(s) its mapping row targets (and what it
+    became), or why it cannot be converted; exits 1 when some node cannot.
+    """
+    from pathlib import Path
+
+    from nnrt_onnx.describe import describe_model, onnx_support_report
     from nnrt_onnx.inference import load_any
 
-    info = describe_model(load_any(model_path))
-    if as_json:
-        click.echo(json.dumps(info, indent=1))
-        return
+    path = Path(model_path)
+    if path.suffix.lower() == ".onnx":
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+        report = onnx_support_report(path, input_shapes or None)
+        if as_json:
+            click.echo(json.dumps(report, indent=1))
+        else:
+            _print_support(report)
+        if not report["convertible"]:
+            bad = sum(1 for n in report["nodes"] if n["problems"]) + len(report["problems"])
+            raise UserError(f"{path.name} cannot be converted: {bad} problem(s), listed above")
+        if as_json:
+            return
+        click.echo("converted to NNRt:")
+        info = report["nnrt"]
+    else:
+        info = describe_model(load_any(model_path))
+        if as_json:
+            click.echo(json.dumps(info, indent=1))
+            return
+    _print_description(info)
+
+
+def _print_support(report) -> None:
+    nodes = report["nodes"]
+    ok = sum(1 for n in nodes if not n["problems"])
+    click.echo(f"{report['model']}: opset {report['opset']}, {len(nodes)} nodes, {ok} convertible")
+    width = max([len(n["node"]) for n in nodes] + [4])
+    op_width = max([len(n["op_type"]) for n in nodes] + [7])
+    for n in nodes:
+        head = f"  #{n['index']:<4} {n['node']:<{width}}  {n['op_type']:<{op_width}}"
+        if n["problems"]:
+            click.echo(f"{head}  cannot convert: {'; '.join(n['problems'])}")
+            continue
+        target = ", ".join(t.replace("OH_NN_OPS_", "") for t in n["targets"]) or n["mapping"] or "?"
+        line = f"{head}  -> {target}"
+        if n["emitted"] is not None:
+            became = sorted(set(n["emitted"]))
+            if not became:
+                line += "  (fused/folded into a neighbour)"
+            elif [b.replace("OH_NN_OPS_", "") for b in became] != [target]:
+                line += f"  (emitted: {', '.join(b.replace('OH_NN_OPS_', '') for b in became)})"
+        click.echo(line)
+    for problem in report["problems"]:
+        click.echo(f"  model: {problem}")
+
+
+def _print_description(info) -> None:
     for role in ("inputs", "outputs"):
         for t in info[role]:
             click.echo(f"{role[:-1]:<6} {t['name']}: {t['dtype']} {t['dims']}")
@@ -177,6 +253,142 @@ def inspect(model_path: str, as_json: bool) -> None:
         params = ", ".join(f"{k}={v}" for k, v in op["params"].items())
         click.echo(f"  #{op['index']} {op['op']}({', '.join(op['inputs'])}) -> {', '.join(op['outputs'])}"
                    f"{'  ' + params if params else ''}")
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "inf" if value == float("inf") else f"{value:.3g}"
+    return str(value)
+
+
+def _comparison_rows(comparisons):
+    rows = [("tensor", "dtype", "shape", "max abs", "max rel", "outside", "cosine", "tolerance", "result")]
+    for c in comparisons:
+        tolerance = "exact" if c.rtol == 0 and c.atol == 0 else f"rtol {c.rtol:g}, atol {c.atol:.2g}"
+        rows.append((c.name, c.dtype, str(c.shape), _fmt(c.max_abs), _fmt(c.max_rel), f"{c.mismatched}/{c.size}",
+                     "-" if c.cosine is None else f"{c.cosine:.6f}", tolerance,
+                     ("within" if c.within else "OUTSIDE") + (f"  ({c.note})" if c.note else "")))
+    return rows
+
+
+def _echo_table(rows, indent: str = "") -> None:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [str(cell).ljust(w) for cell, w in zip(row, widths)] + [str(row[-1])]
+        click.echo((indent + "  ".join(cells)).rstrip())
+
+
+@main.command()
+@click.argument("model_path", metavar="MODEL.onnx", type=click.Path(dir_okay=False))
+@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
+              help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
+              help="Pin a dynamic input's dims.")
+@click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance of float outputs [float32: 1e-4].")
+@click.option("--atol", type=click.FloatRange(min=0),
+              help="Absolute tolerance of float outputs, times the output's largest magnitude [float32: 1e-5].")
+@click.option("--per-layer", is_flag=True, help="Compare every intermediate tensor; name the first diverging node.")
+@click.option("--extract-repro", "repro_dir", type=click.Path(file_okay=False),
+              help="Write the smallest ONNX model reproducing the first divergence, and its inputs, to DIR "
+                   "(implies --per-layer).")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def check(model_path: str, inputs, seed: int, input_shapes, rtol, atol, per_layer: bool, repro_dir, as_json: bool):
+    """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
+
+    Exits 0 when every output is within tolerance, 1 otherwise (or on an error), 2 on a malformed command line.
+    """
+    from nnrt_onnx.inference import parse_input_specs
+    from nnrt_onnx.parity import check_model, load_checked, runtime_input_names
+
+    model, label = load_checked(model_path)
+    given = parse_input_specs(inputs, runtime_input_names(model))
+    per_layer = per_layer or repro_dir is not None
+    report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
+                         progress=_progress, label=label)
+    repro = None
+    if repro_dir is not None and report.first_divergence is not None:
+        repro = report.extract_repro(repro_dir)
+    if as_json:
+        data = report.to_dict()
+        data["repro"] = str(repro) if repro is not None else None
+        click.echo(json.dumps(data, indent=1))
+    else:
+        _print_check(report, repro)
+    if repro_dir is not None and report.first_divergence is None:
+        click.echo("no layer diverged: there is nothing to extract", err=True)
+    sys.exit(0 if report.ok else 1)
+
+
+def _print_check(report, repro) -> None:
+    sources = {info["source"] for info in report.inputs.values()}
+    seed = f", seed {report.seed}" if "random" in sources else ""
+    inputs = ", ".join(f"{n} {i['dtype']} {i['shape']} ({i['source']})" for n, i in report.inputs.items())
+    click.echo(f"check {report.model}: {report.onnx_nodes} ONNX nodes -> {report.nnrt_operations} NNRt operations, "
+               f"native vs onnxruntime{seed}")
+    click.echo(f"inputs: {inputs}")
+    _echo_table(_comparison_rows(report.outputs), "  ")
+    if report.layers is not None:
+        compared = [layer for layer in report.layers if layer.status != "not compared"]
+        diverged = [layer for layer in compared if layer.status == "diverged"]
+        click.echo(f"per layer: {len(compared)} of {len(report.layers)} ONNX nodes compared "
+                   f"({len(report.layers) - len(compared)} fused away in NNRt), {len(diverged)} outside tolerance")
+        first = report.first_divergence
+        if first is not None:
+            fused = f", fused in NNRt with {', '.join(repr(n) for n in first.fused_with)}" if first.fused_with else ""
+            click.echo(f"first divergence: ONNX node #{first.index} {first.node!r} ({first.op_type}){fused}")
+            _echo_table(_comparison_rows(first.outputs), "  ")
+    if repro is not None:
+        click.echo(f"repro written to {repro}/ (run: nnrt-onnx check {repro}/repro.onnx --input {repro}/inputs.npz)")
+    bad = sum(not c.within for c in report.outputs)
+    if bad:
+        click.echo(f"FAIL: {bad} of {len(report.outputs)} output(s) outside tolerance")
+    else:
+        click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance")
+
+
+@main.command()
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
+              help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--runs", "-n", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs.")
+@click.option("--warmup", default=3, show_default=True, type=click.IntRange(min=0), help="Untimed runs first.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def bench(model_path: str, inputs, seed: int, runs: int, warmup: int, as_json: bool) -> None:
+    """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: median of N runs after warm-up.
+
+    Both devices run the same compiled NNRt model through Compilation/Executor; an .onnx MODEL is also timed as
+    is in onnxruntime.
+    """
+    from pathlib import Path
+
+    from nnrt_onnx.inference import benchmark, complete_inputs, input_names, load_any, parse_input_specs
+
+    model = load_any(model_path)
+    arrays = complete_inputs(model, parse_input_specs(inputs, input_names(model)), seed)
+    original = model_path if Path(model_path).suffix.lower() == ".onnx" else None
+    results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress)
+    native = results[0].median
+    if as_json:
+        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "results": [
+            {"name": r.name, "compile_ms": None if r.compile_seconds is None else r.compile_seconds * 1e3,
+             "median_ms": None if r.median is None else r.median * 1e3,
+             "min_ms": min(r.times) * 1e3 if r.times else None,
+             "speedup_vs_native": native / r.median if native and r.median else None, "error": r.error}
+            for r in results]}, indent=1))
+        return
+    click.echo(f"bench {model_path}: median of {runs} run(s) after {warmup} warm-up")
+    rows = [("runs on", "compile ms", "median ms", "min ms", "native/this")]
+    for r in results:
+        if r.error:
+            rows.append((r.name, "-", "-", "-", f"unavailable: {r.error}"))
+            continue
+        rows.append((r.name, f"{r.compile_seconds * 1e3:.1f}", f"{r.median * 1e3:.3f}", f"{min(r.times) * 1e3:.3f}",
+                     f"{native / r.median:.2f}x" if native else "-"))
+    _echo_table(rows, "  ")
 
 
 if __name__ == "__main__":

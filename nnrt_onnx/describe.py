@@ -50,3 +50,49 @@ def describe_model(model) -> dict[str, Any]:
         "constant_bytes": int(sum(t.data.nbytes for t in constants)),
         "operations": operations,
     }
+
+
+def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
+    """Which nodes of an ONNX model convert, to what, and why the others cannot -- looked up before converting
+    (each node's mapping row), then confirmed by a conversion (its problems, and the NNRt ops each node became).
+
+    Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
+    where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted).
+    """
+    from .onnx_import import ConversionError, from_onnx, load_onnx
+    from .onnx_import.importer import DEFAULT_DOMAINS, opset_of
+    from .onnx_import.rows import find_row
+
+    model = load_onnx(path)
+    opset = opset_of(model)
+    nodes = []
+    for index, node in enumerate(model.graph.node):
+        name = node.name or (node.output[0] if node.output else node.op_type)
+        entry: dict[str, Any] = {"index": index, "node": name, "op_type": node.op_type, "domain": node.domain,
+                                 "targets": [], "mapping": None, "emitted": None, "problems": []}
+        row = find_row(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        if row is not None:
+            entry["targets"] = [row.nnrt_op.name] if row.nnrt_op is not None else []
+            entry["mapping"] = row.notes or (f"handler {row.handler}" if row.handler else "1:1")
+        nodes.append(entry)
+    by_name = {n["node"]: n for n in nodes}
+    problems = []
+    nnrt = None
+    try:
+        result = from_onnx(model, input_shapes=input_shapes)
+    except ConversionError as exc:
+        for issue in exc.issues:
+            target = by_name.get(issue.node)
+            text = f"[{issue.reason}] {issue.message}"
+            (target["problems"] if target is not None else problems).append(text)
+    else:
+        emitted: dict[str, list[str]] = {}
+        for op_node in result.graph.nodes:
+            emitted.setdefault(op_node.origin, []).append(op_node.op.name)
+        for entry in nodes:
+            entry["emitted"] = emitted.get(entry["node"], [])
+        nnrt = describe_model(result.model)
+    for entry in nodes:
+        entry["status"] = "cannot convert" if entry["problems"] else "ok"
+    return {"model": str(path), "opset": opset, "nodes": nodes, "problems": problems,
+            "convertible": nnrt is not None, "nnrt": nnrt}

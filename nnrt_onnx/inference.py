@@ -40,15 +40,17 @@ def load_any(path: str | Path, **import_options) -> Model:
 
 
 def device_id_by_name(name: str) -> int:
-    """A device id from a device name, a unique prefix/suffix of it (``cpu``), or a number."""
+    """A device id from a device name (``onnxruntime.cpu``), its backend (``onnxruntime``), its kind (``cpu``: the
+    first device of that kind, i.e. the native one), or a number."""
     if str(name).isdigit():
         return get_device(int(name)).id
-    matches = [i for i in all_device_ids()
-               if get_device(i).name == name or get_device(i).name.split(".")[-1] == name]
-    if len(matches) != 1:
-        names = ", ".join(get_device(i).name for i in all_device_ids())
-        raise UserError(f"unknown device {name!r} (available: {names})")
-    return matches[0]
+    ids = all_device_ids()
+    for part in (lambda n: n, lambda n: n.split(".")[0], lambda n: n.split(".")[-1]):
+        matches = [i for i in ids if part(get_device(i).name) == name]
+        if matches:
+            return matches[0]
+    names = ", ".join(get_device(i).name for i in ids)
+    raise UserError(f"unknown device {name!r} (available: {names})")
 
 
 def input_names(model: Model) -> list[str]:
@@ -109,6 +111,8 @@ def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, n
     for spec in specs:
         name, sep, file = spec.partition("=")
         if not sep:
+            if not spec.lower().endswith(".npz"):
+                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
             data = read_array(spec)
             if not isinstance(data, dict):
                 raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
@@ -164,6 +168,78 @@ def run_model(model: Model, inputs: Sequence[np.ndarray], device_id: int = 1, fl
     return RunResult(outputs, output_names(model), compiled - start, done - compiled)
 
 
+@dataclass
+class BenchResult:
+    """Latencies of one way of running a model (seconds)."""
+
+    name: str
+    compile_seconds: float | None = None
+    times: list[float] | None = None
+    error: str | None = None  # why it could not run
+
+    @property
+    def median(self) -> float | None:
+        return float(np.median(self.times)) if self.times else None
+
+
+def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[int] = (1, 2), runs: int = 20,
+              warmup: int = 3, onnx_model=None, progress=None) -> list[BenchResult]:
+    """Median-of-``runs`` latency (after ``warmup`` runs) of ``model`` on each device through Compilation and
+    Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session.
+
+    A device that cannot build the model gets a result with ``error`` set. ``progress(items, label)`` may wrap
+    the timing loops (a context manager yielding the items).
+    """
+    import contextlib
+
+    from .errors import NNRtError
+
+    progress = progress or (lambda items, label: contextlib.nullcontext(items))
+    candidates = []
+    for device_id in device_ids:
+        device = get_device(device_id)
+        result = BenchResult(device.name)
+        try:
+            start = time.perf_counter()
+            compilation = Compilation(model)
+            compilation.set_device(device_id)
+            compilation.build()
+            executor = Executor(compilation)
+            result.compile_seconds = time.perf_counter() - start
+            candidates.append((result, lambda executor=executor: executor.run_arrays(list(inputs))))
+        except NNRtError as exc:
+            result.error = f"{exc.code.name}: {exc.message}"
+            candidates.append((result, None))
+    if onnx_model is not None:
+        import onnxruntime as ort
+
+        result = BenchResult("onnxruntime (original .onnx)")
+        start = time.perf_counter()
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's errors have no stable public types
+            result.error = str(exc).splitlines()[0]
+            candidates.append((result, None))
+        else:
+            result.compile_seconds = time.perf_counter() - start
+            feed = dict(zip(input_names(model), inputs))
+            candidates.append((result, lambda: session.run(None, feed)))
+    for result, run in candidates:
+        if run is None:
+            continue
+        times = []
+        with progress(range(warmup + runs), result.name) as steps:
+            for step in steps:
+                start = time.perf_counter()
+                run()
+                if step >= warmup:
+                    times.append(time.perf_counter() - start)
+        result.times = times
+    return [result for result, _ in candidates]
+
+
 def safe_file_name(name: str) -> str:
     """A tensor name as a file name: characters that cannot be in one become ``_``."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".")
@@ -189,5 +265,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["RunResult", "UserError", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
+__all__ = ["BenchResult", "RunResult", "UserError", "benchmark", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
            "random_inputs", "read_array", "run_model", "safe_file_name", "save_outputs"]

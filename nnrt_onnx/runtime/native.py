@@ -6,7 +6,7 @@ Cross-cutting work happens here once for every op: default parameters, the fused
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, MutableMapping, Sequence
 
 import numpy as np
 
@@ -94,7 +94,10 @@ class NativePreparedModel(PreparedModel):
         return data.astype(target) if target is not None and data.dtype != target else data
 
     # -- running ---------------------------------------------------------------------------------------------
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: Sequence[np.ndarray], capture: MutableMapping[int, np.ndarray | None] | None = None
+            ) -> list[np.ndarray]:
+        """Run once. ``capture`` (optional) maps the indices of the tensors to keep to anything (None); each
+        entry is set to that tensor's value (declared dtype) once it is known -- intermediates included."""
         model = self.model
         if len(inputs) != len(model.inputs):
             raise invalid(f"the model has {len(model.inputs)} inputs, got {len(inputs)}")
@@ -104,14 +107,24 @@ class NativePreparedModel(PreparedModel):
             self._check_value(index, array, f"input #{position}", model.tensors[index].np_dtype)
             target = self.compute_dtype[index]
             env[index] = array.astype(target) if array.dtype != target else array
+        if capture is not None:
+            self._capture(capture, env, [i for i in capture if i in env])
         for step in self.steps:
             self._run_step(step, env)
+            if capture is not None:
+                self._capture(capture, env, [i for i in step.outputs if i in capture])
         results = []
         for index in model.outputs:
             value = env[index]
             declared = model.tensors[index].np_dtype
             results.append(value.astype(declared) if value.dtype != declared else value)
         return results
+
+    def _capture(self, capture: MutableMapping[int, np.ndarray | None], env: dict[int, np.ndarray],
+                 indices: Sequence[int]) -> None:
+        for index in indices:
+            value, declared = env[index], self.model.tensors[index].np_dtype
+            capture[index] = value.astype(declared) if value.dtype != declared else value
 
     def _run_step(self, step: _Step, env: dict[int, np.ndarray]) -> None:
         tensors = self.model.tensors

@@ -1,0 +1,544 @@
+"""Does the NNRt conversion of an ONNX model compute what the ONNX model computes? -- ``nnrt-onnx check``.
+
+:func:`check_model` converts an ONNX model (``from_onnx``), runs it natively and runs the *original* ONNX model on
+onnxruntime (single-threaded) with the same inputs, and compares every output with dtype-aware tolerances.
+With ``per_layer=True`` it also captures every intermediate tensor on both sides, maps ONNX tensor names to NNRt
+tensors with ``graph.locate`` (undoing layout permutations), compares them in topological order and names the
+first ONNX node whose output parts ways; :meth:`ParityReport.extract_repro` then writes the smallest ONNX model
+reproducing that divergence (that node, plus the nodes fused into it, fed with the actual values it saw).
+
+Tolerances: an element is within when ``|native - reference| <= atol * scale + rtol * |reference|``, where
+``scale`` is the largest finite magnitude of the reference tensor (so ``atol`` is relative to the tensor's scale).
+Reported: max abs error, max relative error ``|native - reference| / max(|reference|, atol * scale / rtol)`` (near-
+zero elements are measured against the absolute floor, so ``max_rel <= rtol`` implies within), the number of
+elements outside tolerance, and the cosine similarity.
+Defaults: float32 rtol 1e-4 / atol 1e-5, float16 1e-2 / 1e-2, float64 1e-7 / 1e-9; integers and bools are exact.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .inference import UserError, complete_inputs, input_names, safe_file_name
+
+FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
+    "float16": (1e-2, 1e-2),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-7, 1e-9),
+}
+
+Progress = Callable[[Sequence[Any], str], ContextManager[Iterable[Any]]]
+
+
+def _no_progress(items: Sequence[Any], label: str) -> ContextManager[Iterable[Any]]:
+    return contextlib.nullcontext(items)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# comparing two tensors
+
+
+@dataclass
+class Comparison:
+    """How a native tensor compares to its onnxruntime reference."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+    reference_shape: list[int]
+    size: int
+    max_abs: float
+    max_rel: float
+    mismatched: int
+    cosine: float | None
+    rtol: float
+    atol: float  # the effective absolute tolerance (atol x the reference's scale)
+    within: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+
+
+def tolerances_for(dtype, rtol: float | None = None, atol: float | None = None) -> tuple[float, float] | None:
+    """(rtol, atol) for a dtype, overrides applied to float types; None: compared exactly."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return None
+    default_rtol, default_atol = FLOAT_TOLERANCES.get(dtype.name, FLOAT_TOLERANCES["float32"])
+    return (default_rtol if rtol is None else rtol), (default_atol if atol is None else atol)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 1.0 if na == nb else 0.0
+    return float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))
+
+
+def compare(actual: np.ndarray, reference: np.ndarray, name: str = "", rtol: float | None = None,
+            atol: float | None = None, strict_shape: bool = True) -> Comparison:
+    """Compare ``actual`` (native) with ``reference`` (onnxruntime); see the module doc for the tolerance rule.
+
+    ``strict_shape=False`` compares tensors of equal size but different shape element by element (noted).
+    """
+    actual, reference = np.asarray(actual), np.asarray(reference)
+    tol = tolerances_for(reference.dtype, rtol, atol)
+    r_tol, a_tol = tol if tol is not None else (0.0, 0.0)
+    notes = []
+    if actual.dtype != reference.dtype:
+        notes.append(f"dtype {actual.dtype} vs reference {reference.dtype}")
+    base = dict(name=name, dtype=str(actual.dtype), shape=list(actual.shape), reference_shape=list(reference.shape),
+                size=int(reference.size), rtol=r_tol)
+    if actual.shape != reference.shape:
+        if strict_shape or actual.size != reference.size:
+            notes.append(f"shape {list(actual.shape)} vs reference {list(reference.shape)}")
+            return Comparison(**base, max_abs=math.inf, max_rel=math.inf, mismatched=int(reference.size),
+                              cosine=None, atol=a_tol, within=False, note="; ".join(notes))
+        notes.append(f"shape {list(actual.shape)} vs reference {list(reference.shape)} (same elements)")
+    a = actual.reshape(-1)
+    b = reference.reshape(-1)
+    if tol is None or actual.dtype.kind not in "fiub":  # exact
+        exact_equal = a.astype(reference.dtype, copy=False) == b if actual.dtype.kind in "fiub" else a == b
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        diff = np.abs(a64 - b64)
+        mismatched = int(np.count_nonzero(~exact_equal))
+        max_abs = float(diff.max()) if diff.size else 0.0
+        max_rel = float((diff / np.maximum(np.abs(b64), 1.0)).max()) if diff.size else 0.0
+        return Comparison(**base, max_abs=max_abs, max_rel=max_rel, mismatched=mismatched,
+                          cosine=_cosine(a64, b64) if a.size else 1.0, atol=0.0, within=mismatched == 0,
+                          note="; ".join(notes))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    finite_ref = np.abs(b64[np.isfinite(b64)])
+    scale = float(finite_ref.max()) if finite_ref.size else 0.0
+    a_eff = a_tol * scale if scale > 0 else a_tol
+    both_finite = np.isfinite(a64) & np.isfinite(b64)
+    same_special = (np.isnan(a64) & np.isnan(b64)) | ((a64 == b64) & ~both_finite)  # equal infs, both NaN
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(both_finite, np.abs(a64 - b64), 0.0)
+        ok = np.where(both_finite, diff <= a_eff + r_tol * np.abs(b64), same_special)
+    mismatched = int(np.count_nonzero(~ok))
+    special_mismatch = int(np.count_nonzero(~both_finite & ~same_special))
+    max_abs = float(diff.max()) if diff.size else 0.0
+    if special_mismatch:
+        max_abs = math.inf
+        notes.append(f"{special_mismatch} NaN/inf element(s) differ")
+    # relative error, near-zero elements measured against the absolute floor: max_rel <= rtol implies within
+    floor = a_eff / r_tol if r_tol > 0 else a_eff
+    denominator = np.maximum(np.abs(b64), floor if floor > 0 else np.finfo(np.float64).tiny)
+    max_rel = float((diff / denominator).max()) if diff.size else 0.0
+    if special_mismatch:
+        max_rel = math.inf
+    cosine = _cosine(a64[both_finite], b64[both_finite]) if both_finite.any() else None
+    return Comparison(**base, max_abs=max_abs, max_rel=max_rel, mismatched=mismatched, cosine=cosine, atol=a_eff,
+                      within=mismatched == 0, note="; ".join(notes))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the report
+
+
+@dataclass
+class LayerResult:
+    """One ONNX node in the per-layer comparison."""
+
+    index: int  # position in the ONNX graph
+    node: str
+    op_type: str
+    status: str  # "within", "diverged", or "not compared" (its outputs were fused away in NNRt)
+    outputs: list[Comparison] = field(default_factory=list)
+    fused_with: list[str] = field(default_factory=list)  # upstream nodes (not compared) the divergence may be in
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "node": self.node, "op_type": self.op_type, "status": self.status,
+                "outputs": [c.to_dict() for c in self.outputs], "fused_with": self.fused_with}
+
+
+@dataclass
+class _Repro:
+    """What extract_repro needs: the nodes, their external inputs (values) and the model header."""
+
+    nodes: list[Any]
+    initializers: list[Any]
+    runtime_inputs: dict[str, np.ndarray]
+    constant_inputs: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]  # reference values (for dtype/shape)
+    opset_imports: list[Any]
+    ir_version: int
+    functions: list[Any]
+
+
+@dataclass
+class ParityReport:
+    model: str
+    seed: int | None
+    inputs: dict[str, dict[str, Any]]  # name -> {"dtype", "shape", "source"}
+    onnx_nodes: int
+    nnrt_operations: int
+    outputs: list[Comparison]
+    layers: list[LayerResult] | None = None
+    first_divergence: LayerResult | None = None
+    _repro: _Repro | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when every output is within tolerance."""
+        return all(c.within for c in self.outputs)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": self.model, "ok": self.ok, "seed": self.seed, "inputs": self.inputs,
+            "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations,
+            "outputs": [c.to_dict() for c in self.outputs],
+        }
+        if self.layers is not None:
+            data["per_layer"] = {
+                "compared": sum(layer.status != "not compared" for layer in self.layers),
+                "not_compared": sum(layer.status == "not compared" for layer in self.layers),
+                "first_divergence": self.first_divergence.to_dict() if self.first_divergence else None,
+                "layers": [layer.to_dict() for layer in self.layers],
+            }
+        return data
+
+    def extract_repro(self, directory: str | os.PathLike) -> Path:
+        """Write the smallest ONNX model reproducing the first divergence, plus its inputs; see :func:`extract_repro`."""
+        return extract_repro(self, directory)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# running both sides
+
+
+def load_checked(onnx_path) -> tuple[Any, str]:
+    """(ModelProto, label) of an .onnx path (UserError when missing or not .onnx; ConversionError when corrupt)."""
+    import onnx
+
+    from .onnx_import import load_onnx
+
+    if isinstance(onnx_path, onnx.ModelProto):
+        return onnx_path, onnx_path.graph.name or "<model>"
+    path = Path(onnx_path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if path.suffix.lower() != ".onnx":
+        raise UserError(f"{path}: check takes an .onnx model (it compares the conversion with onnxruntime)")
+    return load_onnx(path), str(path)
+
+
+def _session(model, what: str):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's errors have no stable public types
+        raise UserError(f"onnxruntime cannot load {what}: {str(exc).splitlines()[0]}") from None
+
+
+def _with_all_outputs(model, names: Sequence[str]):
+    """A copy of the model with every tensor in ``names`` also a graph output (onnxruntime infers types)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    present = {o.name for o in copy.graph.output}
+    for name in names:
+        if name and name not in present:
+            info = onnx.ValueInfoProto()
+            info.name = name
+            copy.graph.output.append(info)
+            present.add(name)
+    return copy
+
+
+def runtime_input_names(model) -> list[str]:
+    """The inputs of an ONNX model that are fed at run time (not initializers)."""
+    initializers = {t.name for t in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
+def _dynamic_tensors(model) -> set[str]:
+    """Tensors that depend on a runtime input (the rest are constants, whatever computes them)."""
+    dynamic = set(runtime_input_names(model))
+    for node in model.graph.node:
+        if any(name in dynamic for name in node.input):
+            dynamic.update(o for o in node.output if o)
+    return dynamic
+
+
+def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | None) -> list[np.ndarray]:
+    from .compilation import Compilation
+    from .executor import Executor
+
+    compilation = Compilation(model)
+    compilation.set_device(1)
+    compilation.build()
+    if capture is None:
+        return Executor(compilation).run_arrays(list(arrays))
+    return compilation.prepared.run(list(arrays), capture)
+
+
+def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
+    return np.transpose(value, perm) if perm is not None else value
+
+
+def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0, per_layer: bool = False, *,
+                rtol: float | None = None, atol: float | None = None,
+                input_shapes: Mapping[str, Sequence[int]] | None = None, progress: Progress | None = None,
+                label: str | None = None, **import_options) -> ParityReport:
+    """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
+
+    ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
+    as ``nnrt-onnx run`` makes for that seed). ``rtol``/``atol`` override the float tolerances. ``input_shapes``
+    pins dynamic input dims; other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
+    ``label`` names the model in the report (default: the path).
+    Raises UserError for bad inputs, ConversionError when the model cannot be converted.
+    """
+    from .onnx_import import from_onnx
+
+    progress = progress or _no_progress
+    model, default_label = load_checked(onnx_path)
+    label = label or default_label
+    result = from_onnx(model, input_shapes=dict(input_shapes or {}), **import_options)
+    nnrt, graph = result.model, result.graph
+    given = dict(inputs or {})
+    names = input_names(nnrt)
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
+    arrays = complete_inputs(nnrt, given, seed)
+    feed = dict(zip(names, arrays))
+    missing = [n for n in runtime_input_names(model) if n not in feed]
+    if missing:
+        raise UserError(f"ONNX input(s) {missing} have no NNRt counterpart (converted away); give them with --input")
+    input_info = {n: {"dtype": str(a.dtype), "shape": list(a.shape), "source": "given" if n in given else "random"}
+                  for n, a in feed.items()}
+
+    index_of = {t.name: i for i, t in enumerate(nnrt.tensors)}
+    wanted: dict[str, tuple[int, Any]] = {}  # ONNX tensor -> (NNRt tensor index, permutation)
+    if per_layer:
+        for node in model.graph.node:
+            for name in node.output:
+                located = graph.locate(name) if name else None
+                if located is not None and located[0] in index_of:
+                    wanted[name] = (index_of[located[0]], located[1])
+    capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if per_layer else None
+
+    native_outputs = _run_native(nnrt, arrays, capture)
+    output_names = [o.name for o in model.graph.output]
+    intermediate = [o for node in model.graph.node for o in node.output if o] if per_layer else []
+    session = _session(_with_all_outputs(model, intermediate) if per_layer else model, label)
+    fetch = [o.name for o in session.get_outputs()]
+    reference = dict(zip(fetch, session.run(fetch, feed)))
+
+    comparisons = []
+    for position, name in enumerate(output_names):
+        located = graph.locate(name)
+        perm = located[1] if located else None
+        comparisons.append(compare(_as_onnx(native_outputs[position], perm), reference[name], name, rtol, atol))
+    report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons)
+    if not per_layer:
+        return report
+
+    layers: list[LayerResult] = []
+    not_compared_producer: dict[str, int] = {}  # tensor -> index of the (not compared) node writing it
+    nodes = list(model.graph.node)
+    with progress(nodes, "comparing layers") as items:
+        for position, node in enumerate(items):
+            name = node.name or next((o for o in node.output if o), node.op_type)
+            outs = [o for o in node.output if o]
+            found = [o for o in outs if o in wanted and capture.get(wanted[o][0]) is not None and o in reference]
+            if not found:
+                layers.append(LayerResult(position, name, node.op_type, "not compared"))
+                for o in outs:
+                    not_compared_producer[o] = position
+                continue
+            results = []
+            for o in found:
+                index, perm = wanted[o]
+                results.append(compare(_as_onnx(capture[index], perm), reference[o], o, rtol, atol, strict_shape=False))
+            diverged = not all(c.within for c in results)
+            layer = LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results)
+            layers.append(layer)
+            if diverged and report.first_divergence is None:
+                chain = _upstream_not_compared(nodes, position, not_compared_producer)
+                layer.fused_with = [layers[i].node for i in chain]
+                report.first_divergence = layer
+                report._repro = _repro_plan(model, sorted(chain + [position]), feed, reference)
+    report.layers = layers
+    return report
+
+
+def _upstream_not_compared(nodes, position: int, producer_of: dict[str, int]) -> list[int]:
+    """Indices of the nodes feeding ``position`` through tensors that were not compared (fused away)."""
+    chain: set[int] = set()
+    stack = [position]
+    while stack:
+        for name in nodes[stack.pop()].input:
+            upstream = producer_of.get(name)
+            if upstream is not None and upstream not in chain:
+                chain.add(upstream)
+                stack.append(upstream)
+    return sorted(chain)
+
+
+def _repro_plan(model, positions: list[int], feed: Mapping[str, np.ndarray],
+                reference: Mapping[str, np.ndarray]) -> _Repro:
+    import onnx
+
+    nodes = [model.graph.node[i] for i in positions]
+    produced = {o for n in nodes for o in n.output if o}
+    initializers = {t.name: t for t in model.graph.initializer}
+    dynamic = _dynamic_tensors(model)
+    runtime, constants, kept = {}, {}, []
+    for node in nodes:
+        for name in node.input:
+            if not name or name in produced or name in runtime or name in constants or name in kept:
+                continue
+            if name in initializers:
+                kept.append(name)
+            elif name in dynamic:
+                runtime[name] = np.asarray(feed[name] if name in feed else reference[name])
+            else:
+                constants[name] = np.asarray(reference[name] if name in reference else feed[name])
+    if not runtime:  # NNRt needs a runtime input: feed the first operand of the diverging node at run time
+        first = next(n for n in nodes[-1].input if n and n not in produced)
+        value = constants.pop(first, None)
+        if value is None:
+            kept.remove(first)
+            from onnx import numpy_helper
+
+            value = numpy_helper.to_array(initializers[first])
+        runtime[first] = np.asarray(value)
+    copies = []
+    for node in nodes:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copies.append(copy)
+    outputs = {o: np.asarray(reference[o]) for o in nodes[-1].output if o and o in reference}
+    return _Repro(copies, [initializers[n] for n in kept], runtime, constants, outputs, list(model.opset_import),
+                  model.ir_version, list(model.functions))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the reproducer
+
+
+def repro_model(report: ParityReport):
+    """The repro as an ONNX ModelProto (see :func:`extract_repro`)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    plan = report._repro
+    if plan is None:
+        raise UserError("there is no divergence to reproduce (run the per-layer check first; every layer agreed)"
+                        if report.layers is not None else "extracting a repro needs the per-layer check")
+
+    def info(name, array):
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
+
+    initializers = list(plan.initializers) + [numpy_helper.from_array(v, n) for n, v in plan.constant_inputs.items()]
+    divergence = report.first_divergence
+    graph = helper.make_graph(plan.nodes, f"repro_{safe_file_name(divergence.node)}",
+                              [info(n, v) for n, v in plan.runtime_inputs.items()],
+                              [info(n, v) for n, v in plan.outputs.items()], initializers)
+    model = helper.make_model(graph, opset_imports=plan.opset_imports, producer_name="nnrt-onnx check",
+                              doc_string=f"reproduces the divergence at ONNX node {divergence.node!r} "
+                                         f"({divergence.op_type}) of {report.model}")
+    model.ir_version = plan.ir_version
+    model.functions.extend(plan.functions)
+    onnx.checker.check_model(model)
+    return model
+
+
+def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
+    """Write ``repro.onnx`` (the first diverging node -- with the nodes fused into it -- fed with the values it saw:
+    constants as initializers, run-time tensors as inputs), each input as ``<name>.npy`` and all of them as
+    ``inputs.npz``, and ``repro.json`` (what it is, how to run it). Returns the directory.
+
+    Atomic: everything is written to a temporary directory next to ``directory`` first; a new directory is then
+    renamed into place, and an existing one receives each file by ``os.replace`` with ``repro.json`` last.
+    """
+    model = repro_model(report)
+    plan = report._repro
+    target = Path(directory)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.exists() and not target.is_dir():
+        raise UserError(f"{target}: exists and is not a directory")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes 0700; the repro gets the usual permissions
+    except OSError as exc:
+        raise UserError(f"cannot create {target}: {exc.strerror or exc}") from None
+    try:
+        files: dict[str, str] = {}
+        taken = {"repro.onnx", "repro.json", "inputs.npz"}
+        for name, value in plan.runtime_inputs.items():
+            file = f"{safe_file_name(name)}.npy"
+            stem, n = file[:-4], 1
+            while file in taken:
+                n += 1
+                file = f"{stem}_{n}.npy"
+            taken.add(file)
+            files[name] = file
+            _write_bytes(staging / file, _npy(value))
+        buffer = io.BytesIO()
+        np.savez(buffer, **plan.runtime_inputs)
+        _write_bytes(staging / "inputs.npz", buffer.getvalue())
+        _write_bytes(staging / "repro.onnx", model.SerializeToString())
+        divergence = report.first_divergence
+        shown = target.as_posix()
+        manifest = {
+            "source_model": report.model,
+            "node": divergence.node, "op_type": divergence.op_type, "fused_with": divergence.fused_with,
+            "nodes": [n.name or n.output[0] for n in plan.nodes],
+            "model": "repro.onnx", "inputs": files, "inputs_npz": "inputs.npz",
+            "reference_outputs": {n: {"dtype": str(v.dtype), "shape": list(v.shape)} for n, v in plan.outputs.items()},
+            "divergence": [c.to_dict() for c in divergence.outputs],
+            "command": f"nnrt-onnx check {shown}/repro.onnx --input {shown}/inputs.npz",
+        }
+        _write_bytes(staging / "repro.json", (json.dumps(manifest, indent=1) + "\n").encode())
+        if not target.exists():
+            os.rename(staging, target)
+            return target
+        for file in sorted(os.listdir(staging), key=lambda f: f == "repro.json"):  # repro.json last
+            os.replace(staging / file, target / file)
+        return target
+    except OSError as exc:
+        raise UserError(f"cannot write the repro to {target}: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open(path, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+__all__ = ["Comparison", "FLOAT_TOLERANCES", "LayerResult", "ParityReport", "check_model", "compare",
+           "extract_repro", "load_checked", "repro_model", "runtime_input_names", "tolerances_for"]

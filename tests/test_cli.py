@@ -1,0 +1,291 @@
+"""The nnrt-onnx command line through click's CliRunner: every command, and every user error ends in one line
+on stderr with a non-zero exit (2 for a malformed command line) and no traceback unless --debug."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+from test_parity import patch_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+SMALL_CNN = str(MODELS / "small_cnn.onnx")
+TINY_MLP = str(MODELS / "tiny_mlp.onnx")
+TINY_NNRT = str(MODELS / "tiny_cnn.nnrt")
+
+
+@pytest.fixture
+def invoke(cli_main):
+    def run(*args):
+        try:
+            runner = CliRunner(mix_stderr=False)  # click 8.1
+        except TypeError:
+            runner = CliRunner()  # click >= 8.2 keeps stderr apart
+        return runner.invoke(cli_main, [str(a) for a in args])
+
+    return run
+
+
+def one_line_error(result, code=1, contains=""):
+    assert result.exit_code == code, (result.exit_code, result.output)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    assert contains in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def unsupported_onnx(tmp_path):
+    nodes = [helper.make_node("Relu", ["boxes"], ["r"], name="relu"),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"], name="nms")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
+                                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
+                              [helper.make_tensor_value_info("selected", TensorProto.INT64, None),
+                               helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4, 4])])
+    path = tmp_path / "nms.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.fixture
+def corrupt(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(b"\x08garbage, not a protobuf")
+    (tmp_path / "bad.nnrt").write_bytes(b"garbage")
+    return tmp_path
+
+
+# -- check ------------------------------------------------------------------------------------------------------------
+
+def test_check_prints_a_table_and_exits_0(invoke):
+    result = invoke("check", SMALL_CNN)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "13 ONNX nodes -> 10 NNRt operations" in out and "image float32 [1, 3, 32, 32] (random)" in out
+    for header in ("max abs", "max rel", "outside", "cosine", "tolerance"):
+        assert header in out
+    assert out.count("  within") == 2 and "OK: all 2 output(s) within tolerance" in out
+    assert result.stderr == ""
+
+
+def test_check_json_seed_and_inputs(invoke, tmp_path):
+    first = json.loads(invoke("check", TINY_MLP, "--json", "--seed", 3).stdout)
+    assert first["ok"] and first["seed"] == 3 and first["outputs"][0]["name"] == "scores"
+    x = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.savez(tmp_path / "x.npz", features=x)
+    (tmp_path / "x.pb").write_bytes(numpy_helper.from_array(x).SerializeToString())
+    for spec in (f"features={tmp_path / 'x.npy'}", str(tmp_path / "x.npz"), f"features={tmp_path / 'x.pb'}"):
+        result = invoke("check", TINY_MLP, "--input", spec, "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["inputs"]["features"] == {"dtype": "float32", "shape": [2, 64], "source": "given"}
+        assert data["outputs"][0]["shape"] == [2, 4]
+
+
+def test_check_per_layer_is_quiet_without_a_tty(invoke):
+    result = invoke("check", SMALL_CNN, "--per-layer")
+    assert result.exit_code == 0
+    assert "per layer: 8 of 13 ONNX nodes compared (5 fused away in NNRt), 0 outside tolerance" in result.stdout
+    assert "comparing layers" not in result.output  # no progress bar when stderr is not a terminal
+    data = json.loads(invoke("check", SMALL_CNN, "--per-layer", "--json").stdout)
+    assert data["per_layer"]["first_divergence"] is None and len(data["per_layer"]["layers"]) == 13
+
+
+def test_check_tolerance_options(invoke):
+    strict = invoke("check", SMALL_CNN, "--rtol", 0, "--atol", 0)
+    assert strict.exit_code == 1 and "FAIL" in strict.stdout  # float32 arithmetic is not bit-exact
+    assert invoke("check", SMALL_CNN, "--rtol", 1e-3, "--atol", 1e-4).exit_code == 0
+    one_line_error(invoke("check", SMALL_CNN, "--rtol", -1), 2, "--rtol")
+
+
+def test_check_names_the_planted_node_and_extracts_a_repro(invoke, monkeypatch, tmp_path):
+    patch_kernel(monkeypatch, OP.OH_NN_OPS_LRN, lambda args: True)
+    repro = tmp_path / "repro"
+    result = invoke("check", SMALL_CNN, "--extract-repro", repro)  # implies --per-layer
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert "first divergence: ONNX node #8 'lrn' (LRN)" in out and "OUTSIDE" in out and "FAIL" in out
+    assert f"repro written to {repro}" in out
+    assert (repro / "repro.onnx").is_file() and (repro / "dw.relu6.npy").is_file()
+    command = json.loads((repro / "repro.json").read_text())["command"]
+    assert command == f"nnrt-onnx check {repro.as_posix()}/repro.onnx --input {repro.as_posix()}/inputs.npz"
+    again = invoke("check", repro / "repro.onnx", "--input", repro / "inputs.npz")
+    assert again.exit_code == 1 and "OUTSIDE" in again.stdout  # the repro alone diverges ...
+    monkeypatch.undo()
+    assert invoke("check", repro / "repro.onnx", "--input", f"dw.relu6={repro / 'dw.relu6.npy'}").exit_code == 0
+
+
+def test_check_json_reports_the_repro(invoke, monkeypatch, tmp_path):
+    patch_kernel(monkeypatch, OP.OH_NN_OPS_SIGMOID, lambda args: True, delta=0.1)
+    result = invoke("check", TINY_MLP, "--per-layer", "--json", "--extract-repro", tmp_path / "r")
+    data = json.loads(result.stdout)
+    assert result.exit_code == 1 and not data["ok"] and data["repro"] == str(tmp_path / "r")
+    assert data["per_layer"]["first_divergence"]["node"] == "scores"
+
+
+def test_check_with_nothing_to_extract(invoke, tmp_path):
+    result = invoke("check", TINY_MLP, "--extract-repro", tmp_path / "r")
+    assert result.exit_code == 0 and "nothing to extract" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_check_user_errors(invoke, tmp_path, unsupported_onnx, corrupt):
+    np.save(tmp_path / "small.npy", np.zeros((1, 3, 8, 8), np.float32))
+    one_line_error(invoke("check", tmp_path / "missing.onnx"), 1, "no such file")
+    one_line_error(invoke("check", SMALL_CNN, "--input", f"nope={tmp_path / 'small.npy'}"), 1, "unknown input name")
+    one_line_error(invoke("check", SMALL_CNN, "--input", f"image={tmp_path / 'small.npy'}"), 1, "has shape [1, 3, 8, 8]")
+    one_line_error(invoke("check", SMALL_CNN, "--input", f"image={tmp_path / 'none.npy'}"), 1, "no such file")
+    one_line_error(invoke("check", SMALL_CNN, "--input", "image"), 1, "expected NAME=FILE")
+    one_line_error(invoke("check", TINY_NNRT), 1, "check takes an .onnx model")
+    one_line_error(invoke("check", TINY_MLP, "--input-shape", "features=a,b"), 2, "integer dims")
+    one_line_error(invoke("check", TINY_MLP, "--input-shape", "features"), 2, "NAME=D1,D2")
+    one_line_error(invoke("check"), 2, "Missing argument")
+    one_line_error(invoke("check", SMALL_CNN, "--frobnicate"), 2, "No such option")
+    one_line_error(invoke("check", unsupported_onnx), 1,
+                   "cannot convert the model: nms (NonMaxSuppression, opset 17): [unsupported_op]")
+    one_line_error(invoke("check", corrupt / "bad.onnx"), 1, "not a readable ONNX model")
+
+
+def test_debug_shows_the_traceback(invoke, tmp_path):
+    result = invoke("--debug", "check", SMALL_CNN, "--input", f"image={tmp_path / 'none.npy'}")
+    assert result.exit_code == 1 and "Traceback" in result.stderr
+
+
+# -- run, convert ---------------------------------------------------------------------------------------------------
+
+def test_run_on_both_devices(invoke, tmp_path):
+    outputs = {}
+    for device in ("cpu", "onnxruntime", "onnxruntime.cpu", "2"):
+        result = invoke("run", TINY_NNRT, "--device", device, "--output-dir", tmp_path / device)
+        assert result.exit_code == 0, result.output
+        assert "probs: float32 [1, 10]" in result.stdout
+        outputs[device] = np.load(tmp_path / device / "probs.npy")
+    for device in ("onnxruntime", "onnxruntime.cpu", "2"):
+        np.testing.assert_allclose(outputs[device], outputs["cpu"], rtol=1e-5, atol=1e-7)
+    assert invoke("run", SMALL_CNN, "--device", "onnxruntime").exit_code == 0
+
+
+def test_run_errors(invoke, corrupt, tmp_path):
+    one_line_error(invoke("run", TINY_NNRT, "--device", "gpu"), 1, "unknown device 'gpu'")
+    one_line_error(invoke("run", TINY_NNRT, "--device", "onnxruntime", "--float16"), 1, "OH_NN_OPERATION_FORBIDDEN")
+    one_line_error(invoke("run", corrupt / "bad.nnrt"), 1, "OH_NN_INVALID_FILE")
+    one_line_error(invoke("run", tmp_path / "missing.nnrt"), 1, "no such file")
+    one_line_error(invoke("run", tmp_path / "model.txt"), 1, "no such file")
+
+
+def test_run_reports_ops_the_onnxruntime_device_lacks(invoke, tmp_path):
+    from nnrt_onnx.serialization import save_model
+    from nnrt_onnx.testing import single_op_model
+
+    model = single_op_model(OP.OH_NN_OPS_SQUARE, [np.ones((2, 3), np.float32)], {},
+                            [(np.dtype(np.float32), (2, 3))], {}, {})
+    save_model(model, tmp_path / "square.nnrt")
+    one_line_error(invoke("run", tmp_path / "square.nnrt", "--device", "onnxruntime"), 1,
+                   "OH_NN_FAILED: onnxruntime.cpu does not support OH_NN_OPS_SQUARE")
+    assert invoke("run", tmp_path / "square.nnrt").exit_code == 0
+
+
+def test_convert_then_run_and_bad_input_shape(invoke, tmp_path):
+    out = tmp_path / "mlp.nnrt"
+    result = invoke("convert", TINY_MLP, "-o", out, "--input-shape", "features=4,64")
+    assert result.exit_code == 0, result.output
+    assert "converted tiny_mlp.onnx" in result.stdout
+    result = invoke("run", out, "--device", "onnxruntime")
+    assert result.exit_code == 0 and "scores: float32 [4, 4]" in result.stdout
+    one_line_error(invoke("convert", TINY_MLP, "-o", out, "--input-shape", "features=4,x"), 2, "integer dims")
+    one_line_error(invoke("convert", TINY_MLP, "-o", out, "--input-shape", "features=0,64"), 2, "positive")
+    one_line_error(invoke("convert", TINY_MLP, "-o", out, "--input-shape", "nope=4,64"), 1, "unknown input 'nope'")
+
+
+# -- inspect, bench, ops --------------------------------------------------------------------------------------------
+
+def test_inspect_onnx_support_report_then_the_converted_model(invoke):
+    result = invoke("inspect", SMALL_CNN)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    report, _, converted = out.partition("converted to NNRt:")
+    assert report.startswith(f"{SMALL_CNN}: opset 17, 13 nodes, 13 convertible")
+    assert "stem.bn     BatchNormalization  -> BATCH_NORM  (fused/folded into a neighbour)" in report
+    assert "dw          Conv                -> CONV2D  (emitted: DEPTHWISE_CONV2D_NATIVE)" in report
+    assert "lrn         LRN                 -> LRN" in report
+    assert "input  image: OH_NN_FLOAT32 [1, 3, 32, 32]" in converted and "OH_NN_OPS_SOFTMAX" in converted
+    data = json.loads(invoke("inspect", SMALL_CNN, "--json").stdout)
+    assert data["convertible"] and data["nodes"][6]["emitted"] == ["OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE"]
+    assert data["nnrt"]["op_counts"]["OH_NN_OPS_CONV2D"] == 2
+
+
+def test_inspect_reports_nodes_that_cannot_convert(invoke, unsupported_onnx):
+    result = invoke("inspect", unsupported_onnx)
+    assert result.exit_code == 1
+    assert ": opset 17, 2 nodes, 1 convertible" in result.stdout
+    assert "relu  Relu               -> RELU" in result.stdout
+    assert "nms   NonMaxSuppression  cannot convert: [unsupported_op] no NNRt mapping" in result.stdout
+    one_line_error(result, 1, "cannot be converted: 1 problem(s)")
+    data = json.loads(invoke("inspect", unsupported_onnx, "--json").stdout)
+    assert not data["convertible"] and data["nodes"][1]["status"] == "cannot convert"
+
+
+def test_inspect_nnrt_and_errors(invoke, corrupt, tmp_path):
+    result = invoke("inspect", TINY_NNRT)
+    assert result.exit_code == 0 and "6 operations:" in result.stdout and "OH_NN_OPS_CONV2D" in result.stdout
+    one_line_error(invoke("inspect", corrupt / "bad.nnrt"), 1, "OH_NN_INVALID_FILE")
+    one_line_error(invoke("inspect", tmp_path / "none.onnx"), 1, "no such file")
+    one_line_error(invoke("inspect", corrupt / "bad.onnx"), 1, "not a readable ONNX model")
+    one_line_error(invoke("inspect", TINY_MLP, "--input-shape", "x"), 2, "NAME=D1,D2")
+
+
+def test_bench(invoke, tmp_path):
+    result = invoke("bench", SMALL_CNN, "-n", 2, "--warmup", 1)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "median of 2 run(s) after 1 warm-up" in out
+    for name in ("nnrt_onnx.cpu", "onnxruntime.cpu", "onnxruntime (original .onnx)"):
+        assert name in out
+    assert "1.00x" in out
+    data = json.loads(invoke("bench", TINY_NNRT, "-n", 1, "--warmup", 0, "--json").stdout)
+    assert [r["name"] for r in data["results"]] == ["nnrt_onnx.cpu", "onnxruntime.cpu"]
+    assert all(r["median_ms"] > 0 and r["error"] is None for r in data["results"])
+    one_line_error(invoke("bench", SMALL_CNN, "-n", 0), 2, "--runs")
+    one_line_error(invoke("bench", tmp_path / "none.onnx"), 1, "no such file")
+
+
+def test_bench_shows_a_device_that_cannot_run_the_model(invoke, tmp_path):
+    from nnrt_onnx.serialization import save_model
+    from nnrt_onnx.testing import single_op_model
+
+    model = single_op_model(OP.OH_NN_OPS_SQUARE, [np.ones((2, 3), np.float32)], {},
+                            [(np.dtype(np.float32), (2, 3))], {}, {})
+    save_model(model, tmp_path / "square.nnrt")
+    result = invoke("bench", tmp_path / "square.nnrt", "-n", 1)
+    assert result.exit_code == 0 and "unavailable: OH_NN_FAILED" in result.stdout
+
+
+def test_ops_and_unknown_command(invoke):
+    assert invoke("ops").exit_code == 0
+    one_line_error(invoke("frobnicate"), 2, "No such command")
+
+
+def test_progress_bars_only_on_a_terminal(cli_main, monkeypatch):
+    import inspect
+    import io
+    import sys
+
+    progress = inspect.unwrap(cli_main.callback).__globals__["_progress"]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, shown in ((io.StringIO(), False), (Terminal(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with progress([1, 2, 3], "comparing layers") as items:
+            assert list(items) == [1, 2, 3]
+        assert ("comparing layers" in stream.getvalue()) == shown

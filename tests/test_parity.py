@@ -1,0 +1,305 @@
+"""nnrt_onnx.parity: the native conversion against onnxruntime, output by output and layer by layer; repro
+extraction; the sample models; and the onnxruntime device running the same compiled models."""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from nnrt_onnx import Compilation, Executor
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.inference import UserError, random_inputs
+from nnrt_onnx.kernels import kernels
+from nnrt_onnx.onnx_import import from_onnx
+from nnrt_onnx.parity import check_model, compare, tolerances_for
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+MANIFEST = json.loads((MODELS / "manifest.json").read_text())
+ONNX_SAMPLES = [m["file"] for m in MANIFEST["models"] if m["file"].endswith(".onnx")]
+
+
+# -- compare -------------------------------------------------------------------------------------------------------
+
+def test_float32_tolerance_is_relative_to_the_output_scale():
+    ref = np.array([1000.0, 1.0, 0.0], np.float32)
+    assert tolerances_for(np.float32) == (1e-4, 1e-5)
+    assert compare(ref + np.float32(0.009), ref).within  # 0.009 <= 1e-5 * 1000 (+ rtol share)
+    c = compare(ref + np.array([0, 0, 0.02], np.float32), ref)
+    assert not c.within and c.mismatched == 1 and c.max_abs == pytest.approx(0.02)
+    small = np.array([1e-3, -2e-3], np.float32)
+    assert not compare(small + np.float32(1e-5), small).within  # absolute 1e-5 would hide a 1% error here
+
+
+def test_dtype_aware_tolerances():
+    half = np.array([1.0, 2.0], np.float16)
+    assert compare(half + np.float16(0.004), half).within
+    ints = np.array([1, 2, 3], np.int32)
+    c = compare(ints + np.array([0, 0, 1], np.int32), ints)
+    assert not c.within and c.mismatched == 1 and c.atol == 0 and c.rtol == 0
+    assert compare(np.array([True, False]), np.array([True, False])).within
+    assert not compare(np.array([True, True]), np.array([True, False])).within
+    assert compare(ints, ints, rtol=1, atol=1).rtol == 0  # overrides apply to floats only
+
+
+def test_special_values_shapes_and_cosine():
+    ref = np.array([np.nan, np.inf, 1.0], np.float32)
+    assert compare(ref.copy(), ref).within
+    c = compare(np.array([0.0, np.inf, 1.0], np.float32), ref)
+    assert not c.within and "NaN/inf" in c.note
+    c = compare(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
+    assert not c.within and "shape" in c.note
+    assert compare(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), strict_shape=False).within
+    c = compare(-np.ones(4, np.float32), np.ones(4, np.float32))
+    assert c.cosine == pytest.approx(-1.0) and c.max_rel == pytest.approx(2.0)
+    assert "dtype" in compare(np.ones(2, np.float64), np.ones(2, np.float32)).note
+
+
+# -- the sample models ----------------------------------------------------------------------------------------------
+
+def test_manifest_lists_small_generated_samples():
+    assert len(ONNX_SAMPLES) >= 2
+    for entry in MANIFEST["models"]:
+        path = MODELS / entry["file"]
+        assert path.is_file() and path.stat().st_size < 1 << 20
+        if path.suffix == ".onnx":
+            model = onnx.load(str(path))
+            onnx.checker.check_model(model, full_check=True)
+            assert [i.name for i in model.graph.input] == [i["name"] for i in entry["inputs"]]
+            assert entry["tolerances"]["float32"] == {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.mark.parametrize("file", ONNX_SAMPLES)
+def test_samples_agree_with_onnxruntime_output_and_per_layer(file):
+    report = check_model(MODELS / file, per_layer=True)
+    assert report.ok, report.to_dict()
+    assert report.first_divergence is None
+    compared = [layer for layer in report.layers if layer.status != "not compared"]
+    assert compared and all(layer.status == "within" for layer in compared)
+    assert all(c.cosine > 0.999999 for c in report.outputs)
+    json.dumps(report.to_dict())  # serialisable
+
+
+def test_inputs_given_random_and_checked():
+    x = np.random.default_rng(5).standard_normal((3, 64)).astype(np.float32)
+    report = check_model(MODELS / "tiny_mlp.onnx", {"features": x}, input_shapes={"features": [3, 64]})
+    assert report.ok and report.inputs["features"] == {"dtype": "float32", "shape": [3, 64], "source": "given"}
+    assert check_model(MODELS / "tiny_mlp.onnx", {"features": x}).ok  # a dynamic batch takes any size
+    with pytest.raises(UserError, match="unknown input name"):
+        check_model(MODELS / "tiny_mlp.onnx", {"nope": x})
+    with pytest.raises(UserError, match="shape"):
+        check_model(MODELS / "small_cnn.onnx", {"image": np.zeros((1, 3, 8, 8), np.float32)})
+    with pytest.raises(UserError, match="dtype"):
+        check_model(MODELS / "small_cnn.onnx", {"image": np.zeros((1, 3, 32, 32), np.float64)})
+    with pytest.raises(UserError, match="no such file"):
+        check_model(MODELS / "missing.onnx")
+
+
+def test_flatten_reordered_for_the_dense_layer_is_not_compared_as_the_onnx_tensor(tmp_path):
+    """The importer flattens NHWC and permutes the dense weights instead: that flat tensor is no ONNX tensor."""
+    rng = np.random.default_rng(3)
+    init = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+            for n, s in (("w", (4, 2, 3, 3)), ("b", (4,)), ("fc", (5, 36)), ("fb", (5,)))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Flatten", ["c"], ["f"], name="flatten"),
+             helper.make_node("Gemm", ["f", "fc", "fb"], ["y"], name="dense", transB=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    report = check_model(model, per_layer=True)
+    assert report.ok and report.first_divergence is None
+    assert {layer.node: layer.status for layer in report.layers}["flatten"] == "not compared"
+
+
+# -- planted bugs ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def perturbed_weight(monkeypatch):
+    """A converter bug: one constant weight of the converted model is wrong (the dense layer 'logits')."""
+    import nnrt_onnx.onnx_import as importer
+
+    real = importer.from_onnx
+
+    def converting_wrongly(*args, **kwargs):
+        result = real(*args, **kwargs)
+        model = result.model
+        (fc,) = [op for op in model.operations if op.op == OP.OH_NN_OPS_FULL_CONNECTION]
+        weight = model.tensors[fc.inputs[1]]
+        wrong = weight.data.copy()
+        wrong[3, 5] += 1.0
+        weight.data = wrong
+        return result
+
+    monkeypatch.setattr(importer, "from_onnx", converting_wrongly)
+
+
+def test_per_layer_names_the_node_with_the_wrong_weight(perturbed_weight):
+    report = check_model(MODELS / "small_cnn.onnx", per_layer=True)
+    assert not report.ok
+    first = report.first_divergence
+    assert (first.node, first.op_type, first.fused_with) == ("logits", "Gemm", [])
+    statuses = {layer.node: layer.status for layer in report.layers}
+    assert all(statuses[n] == "within" for n in ("stem.relu", "pool1", "conv2.relu", "dw.relu6", "lrn", "flat"))
+    assert statuses["probs"] == "diverged"
+
+
+def patch_kernel(monkeypatch, op, condition, delta=0.5):
+    """A kernel bug in exactly the nodes where ``condition(inputs)`` holds: adds ``delta`` to channel 3."""
+    real = kernels()[op]
+
+    def wrong(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if condition(args):
+            out = out.copy()
+            out[..., 3] += out.dtype.type(delta)
+        return out
+
+    wrong.__signature__ = inspect.signature(real)  # keeps the kernel's keyword contract (ctx or not)
+    monkeypatch.setitem(kernels(), op, wrong)
+
+
+def test_per_layer_names_a_patched_kernel_node_and_the_repro_reproduces(monkeypatch, tmp_path):
+    patch_kernel(monkeypatch, OP.OH_NN_OPS_LRN, lambda args: True)
+    report = check_model(MODELS / "small_cnn.onnx", per_layer=True)
+    assert not report.ok
+    first = report.first_divergence
+    assert (first.node, first.op_type, first.fused_with) == ("lrn", "LRN", [])
+    assert first.outputs[0].mismatched > 0
+
+    repro = report.extract_repro(tmp_path / "repro")
+    files = sorted(os.listdir(repro))
+    assert files == ["dw.relu6.npy", "inputs.npz", "repro.json", "repro.onnx"]
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no staging left behind
+    model = onnx.load(str(repro / "repro.onnx"))
+    assert [n.op_type for n in model.graph.node] == ["LRN"]
+    assert [i.name for i in model.graph.input] == ["dw.relu6"]
+    manifest = json.loads((repro / "repro.json").read_text())
+    assert manifest["node"] == "lrn" and manifest["inputs"] == {"dw.relu6": "dw.relu6.npy"}
+    given = {"dw.relu6": np.load(repro / "dw.relu6.npy")}
+    np.testing.assert_array_equal(given["dw.relu6"], np.load(repro / "inputs.npz")["dw.relu6"])
+
+    # run both ways: native (still patched) vs onnxruntime differ on the repro alone ...
+    again = check_model(repro / "repro.onnx", given, per_layer=True)
+    assert not again.ok and again.first_divergence.node == "lrn"
+    # ... onnxruntime's side of the repro computes exactly the original model's intermediate ...
+    import onnxruntime as ort
+
+    from nnrt_onnx.parity import _with_all_outputs
+
+    (repro_out,) = ort.InferenceSession(str(repro / "repro.onnx"), providers=["CPUExecutionProvider"]).run(None, given)
+    original = _with_all_outputs(onnx.load(str(MODELS / "small_cnn.onnx")), ["lrn"])
+    image = random_inputs(from_onnx(str(MODELS / "small_cnn.onnx")).model, 0)[0]  # what check_model fed (seed 0)
+    session = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"])
+    (lrn,) = session.run(["lrn"], {"image": image})
+    np.testing.assert_allclose(repro_out, lrn, rtol=1e-5, atol=1e-5)
+    # ... and without the bug the repro agrees
+    monkeypatch.undo()
+    assert check_model(repro / "repro.onnx", given).ok
+
+
+def test_a_bug_in_a_fused_conv_is_found_at_its_activation_and_the_repro_keeps_both(monkeypatch, tmp_path):
+    # only the second convolution (24 output channels) is wrong; its ReLU is fused into it in NNRt
+    patch_kernel(monkeypatch, OP.OH_NN_OPS_CONV2D, lambda args: args[1].shape[0] == 24)
+    report = check_model(MODELS / "small_cnn.onnx", per_layer=True)
+    first = report.first_divergence
+    assert (first.node, first.op_type, first.fused_with) == ("conv2.relu", "Relu", ["conv2"])
+    repro = report.extract_repro(tmp_path / "out")
+    model = onnx.load(str(repro / "repro.onnx"))
+    assert [n.name for n in model.graph.node] == ["conv2", "conv2.relu"]
+    assert {t.name for t in model.graph.initializer} == {"conv2.weight", "conv2.bias"}
+    given = dict(np.load(repro / "inputs.npz"))
+    assert not check_model(repro / "repro.onnx", given).ok
+    monkeypatch.undo()
+    assert check_model(repro / "repro.onnx", given).ok
+
+
+def test_extract_repro_needs_a_divergence_and_replaces_files_in_an_existing_directory(monkeypatch, tmp_path):
+    clean = check_model(MODELS / "tiny_mlp.onnx", per_layer=True)
+    with pytest.raises(UserError, match="no divergence"):
+        clean.extract_repro(tmp_path / "r")
+    with pytest.raises(UserError, match="per-layer"):
+        check_model(MODELS / "tiny_mlp.onnx").extract_repro(tmp_path / "r")
+    patch_kernel(monkeypatch, OP.OH_NN_OPS_TANH, lambda args: True, delta=0.25)
+    report = check_model(MODELS / "tiny_mlp.onnx", per_layer=True)
+    assert report.first_divergence.node == "fc2.tanh"
+    target = tmp_path / "existing"
+    target.mkdir()
+    (target / "repro.onnx").write_bytes(b"old")
+    (target / "keep.txt").write_text("unrelated")
+    report.extract_repro(target)
+    assert onnx.load(str(target / "repro.onnx")).graph.node[0].op_type == "Tanh"
+    assert (target / "keep.txt").read_text() == "unrelated"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="not a directory"):
+        report.extract_repro(tmp_path / "file")
+
+
+# -- the native capture and the onnxruntime device on real models ---------------------------------------------------
+
+def test_native_run_captures_requested_tensors():
+    result = from_onnx(str(MODELS / "tiny_mlp.onnx"))
+    model = result.model
+    compilation = Compilation(model)
+    compilation.build()
+    x = random_inputs(model, 0)
+    names = {t.name: i for i, t in enumerate(model.tensors)}
+    wanted = {names["fc2"]: None, names["features"]: None, names["fc1.weight"]: None}
+    outputs = compilation.prepared.run(x, wanted)
+    np.testing.assert_array_equal(outputs[0], compilation.prepared.run(x)[0])
+    assert wanted[names["features"]] is not None and np.array_equal(wanted[names["features"]], x[0])
+    assert wanted[names["fc2"]].shape == (1, 16)
+    assert wanted[names["fc1.weight"]].shape == (64, 32)
+    fc2 = np.tanh(wanted[names["fc2"]])  # the next layer consumes exactly what was captured
+    assert np.all(np.abs(fc2) <= 1)
+
+
+@pytest.mark.parametrize("file,batch", [("small_cnn.onnx", 1), ("tiny_mlp.onnx", 3), ("residual_block.onnx", 1)])
+def test_ort_device_runs_the_same_compiled_model(file, batch):
+    model = from_onnx(str(MODELS / file)).model
+    rng = np.random.default_rng(1)
+    tensor = model.tensors[model.inputs[0]]
+    x = rng.standard_normal([batch if d == -1 else d for d in tensor.dims]).astype(np.float32)
+    results = []
+    for device in (1, 2):
+        compilation = Compilation(model)
+        compilation.set_device(device)
+        compilation.build()
+        executor = Executor(compilation)
+        results.append(executor.run_arrays([x]))
+        assert executor.output_shape(0) == list(results[-1][0].shape)
+    for native, ort_out in zip(*results):
+        np.testing.assert_allclose(ort_out, native, rtol=1e-4, atol=1e-5)
+
+
+def test_ort_device_through_the_c_api():
+    from nnrt_onnx import capi as C
+    from nnrt_onnx.serialization import load_model
+
+    model = load_model(MODELS / "tiny_cnn.nnrt")
+    assert C.OH_NNDevice_GetName(2) == (C.OH_NN_SUCCESS, "onnxruntime.cpu")
+    assert C.OH_NNDevice_GetType(2) == (C.OH_NN_SUCCESS, C.OH_NN_CPU)
+    compilation = C.OH_NNCompilation_Construct(C.OH_NNModel(model))
+    assert C.OH_NNCompilation_SetDevice(compilation, 2) == C.OH_NN_SUCCESS
+    assert C.OH_NNCompilation_EnableFloat16(compilation, True) == C.OH_NN_SUCCESS
+    assert C.OH_NNCompilation_Build(compilation) == C.OH_NN_OPERATION_FORBIDDEN  # no float16 on this device
+    compilation = C.OH_NNCompilation_Construct(C.OH_NNModel(model))
+    assert C.OH_NNCompilation_SetDevice(compilation, 2) == C.OH_NN_SUCCESS
+    assert C.OH_NNCompilation_Build(compilation) == C.OH_NN_SUCCESS
+    executor = C.OH_NNExecutor_Construct(compilation)
+    x = random_inputs(model, 0)[0]
+    out = np.zeros((1, 10), np.float32)
+    tensor = C.OH_NN_Tensor(C.OH_NN_FLOAT32, 4, [1, 16, 16, 3], None, C.OH_NN_TENSOR)
+    assert C.OH_NNExecutor_SetInput(executor, 0, tensor, x, x.nbytes) == C.OH_NN_SUCCESS
+    assert C.OH_NNExecutor_SetOutput(executor, 0, out, out.nbytes) == C.OH_NN_SUCCESS
+    assert C.OH_NNExecutor_Run(executor) == C.OH_NN_SUCCESS
+    native_compilation = Compilation(model)
+    native_compilation.build()
+    (native,) = Executor(native_compilation).run_arrays([x])
+    np.testing.assert_allclose(out, native, rtol=1e-5, atol=1e-7)
