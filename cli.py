@@ -138,11 +138,12 @@ def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device
               help="Bind an input to fixed values (shapes, axes ... NNRt needs as constants).")
 @click.option("--nhwc-io", is_flag=True, help="Model inputs/outputs in NHWC instead of the ONNX layout.")
 @click.option("--no-fold-batchnorm", is_flag=True, help="Keep BatchNormalization after Conv as its own op.")
+@click.option("--opset", type=int, default=None, help="Target ONNX opset of an export (default: 18).")
 @click.option("--json", "as_json", is_flag=True, help="Summary (or the list of problems) as JSON.")
 @click.pass_context
 def convert(ctx: click.Context, source: str, output: str, input_shapes, constant_inputs, nhwc_io: bool,
-            no_fold_batchnorm: bool, as_json: bool) -> None:
-    """Convert SOURCE (.onnx) to an NNRt model file (.nnrt).
+            no_fold_batchnorm: bool, opset: int | None, as_json: bool) -> None:
+    """Convert SOURCE.onnx to an NNRt model file (-o MODEL.nnrt), or SOURCE.nnrt to ONNX (-o MODEL.onnx).
 
     Every node that cannot be converted is reported, with its reason, in one pass.
     """
@@ -156,8 +157,12 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     src, dst = Path(source), Path(output)
     if not src.is_file():
         raise UserError(f"{src}: no such file")
-    if src.suffix.lower() != ".onnx" or dst.suffix.lower() != ".nnrt":
-        raise UserError("convert takes an .onnx model and writes a .nnrt file (NNRt -> ONNX export is not available yet)")
+    direction = (src.suffix.lower(), dst.suffix.lower())
+    if direction == (".nnrt", ".onnx"):
+        _export(src, dst, opset, as_json)
+        return
+    if direction != (".onnx", ".nnrt"):
+        raise UserError("convert takes MODEL.onnx -o MODEL.nnrt, or MODEL.nnrt -o MODEL.onnx")
     bound = {}
     for spec in constant_inputs:
         name, sep, file = spec.partition("=")
@@ -175,6 +180,31 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
                f"{stats['seconds']:.2f} s")
     click.echo(f"  {stats['operations']} NNRt operations, {stats['tensors']} tensors, {stats['transposes']} transposes, "
                f"{stats['fused_activations']} fused activations, {stats['folded_batchnorms']} batch norms folded")
+
+
+def _export(src, dst, opset: int | None, as_json: bool) -> None:
+    """NNRt -> ONNX, written atomically."""
+    import time
+
+    from nnrt_onnx.onnx_export import DEFAULT_OPSET, ExportError, to_onnx
+    from nnrt_onnx.serialization import atomic_write, load_model
+
+    started = time.perf_counter()
+    model = load_model(src)
+    try:
+        exported = to_onnx(model, opset=opset or DEFAULT_OPSET)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
+    atomic_write(dst, [exported.SerializeToString()])
+    seconds = time.perf_counter() - started
+    counts = {"operations": len(model.operations), "onnx_nodes": len(exported.graph.node),
+              "functions": len(exported.functions), "opset": opset or DEFAULT_OPSET, "seconds": seconds,
+              "output": str(dst)}
+    if as_json:
+        click.echo(json.dumps(counts, indent=1))
+        return
+    click.echo(f"exported {src.name} ({counts['operations']} operations) -> {dst} (opset {counts['opset']}, "
+               f"{counts['onnx_nodes']} nodes, {counts['functions']} NNRt-domain functions) in {seconds:.2f} s")
 
 
 @main.command()
