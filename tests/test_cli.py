@@ -205,6 +205,20 @@ def test_convert_then_run_and_bad_input_shape(invoke, tmp_path):
     one_line_error(invoke("convert", TINY_MLP, "-o", out, "--input-shape", "nope=4,64"), 1, "unknown input 'nope'")
 
 
+def test_convert_exports_nnrt_to_onnx_and_back(invoke, tmp_path):
+    nnrt = tmp_path / "mlp.nnrt"
+    assert invoke("convert", TINY_MLP, "-o", nnrt, "--input-shape", "features=4,64").exit_code == 0
+    exported = tmp_path / "mlp.onnx"
+    result = invoke("convert", nnrt, "-o", exported, "--opset", "17")
+    assert result.exit_code == 0, result.output
+    assert "exported mlp.nnrt" in result.stdout and "opset 17" in result.stdout
+    model = onnx.load(str(exported))
+    onnx.checker.check_model(model, full_check=True)
+    result = invoke("check", exported)
+    assert result.exit_code == 0 and "within" in result.stdout
+    one_line_error(invoke("convert", nnrt, "-o", tmp_path / "x.txt"), 1, "MODEL.onnx -o MODEL.nnrt")
+
+
 # -- inspect, bench, ops --------------------------------------------------------------------------------------------
 
 def test_inspect_onnx_support_report_then_the_converted_model(invoke):
