@@ -88,7 +88,10 @@ class OpCase:
         input_quant = {i: q for i, spec in enumerate(self.inputs) if (q := self._quant(spec)) is not None}
         output_quant = {i: q for i, spec in enumerate(self.outputs) if (q := self._quant(spec)) is not None}
         dtypes = [np.dtype(o["dtype"]) for o in self.outputs] if self.outputs else None
-        probe = [_dequantized(a, input_quant.get(i)) for i, a in enumerate(arrays)]
+        from .optable import op_spec
+
+        native = op_spec(self.op).quant == "native"  # the kernel reads the integers and their quant params itself
+        probe = arrays if native else [_dequantized(a, input_quant.get(i)) for i, a in enumerate(arrays)]
         specs = _infer_outputs(self.op, probe, self.params, dtypes, input_quant, output_quant)
         model = single_op_model(self.op, arrays, self.params, specs, input_quant, output_quant, self.constant_positions)
         runtime = [a for i, a in enumerate(arrays) if i not in self.constant_positions] or arrays[:1]

@@ -65,7 +65,10 @@ def _wrap_nchw(graph: Graph) -> None:
     table = exporters()
     for node in list(graph.nodes):
         fn = table.get(node.op)
-        if fn is None or not getattr(fn, "nchw", False):
+        nchw = getattr(fn, "nchw", False) if fn is not None else False
+        if callable(nchw):  # a per-node decision (e.g. a dtype only the NNRt-domain NHWC function handles)
+            nchw = nchw(node, graph)
+        if not nchw:
             continue
         x, y = graph.values[node.inputs[0]], graph.values[node.outputs[0]]
         if x.shape is None or len(x.shape) != 4 or y.shape is None or len(y.shape) != 4:
@@ -106,7 +109,8 @@ class OnnxBuilder:
                 return name
 
     def initializer(self, array: np.ndarray, name: str) -> str:
-        self.initializers[name] = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        array = np.ascontiguousarray(array).reshape(np.shape(array))  # (ascontiguousarray makes a 0-d array 1-d)
+        self.initializers[name] = numpy_helper.from_array(array, name)
         return name
 
     def _quant_node(self, op_type: str, source: str, target: str, quant, axis: int | None, role: str) -> None:
@@ -224,12 +228,12 @@ def _quantized_operands(graph: Graph, node: Node, builder: OnnxBuilder, table) -
     return requantize
 
 
-def _emit_activation(builder: OnnxBuilder, source: str, target: str, fuse: int) -> None:
+def _emit_activation(builder: OnnxBuilder, source: str, target: str, fuse: int, dtype=np.float32) -> None:
     if fuse == 1:
         node = helper.make_node("Relu", [source], [target], name=builder.fresh("relu"))
-    else:
-        low = builder.initializer(np.asarray(0, np.float32), builder.fresh("relu6_min"))
-        high = builder.initializer(np.asarray(6, np.float32), builder.fresh("relu6_max"))
+    else:  # Clip's min/max have the data's dtype
+        low = builder.initializer(np.asarray(0, dtype), builder.fresh("relu6_min"))
+        high = builder.initializer(np.asarray(6, dtype), builder.fresh("relu6_max"))
         node = helper.make_node("Clip", [source, low, high], [target], name=builder.fresh("relu6"))
     entry = node.metadata_props.add()
     entry.key, entry.value = METADATA_FUSED, str(fuse)
@@ -269,7 +273,8 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
         except ExportIssue as exc:
             problems.append(f"{node.origin}: {exc.message}")
         if builder.pending_activation is not None:
-            _emit_activation(builder, *builder.pending_activation)
+            _emit_activation(builder, *builder.pending_activation,
+                             dtype=graph.values[builder.pending_activation[1]].dtype)
             builder.pending_activation = None
         for float_name, name, quant in requantize:
             builder.quantize(float_name, name, quant, (quant.axis or 0) if quant.count > 1 else None)

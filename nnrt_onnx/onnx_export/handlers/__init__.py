@@ -14,9 +14,11 @@ from ...enums import OH_NN_OperationType
 _EXPORTERS: dict[OH_NN_OperationType, Callable] = {}
 
 
-def exporter(op_name: str, nchw: bool = False):
+def exporter(op_name: str, nchw=False):
     """Register an export function. ``nchw``: the function emits the ONNX NCHW form of an NHWC op, and the
-    exporter wraps the op's data input/output in transposes (cancelled by the layout pass where they meet)."""
+    exporter wraps the op's data input/output in transposes (cancelled by the layout pass where they meet).
+    ``nchw`` may also be a predicate ``(node, graph) -> bool`` deciding per node (the function then sees
+    ``ctx.node.layout == "NCHW"`` when it was wrapped)."""
     op = OH_NN_OperationType[op_name]
 
     def register(fn):
