@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from ..onnx_import.ir import Graph, Node
 from ..optable import op_spec
 
-from ..onnx_import.exact import METADATA_FUSED, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN  # noqa: F401
+from ..onnx_import.exact import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN  # noqa: F401
 
 
 class ExportIssue(Exception):
@@ -69,6 +69,7 @@ class ExportContext:
         name = self.constant(np.ascontiguousarray(data), hint or f"{self.input(position)}.w")
         if value.quant is None:
             return name
+        self.builder.quant_dtype[name] = value.dtype
         axis = None
         if value.quant.count > 1:
             axis = value.quant.axis or 0
@@ -81,9 +82,12 @@ class ExportContext:
         attrs = {k: v for k, v in attrs.items() if v is not None}
         node = helper.make_node(op_type, list(inputs), list(outputs), name=self.fresh(f"{self.node.origin or op_type}"),
                                 domain=domain or None, **attrs)
-        if main and self.node.params:
+        if main:  # the exact parameters (possibly none) and the op, restored on re-import
             entry = node.metadata_props.add()
             entry.key, entry.value = METADATA_PARAMS, params_metadata(self.node)
+            if domain != NNRT_DOMAIN:
+                entry = node.metadata_props.add()
+                entry.key, entry.value = METADATA_OP, self.node.op.name
         self.builder.nodes.append(node)
         return node
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_import.exact import METADATA_OP, METADATA_PARAMS, NNRT_DOMAIN
+from ..onnx_import.exact import METADATA_OP, NNRT_DOMAIN
 from .context import ExportContext, params_metadata
 
 
@@ -56,6 +56,3 @@ def emit_custom(ctx: ExportContext, build: Callable[[FunctionBody], None]) -> No
     node = ctx.add(name, list(ctx.node.inputs), outputs, domain=NNRT_DOMAIN, main=True)
     entry = node.metadata_props.add()
     entry.key, entry.value = METADATA_OP, ctx.node.op.name
-    if not ctx.node.params:
-        entry = node.metadata_props.add()
-        entry.key, entry.value = METADATA_PARAMS, "{}"

@@ -114,8 +114,9 @@ class OnnxBuilder:
         return name
 
     def _quant_node(self, op_type: str, source: str, target: str, quant, axis: int | None, role: str) -> None:
+        integer = source if role == "dequantize" else target  # the zero point has the quantized tensor's type
         scales = np.asarray(quant.scales, np.float32)
-        zero_points = np.asarray(quant.zero_points, self.quant_dtype.get(source, np.int8))
+        zero_points = np.asarray(quant.zero_points, self.quant_dtype.get(integer, np.int8))
         if axis is None:
             scales, zero_points = scales.reshape(()), zero_points.reshape(())
         scale = self.initializer(scales, self.fresh(f"{source}.scale"))

@@ -64,9 +64,16 @@ def _owner(tensor_type: OH_NN_TensorType) -> OH_NN_OperationType | None:
     return None
 
 
-def restore_exact_params(emitted: list[Node], text: str) -> None:
+def restore_exact_params(emitted: list[Node], text: str, op_name: str | None = None) -> None:
     """Give the node of the right op among those just emitted exactly the exported parameters."""
     params = decode_params(text)
+    if op_name is not None:
+        op = OH_NN_OperationType[op_name]
+        for node in emitted:
+            if node.op == op:
+                node.params = params
+                return
+        return
     if not params:
         return
     owners = {_owner(t) for t in params}

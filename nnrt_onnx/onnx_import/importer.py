@@ -20,7 +20,7 @@ from .handlers import get_handler
 from .ir import Graph, Value
 from .issues import (DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, UNSUPPORTED_OP,
                      ConversionError, ConversionIssue, Issue)
-from .exact import (METADATA_FUSED, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN, restore_exact_params,
+from .exact import (METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN, restore_exact_params,
                     restore_nnrt_node, restore_quantized_tensor)
 from .rows import find_row
 
@@ -244,7 +244,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         try:
             (get_handler(row.handler) if row.handler else convert_generic)(ctx)
             if METADATA_PARAMS in metadata:
-                restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS])
+                restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
             unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
             if unused:
                 raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")

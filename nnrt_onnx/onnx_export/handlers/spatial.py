@@ -30,9 +30,15 @@ Decisions (the kernels' semantics are in ``kernels/spatial.py`` and ``kernels/se
   candidate per class, lowest anchor on ties, and suppresses IoU > threshold), in the data dtype, so it follows
   the kernel's arithmetic (ONNX ``NonMaxSuppression`` is not used: it keeps ``score > threshold`` where the
   kernel keeps ``>=``, computes IoU in float32 and leaves the order of equal scores unspecified).
-* Not exported (ExportIssue): quantized tensors; float64 CONV2D / DEPTHWISE / CONV2D_TRANSPOSE / LSTM /
-  DETECTION_POST_PROCESS are exported as their (valid) ONNX form, which onnxruntime cannot run (no double
-  Conv, ConvTranspose or LSTM kernel).
+* float64 (onnxruntime has no double Conv / ConvTranspose / AveragePool / LRN / Resize): convolutions as one
+  strided slice + MatMul per kernel tap (the transposed one on the stride-dilated input with flipped taps),
+  average pooling per tap, LRN and resize as their formulas; all in float64.
+* Not exported (ExportIssue): quantized tensors; shapes that are not static; SYMMETRIC PAD with run-time
+  paddings; DETECTION_POST_PROCESS other than float16/float32 (the kernel takes no other).
+* Exactness limits that no export can remove: onnxruntime's float32 Exp (DETECTION_POST_PROCESS box decoding)
+  differs from numpy's by an ulp, and onnxruntime runs chains of float16 elementwise ops in float32 without
+  rounding in between, so decoded boxes can differ by an ulp and, in principle, an IoU lying exactly at the
+  threshold could be decided differently.
 """
 from __future__ import annotations
 
