@@ -3,12 +3,13 @@
 Decisions:
 
 * An op is ONE standard ONNX node (``main``) when importing that node gives back exactly this NNRt op and the node
-  computes what the native kernel computes: every input already in the dtype the op computes in, and onnxruntime's
-  CPU provider has a kernel for that dtype (``_ORT``). Otherwise it becomes an NNRt-domain function (exact round
-  trip by construction) whose body casts the inputs to the dtype the kernel computes in (the kernels promote mixed
-  dtypes: ``_common_dtype``), widened where onnxruntime has no kernel (``_WIDER``: a wider type in which the
-  result, cast back, is the same: integers wrap like C both ways), runs the standard node(s) and casts the
-  result to the NNRt output dtype.
+  computes what the native kernel computes: every input already in the dtype the op computes in (the output's:
+  the kernels promote mixed dtypes; numpy's for comparisons), and onnxruntime's CPU provider has a kernel for it
+  (``_ORT``: what every onnxruntime from 1.20 to 1.32 has). Otherwise it becomes an NNRt-domain function (exact
+  round trip by construction) whose body casts the inputs to that dtype, widened where onnxruntime has no kernel
+  (``_WIDER``: a wider type in which the result, cast back, is the same; integers wrap like C both ways), runs
+  the standard node(s) and casts the result to the NNRt output dtype. With no exact wider type (uint64 Div or
+  comparisons, float64 Cos) the node stays in its dtype: onnxruntime 1.32 runs those, older versions do not.
 * Integer DIV truncates toward zero like ONNX Div on integers, so DIV stays Div. MOD is ``Mod(fmod=1)`` (C
   remainder), which the importer maps back to MOD.
 * Integer POW is computed in int64 (onnxruntime evaluates integer Pow through double: exact while the true power
@@ -48,26 +49,30 @@ UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 _NUMBERS = frozenset(FLOATS + SIGNED + UNSIGNED)
 _FLOAT_ONLY = frozenset(FLOATS)
 
-# The dtypes onnxruntime's CPU provider has a kernel for (checked on onnxruntime 1.32, opset 18).
+# The dtypes onnxruntime's CPU provider has kernels for, in every version from 1.20 to 1.32 (opset 18; newer
+# versions add e.g. int8 / int16 / unsigned Add, Sub, Mul, Div and comparisons, float64 Cos, int8 Where).
+_LEGACY_INTS = frozenset({"int32", "int64"})
 _ORT: dict[str, frozenset[str]] = {
-    **{op: _NUMBERS for op in ("Add", "Sub", "Mul", "Div", "Mod", "Abs", "Less", "LessOrEqual", "Greater",
-                               "GreaterOrEqual")},
-    "Equal": _NUMBERS | {"bool"},
-    **{op: _NUMBERS - {"int16", "uint16"} for op in ("Max", "Min", "Clip")},
-    "Pow": _FLOAT_ONLY | {"int32", "int64"},
-    "Neg": _FLOAT_ONLY | set(SIGNED),
+    **{op: _FLOAT_ONLY | _LEGACY_INTS for op in ("Add", "Sub", "Mul", "Div", "Pow", "Less", "LessOrEqual",
+                                                "Greater", "GreaterOrEqual")},
+    "Equal": _FLOAT_ONLY | _LEGACY_INTS | {"bool"},
+    **{op: _FLOAT_ONLY | _LEGACY_INTS | {"uint32", "uint64"} for op in ("Max", "Min")},
+    "Clip": _NUMBERS - {"int16", "uint16"},
+    **{op: _NUMBERS for op in ("Mod", "Abs")},
+    "Neg": _FLOAT_ONLY | {"int8", "int32", "int64"},
     "Relu": _FLOAT_ONLY | {"int8", "int32", "int64"},
-    "Where": _NUMBERS - {"int16", "uint16", "uint64"},
+    "Where": _FLOAT_ONLY | _LEGACY_INTS | {"uint8"},
     "PRelu": _FLOAT_ONLY,
-    "LeakyRelu": frozenset({"float16", "float32"}),  # float64 runs only at opset 18 (function-expanded)
+    "LeakyRelu": frozenset({"float16", "float32"}),  # float64 only at opset 18 (through the function body)
     "Erf": frozenset({"float16", "float32"}),
     **{op: frozenset({"bool"}) for op in ("And", "Or", "Xor", "Not")},
 }
-# A wider dtype the op can run in instead, giving the same result once cast back (order and, for integers, the
-# low bits of sums, differences and products are kept; uint64 <-> int64 is a bit-exact reinterpretation, fine for
-# Where only, which just moves values).
-_WIDER = {"int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32", "uint32": "int64",
-          "bool": "uint8"}
+# Wider dtypes an op can run in instead, giving the same result once cast back: order and (integers wrap like C
+# both ways) the low bits of sums, differences and products are kept. uint64 <-> int64 is a bit-exact
+# reinterpretation: right for the ops that only add, subtract, multiply or move values (_BIT_EXACT).
+_WIDER = {"int8": ("int32", "int64"), "int16": ("int32", "int64"), "uint8": ("int32", "int64"),
+          "uint16": ("int32", "int64"), "uint32": ("int64",), "bool": ("uint8", "int32")}
+_BIT_EXACT = frozenset({"Add", "Sub", "Mul", "Where"})
 
 
 def exporter(op_name: str):
@@ -125,9 +130,9 @@ _TENSOR_TYPES = {f"tensor({'float' if n == 'float32' else 'double' if n == 'floa
 
 
 @cache
-def _supported(op_type: str, opset: int) -> frozenset[str]:
+def _supported(op_type: str, opset: int, schema_only: bool = False) -> frozenset[str]:
     """The dtypes ``op_type`` takes (its data operand: the second input of Where) at ``opset`` and onnxruntime
-    has a kernel for."""
+    has a kernel for (``schema_only``: the schema's types)."""
     try:
         schema = onnx.defs.get_schema(op_type, opset)
     except onnx.defs.SchemaError:
@@ -135,22 +140,26 @@ def _supported(op_type: str, opset: int) -> frozenset[str]:
     operand = schema.inputs[1 if op_type == "Where" else 0].type_str
     allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == operand), [])
     types = frozenset(_TENSOR_TYPES[t] for t in allowed if t in _TENSOR_TYPES)
-    return types & _ORT[op_type] if op_type in _ORT else types
+    return types & _ORT[op_type] if op_type in _ORT and not schema_only else types
 
 
 def _runs_in(op_type: str, dtype: np.dtype, opset: int) -> np.dtype:
-    """``dtype``, or the wider dtype ``op_type`` runs in where onnxruntime (or the opset) has no kernel for it."""
+    """``dtype``, or a wider dtype ``op_type`` runs in where onnxruntime has no kernel for ``dtype``; ``dtype``
+    itself when there is none but the schema takes it (newer onnxruntime versions run it)."""
     dtype = np.dtype(dtype)
     supported = _supported(op_type, opset)
     if dtype.name in supported:
         return dtype
-    wider = _WIDER.get(dtype.name)
-    if op_type == "Where" and dtype.name == "uint64":
-        wider = "int64"
-    if wider is None or wider not in supported:
-        raise ExportIssue(f"{op_type} on {dtype.name} at opset {opset}: no onnxruntime kernel and no exact wider "
-                          f"type")
-    return np.dtype(wider)
+    candidates = _WIDER.get(dtype.name, ())
+    if dtype.name == "uint64" and op_type in _BIT_EXACT:
+        candidates = ("int64",)
+    for wider in candidates:
+        if wider in supported:
+            return np.dtype(wider)
+    if dtype.name in _supported(op_type, opset, schema_only=True):
+        return dtype
+    raise ExportIssue(f"{op_type} on {dtype.name} at opset {opset}: not in the operator's types, and no exact "
+                      f"wider type is")
 
 
 def _onnx_type(dtype: np.dtype) -> int:
@@ -367,7 +376,8 @@ def relu(ctx: ExportContext) -> None:
     if dt.name in UNSIGNED:  # max(x, 0) of an unsigned x is x
         emit_body(ctx, dt, lambda f, xs, _: xs[0])
         return
-    if dt.name not in _supported("Relu", ctx.opset) and _WIDER.get(dt.name) not in _supported("Relu", ctx.opset):
+    relu_types = _supported("Relu", ctx.opset)
+    if dt.name not in relu_types and not set(_WIDER.get(dt.name, ())) & relu_types:
         emit_body(ctx, _runs_in("Max", dt, ctx.opset), lambda f, xs, d: f.one("Max", [xs[0], const(f, 0, d)]))
         return
     emit_node(ctx, "Relu", dt)
@@ -581,7 +591,8 @@ def not_equal(ctx: ExportContext) -> None:
         return
     run = _runs_in("Equal", compute, ctx.opset)
     in_dtypes = _in_dtypes(ctx)
-    emit_function(ctx, lambda f, xs: f.one("Not", [f.one("Equal", [cast(f, x, d, run) for x, d in zip(xs, in_dtypes)])]))
+    emit_function(ctx, lambda f, xs: f.one("Not", [f.one("Equal", [cast(f, x, d, run)
+                                                                  for x, d in zip(xs, in_dtypes)])]))
 
 
 def _logical(op_type: str):

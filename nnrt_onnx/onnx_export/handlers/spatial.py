@@ -438,8 +438,8 @@ def _pool(ctx: ExportContext, kind: str) -> None:
     shape = _nhwc(ctx, ctx.input(0), "the input")
     if ctx.args.get("global_pool"):
         def build_global(f: FunctionBody) -> None:
-            f.one("Identity", [_reduce_hw(f, "ReduceMax" if kind == "max" else "ReduceMean", f.inputs[0], dtype, shape)],
-                  "y0")
+            reduce = "ReduceMax" if kind == "max" else "ReduceMean"
+            f.one("Identity", [_reduce_hw(f, reduce, f.inputs[0], dtype, shape)], "y0")
 
         emit_custom(ctx, build_global)
         return
@@ -925,7 +925,8 @@ def _nms_loop(f: FunctionBody, boxes: str, scores: str, rows: int, count: int, l
     cond_out = g.one("Greater", [left, _const(g, 0, np.int32)])
     body = helper.make_graph(
         g.nodes, f.fresh("nms_body"),
-        [helper.make_tensor_value_info(it, TensorProto.INT64, []), helper.make_tensor_value_info(cond, TensorProto.BOOL, []),
+        [helper.make_tensor_value_info(it, TensorProto.INT64, []),
+         helper.make_tensor_value_info(cond, TensorProto.BOOL, []),
          helper.make_tensor_value_info(alive, TensorProto.BOOL, [rows, count])],
         [helper.make_tensor_value_info(cond_out, TensorProto.BOOL, []),
          helper.make_tensor_value_info(alive_out, TensorProto.BOOL, [rows, count]),
@@ -994,7 +995,8 @@ def detection_post_process(ctx: ExportContext) -> None:
             keep = f.one("Reshape", [f.one("Transpose", [valids], perm=[1, 0]), flat])
             anchor_sel = f.one("Compress", [f.one("Reshape", [picks_by_row, flat]), keep], axis=0)
             if regular:
-                grid = f.one("Expand", [_i64(f, np.arange(classes).reshape(classes, 1)), f.one("Shape", [picks_by_row])])
+                grid = f.one("Expand", [_i64(f, np.arange(classes).reshape(classes, 1)),
+                                        f.one("Shape", [picks_by_row])])
                 class_sel = f.one("Compress", [f.one("Reshape", [grid, flat]), keep], axis=0)
                 one_col = _i64(f, [1])
                 pairs = f.one("Concat", [f.one("Unsqueeze", [anchor_sel, one_col]),
