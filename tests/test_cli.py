@@ -181,16 +181,22 @@ def test_run_errors(invoke, corrupt, tmp_path):
     one_line_error(invoke("run", tmp_path / "model.txt"), 1, "no such file")
 
 
-def test_run_reports_ops_the_onnxruntime_device_lacks(invoke, tmp_path):
+def _runtime_transpose(tmp_path):
+    """A TRANSPOSE whose permutation is a model input: native runs it, ONNX has no form for it."""
     from nnrt_onnx.serialization import save_model
     from nnrt_onnx.testing import single_op_model
 
-    model = single_op_model(OP.OH_NN_OPS_SQUARE, [np.ones((2, 3), np.float32)], {},
-                            [(np.dtype(np.float32), (2, 3))], {}, {})
-    save_model(model, tmp_path / "square.nnrt")
-    one_line_error(invoke("run", tmp_path / "square.nnrt", "--device", "onnxruntime"), 1,
-                   "OH_NN_FAILED: onnxruntime.cpu does not support OH_NN_OPS_SQUARE")
-    assert invoke("run", tmp_path / "square.nnrt").exit_code == 0
+    model = single_op_model(OP.OH_NN_OPS_TRANSPOSE, [np.ones((2, 3), np.float32), np.array([1, 0], np.int64)], {},
+                            [(np.dtype(np.float32), (3, 2))], {}, {})
+    save_model(model, tmp_path / "transpose.nnrt")
+    np.save(tmp_path / "perm.npy", np.array([1, 0], np.int64))
+    return tmp_path / "transpose.nnrt", f"input1={tmp_path / 'perm.npy'}"
+
+
+def test_run_reports_what_the_onnxruntime_device_cannot_run(invoke, tmp_path):
+    model, perm = _runtime_transpose(tmp_path)
+    one_line_error(invoke("run", model, "--input", perm, "--device", "onnxruntime"), 1, "runtime permutation")
+    assert invoke("run", model, "--input", perm).exit_code == 0
 
 
 def test_convert_then_run_and_bad_input_shape(invoke, tmp_path):
@@ -272,13 +278,8 @@ def test_bench(invoke, tmp_path):
 
 
 def test_bench_shows_a_device_that_cannot_run_the_model(invoke, tmp_path):
-    from nnrt_onnx.serialization import save_model
-    from nnrt_onnx.testing import single_op_model
-
-    model = single_op_model(OP.OH_NN_OPS_SQUARE, [np.ones((2, 3), np.float32)], {},
-                            [(np.dtype(np.float32), (2, 3))], {}, {})
-    save_model(model, tmp_path / "square.nnrt")
-    result = invoke("bench", tmp_path / "square.nnrt", "-n", 1)
+    model, perm = _runtime_transpose(tmp_path)
+    result = invoke("bench", model, "--input", perm, "-n", 1)
     assert result.exit_code == 0 and "unavailable: OH_NN_FAILED" in result.stdout
 
 

@@ -89,6 +89,13 @@ def _shape(ctx: ExportContext, name: str, what: str = "tensor") -> tuple[int, ..
     return tuple(int(d) for d in shape)
 
 
+def _rank(ctx: ExportContext, name: str) -> int:
+    shape = ctx.value(name).shape
+    if shape is None:
+        raise ExportIssue(f"{ctx.node.op.name}: the rank of {name!r} is unknown")
+    return len(shape)
+
+
 def _in_shape(ctx: ExportContext, position: int = 0) -> tuple[int, ...]:
     return _shape(ctx, ctx.input(position), f"input #{position}")
 
@@ -155,7 +162,7 @@ def _index_vector(ctx: ExportContext, f: FunctionBody, position: int) -> str:
     """Input ``position`` (an integer tensor of shapes, axes or counts) as a 1-D int64 tensor. (No Reshape: a
     Reshape feeding the shape input of another Reshape or an Unsqueeze trips onnxruntime's reshape fusion.)"""
     name = _index64(f, f.inputs[position], _dtype(ctx, ctx.input(position)))
-    rank = len(_shape(ctx, ctx.input(position)))
+    rank = _rank(ctx, ctx.input(position))
     if rank == 1:
         return name
     if rank == 0:
@@ -204,7 +211,7 @@ def concat(ctx: ExportContext) -> None:
 
 @_export("OH_NN_OPS_SPLIT")
 def split(ctx: ExportContext) -> None:
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     axis = _norm(ctx.args["axis"], rank)
     sizes = [_out_shape(ctx, i)[axis] for i in range(len(ctx.node.outputs))]
     if len(sizes) > 1 and _has_params(ctx):
@@ -223,7 +230,7 @@ def split(ctx: ExportContext) -> None:
 
 @_export("OH_NN_OPS_STACK")
 def stack(ctx: ExportContext) -> None:
-    axis = _norm(ctx.args["axis"], len(_in_shape(ctx)) + 1)
+    axis = _norm(ctx.args["axis"], _rank(ctx, ctx.input(0)) + 1)
 
     def build(f: FunctionBody) -> None:
         axes = _i64(f, [axis])
@@ -234,7 +241,7 @@ def stack(ctx: ExportContext) -> None:
 
 @_export("OH_NN_OPS_UNSTACK")
 def unstack(ctx: ExportContext) -> None:
-    axis = _norm(ctx.args["axis"], len(_in_shape(ctx)))
+    axis = _norm(ctx.args["axis"], _rank(ctx, ctx.input(0)))
 
     def build(f: FunctionBody) -> None:
         for i, y in enumerate(f.outputs):
@@ -301,7 +308,7 @@ def transpose(ctx: ExportContext) -> None:
 @_export("OH_NN_OPS_SLICE")
 def slice_(ctx: ExportContext) -> None:
     """begin/size (size -1: to the end) on ``axes`` or dims 0..len-1; begin/size may be runtime tensors."""
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     count = _shape(ctx, ctx.input(1), "begin")
     n = int(prod(count))
     axes = [_norm(a, rank) for a in ctx.args.get("axes") or []] or list(range(n))
@@ -510,7 +517,7 @@ _WHERE_TYPE = {np.dtype(np.bool_): np.int32, np.dtype(np.int16): np.int32, np.dt
 def one_hot(ctx: ExportContext) -> None:
     """Where(Unsqueeze(indices, axis) == range(depth), on, off): an index outside [0, depth) matches nothing (all
     off), unlike ONNX OneHot, whose negative indices count from the end."""
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     axis = _norm(ctx.args["axis"], rank + 1)
     out = _dtype(ctx, ctx.output(0))
     select = np.dtype(_WHERE_TYPE.get(out, out))
@@ -611,7 +618,7 @@ def quant_dtype_cast(ctx: ExportContext) -> None:
     op's ``axis``."""
     x_name, y_name = ctx.input(0), ctx.output(0)
     x, y = ctx.value(x_name), ctx.value(y_name)
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     axis = _norm(_scalar(ctx.args["axis"]), rank) if rank else 0
     src = np.dtype(x.dtype)
     dst = np.dtype(y.dtype)
@@ -892,7 +899,7 @@ _MATMUL_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int
 def matmul(ctx: ExportContext) -> None:
     a, b = ctx.input(0), ctx.input(1)
     dtype = _dtype(ctx, a)
-    ranks = [len(_in_shape(ctx, 0)), len(_in_shape(ctx, 1))]
+    ranks = [_rank(ctx, ctx.input(0)), _rank(ctx, ctx.input(1))]
     flags = [bool(_scalar(ctx.args["transpose_a"])) and ranks[0] >= 2,
              bool(_scalar(ctx.args["transpose_b"])) and ranks[1] >= 2]
     if not any(flags) and dtype in _MATMUL_NATIVE:
@@ -932,19 +939,21 @@ def full_connection(ctx: ExportContext) -> None:
     a quantized layer times input_scale * weight_scale). A quantized weight always takes the function (the
     importer's Gemm rebuilds the weight and would drop its quant params)."""
     x = ctx.input(0)
-    shape = _in_shape(ctx)
+    shape = ctx.value(x).shape or ()  # leading dims may be dynamic (a batch)
     dtype = _dtype(ctx, x)
     has_bias = len(ctx.node.inputs) > 2
     bias_scale = _bias_scale(ctx) if has_bias else None
     n_out, k = _in_shape(ctx, 1)
     weight_ok = _data(ctx, 1) is not None and _source_quant(ctx, 1) is None
-    bias_ok = not has_bias or (_data(ctx, 2) is not None and len(_in_shape(ctx, 2)) <= 1
+    bias_ok = not has_bias or (_data(ctx, 2) is not None and _rank(ctx, ctx.input(2)) <= 1
                                and _dtype(ctx, ctx.input(2)) == dtype)
     if (len(shape) == 2 and shape[1] == k and not ctx.args.get("use_axis") and weight_ok and bias_ok
             and _has_params(ctx) and dtype in (np.float32, np.float64)):
         ctx.add("Gemm", list(ctx.node.inputs), [ctx.result(0)], main=True, transB=1)
         return
-    out_shape = list(_out_shape(ctx))
+    out_shape = list(ctx.value(ctx.output(0)).shape)
+    if sum(d < 0 for d in out_shape) > 1:
+        raise ExportIssue(f"{ctx.node.op.name}: output dims {out_shape} have more than one dynamic dim")
     work = _work(dtype)
 
     def build(f: FunctionBody) -> None:
@@ -970,7 +979,7 @@ def full_connection(ctx: ExportContext) -> None:
 def _softmax(ctx: ExportContext, op_type: str) -> None:
     if ctx.opset < 13:
         raise ExportIssue(f"{op_type} on one axis needs opset >= 13")
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     axis = _scalar(ctx.args["axis"])
     axis = _norm(-1 if axis is None else axis, rank)
     dtype = _dtype(ctx, ctx.input(0))
@@ -998,7 +1007,7 @@ def log_softmax(ctx: ExportContext) -> None:
 
 def _channel_first(ctx: ExportContext, op_type: str, stats: list[str], **attrs) -> None:
     """The ONNX channel-first node between Transposes (NHWC -> NCHW before, back after); rank 2 needs none."""
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     x = ctx.input(0)
     if rank == 2:
         ctx.add(op_type, [x, *stats], [ctx.result(0)], main=True, **attrs)
@@ -1104,7 +1113,7 @@ def instance_norm(ctx: ExportContext) -> None:
 @_export("OH_NN_OPS_L2_NORMALIZE")
 def l2_normalize(ctx: ExportContext) -> None:
     """x / sqrt(max(sum(x^2 over axis), epsilon)); an empty axis list means every axis."""
-    rank = len(_in_shape(ctx))
+    rank = _rank(ctx, ctx.input(0))
     axis = ctx.args.get("axis")
     listed = [axis] if isinstance(axis, (int, np.integer)) else list(np.asarray(axis if axis is not None else [])
                                                                      .reshape(-1).tolist())
