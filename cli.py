@@ -192,7 +192,7 @@ def _export(src, dst, opset: int | None, as_json: bool) -> None:
     started = time.perf_counter()
     model = load_model(src)
     try:
-        exported = to_onnx(model, opset=opset or DEFAULT_OPSET)
+        exported = to_onnx(model, opset=opset or DEFAULT_OPSET, check=True)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     atomic_write(dst, [exported.SerializeToString()])

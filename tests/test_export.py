@@ -30,7 +30,8 @@ def _params(model, operation):
 def test_export_matches_native_and_round_trips(case):
     model, inputs = case.model()
     expected = _run_native(model, inputs)
-    exported = to_onnx(model)  # runs onnx.checker.check_model(full_check=True)
+    exported = to_onnx(model)
+    onnx.checker.check_model(exported, full_check=True)
     session = ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = {i.name: a for i, a in zip(exported.graph.input, inputs)}
     outputs = session.run(None, feeds)

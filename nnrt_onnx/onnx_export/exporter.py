@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from ..enums import OH_NN_OperationType as OP
 from ..model import Model
@@ -89,7 +89,7 @@ class OnnxBuilder:
     def __init__(self, opset: int):
         self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
-        self.initializers: dict[str, TensorProto] = {}
+        self.initializers: dict[str, np.ndarray] = {}  # written into the model once, at the end
         self.functions: dict[str, onnx.FunctionProto] = {}
         self.pending_activation: tuple[str, str, int] | None = None
         self.dequantized: dict[str, str] = {}
@@ -109,8 +109,7 @@ class OnnxBuilder:
                 return name
 
     def initializer(self, array: np.ndarray, name: str) -> str:
-        array = np.ascontiguousarray(array).reshape(np.shape(array))  # (ascontiguousarray makes a 0-d array 1-d)
-        self.initializers[name] = numpy_helper.from_array(array, name)
+        self.initializers[name] = np.asarray(array)
         return name
 
     def _quant_node(self, op_type: str, source: str, target: str, quant, axis: int | None, role: str) -> None:
@@ -241,9 +240,21 @@ def _emit_activation(builder: OnnxBuilder, source: str, target: str, fuse: int, 
     builder.nodes.append(node)
 
 
+def _write_initializer(tensor: TensorProto, name: str, array: np.ndarray) -> None:
+    """Fill an initializer in place (one copy of the bytes, little-endian raw data)."""
+    array = np.asarray(array)
+    tensor.name = name
+    tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+    tensor.dims.extend(array.shape)
+    little = array.astype(array.dtype.newbyteorder("<"), copy=False) if array.dtype.byteorder == ">" else array
+    tensor.raw_data = np.ascontiguousarray(little).tobytes()
+
+
 def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", optimize_layout: bool = True,
-            check: bool = True) -> onnx.ModelProto:
-    """Export a finished NNRt model. Raises :class:`ExportError` listing every op that cannot be exported."""
+            check: bool = False) -> onnx.ModelProto:
+    """Export a finished NNRt model. Raises :class:`ExportError` listing every op that cannot be exported.
+
+    ``check=True`` also runs ``onnx.checker.check_model(full_check=True)`` (the tests and the CLI do)."""
     started = time.perf_counter()
     if not model.finished:
         raise ExportError(["the model is not finished"])
@@ -282,17 +293,25 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
     if problems:
         raise ExportError(problems)
     referenced = {i for n in builder.nodes for i in n.input}
+    for function in builder.functions.values():
+        referenced.update(i for n in function.node for i in n.input)
     for name in sorted(used_constants & referenced):
         builder.initializer(graph.values[name].data, name)
-    onnx_graph = helper.make_graph(builder.nodes, name, [_value_info(graph.values[i]) for i in graph.inputs],
-                                   [_value_info(graph.values[o]) for o in graph.outputs],
-                                   initializer=list(builder.initializers.values()))
-    imports = [helper.make_opsetid("", opset)]
+    result = onnx.ModelProto()
+    result.ir_version = min(onnx.IR_VERSION, 10)
+    result.producer_name = "nnrt_onnx"
+    result.opset_import.append(helper.make_opsetid("", opset))
     if builder.functions:
-        imports.append(helper.make_opsetid(NNRT_DOMAIN, 1))
-    result = helper.make_model(onnx_graph, opset_imports=imports, functions=list(builder.functions.values()),
-                               producer_name="nnrt_onnx")
-    result.ir_version = min(result.ir_version, 10)
+        result.opset_import.append(helper.make_opsetid(NNRT_DOMAIN, 1))
+    onnx_graph = result.graph
+    onnx_graph.name = name
+    onnx_graph.node.extend(builder.nodes)
+    onnx_graph.input.extend(_value_info(graph.values[i]) for i in graph.inputs)
+    onnx_graph.output.extend(_value_info(graph.values[o]) for o in graph.outputs)
+    for tensor_name, array in builder.initializers.items():
+        if tensor_name in referenced:
+            _write_initializer(onnx_graph.initializer.add(), tensor_name, array)
+    result.functions.extend(builder.functions.values())
     if check:
         onnx.checker.check_model(result, full_check=True)
     result.doc_string = f"exported by nnrt_onnx in {time.perf_counter() - started:.3f} s"
