@@ -111,48 +111,67 @@ def _feed(feed: dict, tensor) -> np.ndarray:
     return np.asarray(feed[bound]).reshape(tensor.dims)
 
 
+def import_case(case):
+    """Import a case's model, binding the inputs NNRt needs as constants (shapes, axes ...) to the case's data,
+    as a user would with --constant-input, when every data set uses the same values for them.
+
+    Returns (ImportResult, model input names, data sets as arrays). Raises ConversionError.
+    """
+    from .importer import from_onnx
+    from .issues import ConversionError
+
+    model_inputs = [i.name for i in case.model.graph.input
+                    if i.name not in {t.name for t in case.model.graph.initializer}]
+    data_sets = [(_arrays(ins), _arrays(outs)) for ins, outs in case.data_sets]
+    first_inputs = dict(zip(model_inputs, data_sets[0][0]))
+    bound: dict = {}
+    while True:  # a node reports one missing constant at a time: bind until nothing new is asked for
+        try:
+            return from_onnx(case.model, constant_inputs=bound), model_inputs, data_sets
+        except ConversionError as exc:
+            wanted = {i.tensor for i in exc.issues if i.reason == "needs_constant_input" and i.tensor}
+            needed = {n for t in wanted for n in _input_ancestors(case.model, t, first_inputs)} - set(bound)
+            if not needed or any(not np.array_equal(dict(zip(model_inputs, ins))[n], first_inputs[n])
+                                 for ins, _ in data_sets for n in needed):
+                raise
+            bound.update({n: np.asarray(first_inputs[n]) for n in needed})
+
+
+def compare_outputs(outputs, expected, rtol: float, atol: float) -> str:
+    """'' when the outputs match the case's expected outputs, else what differs."""
+    if len(outputs) != len(expected):
+        return f"{len(outputs)} outputs, expected {len(expected)}"
+    for position, (actual, want) in enumerate(zip(outputs, expected)):
+        problem = _compare(np.asarray(actual), np.asarray(want), rtol, atol)
+        if problem:
+            return f"output #{position}: {problem}"
+    return ""
+
+
+def feed_for(model, names, inputs) -> list[np.ndarray]:
+    """A data set's input arrays in the order of the NNRt model's inputs."""
+    feed = dict(zip(names, inputs))
+    return [_feed(feed, model.tensors[i]) for i in model.inputs]
+
+
 def run_case(case) -> CaseResult:
     """Import the case's model, run it natively on every data set, compare with the expected outputs."""
     from ..compilation import Compilation
     from ..errors import NNRtError
     from ..executor import Executor
-    from .importer import from_onnx
     from .issues import ConversionError
 
     ops = case_op_types(case)
-    model_inputs = [i.name for i in case.model.graph.input
-                    if i.name not in {t.name for t in case.model.graph.initializer}]
-    data_sets = [(_arrays(ins), _arrays(outs)) for ins, outs in case.data_sets]
-    first_inputs = dict(zip(model_inputs, data_sets[0][0]))
     try:
-        # NNRt takes shapes, axes and the like as constants: bind the case's data for such inputs, as a user
-        # would with --constant-input, and only when every data set uses the same values. A node reports one
-        # missing constant at a time, so bind until nothing new is asked for.
-        bound: dict = {}
-        while True:
-            try:
-                result = from_onnx(case.model, constant_inputs=bound)
-                break
-            except ConversionError as exc:
-                wanted = {i.tensor for i in exc.issues if i.reason == "needs_constant_input" and i.tensor}
-                needed = {n for t in wanted for n in _input_ancestors(case.model, t, first_inputs)} - set(bound)
-                if not needed or any(not np.array_equal(dict(zip(model_inputs, ins))[n], first_inputs[n])
-                                     for ins, _ in data_sets for n in needed):
-                    raise
-                bound.update({n: np.asarray(first_inputs[n]) for n in needed})
+        result, model_inputs, data_sets = import_case(case)
         compilation = Compilation(result.model)
         compilation.build()
         executor = Executor(compilation)
         for inputs, expected in data_sets:
-            feed = dict(zip(model_inputs, inputs))
-            arrays = [_feed(feed, result.model.tensors[i]) for i in result.model.inputs]
-            outputs = executor.run_arrays(arrays)
-            if len(outputs) != len(expected):
-                return CaseResult(case.name, ops, False, f"{len(outputs)} outputs, expected {len(expected)}")
-            for position, (actual, want) in enumerate(zip(outputs, expected)):
-                problem = _compare(np.asarray(actual), np.asarray(want), case.rtol, case.atol)
-                if problem:
-                    return CaseResult(case.name, ops, False, f"output #{position}: {problem}")
+            problem = compare_outputs(executor.run_arrays(feed_for(result.model, model_inputs, inputs)), expected,
+                                      case.rtol, case.atol)
+            if problem:
+                return CaseResult(case.name, ops, False, problem)
         return CaseResult(case.name, ops, True)
     except ConversionError as exc:
         first = exc.issues[0]

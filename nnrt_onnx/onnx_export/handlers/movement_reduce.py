@@ -44,7 +44,7 @@ _F16 = np.dtype(np.float16)
 
 # ----------------------------------------------------------------------------------------------------------- helpers
 
-def _export(op_name: str):
+def _export(op_name: str, nchw=False):
     """``@exporter`` for an op computing in float: its quantized *constant* inputs (the exporter dequantizes the
     runtime ones and requantizes the outputs) are read through a DequantizeLinear first; the function then sees
     a float32 constant."""
@@ -64,7 +64,7 @@ def _export(op_name: str):
                 ctx.node.inputs[position] = real
                 ctx.graph.values[real].source_quant = value.quant  # (read by _source_quant)
             fn(ctx)
-        return exporter(op_name)(wrapped)
+        return exporter(op_name, nchw=nchw)(wrapped)
     return register
 
 
@@ -1025,10 +1025,24 @@ def _per_channel(f: FunctionBody, name: str, dtype, work, c: int) -> str:
     return f.one("Reshape", [_cast_to(f, name, dtype, work), _i64(f, [c])])
 
 
-@_export("OH_NN_OPS_BATCH_NORM")
+def _batch_norm_is_standard(node, graph) -> bool:
+    """A 4-D float batch norm with per-channel statistics of its dtype and explicit parameters exports as the ONNX
+    node on the NCHW tensor: the exporter wraps it in transposes the layout pass cancels against its neighbours."""
+    values = [graph.values[n] for n in node.inputs]
+    x = values[0]
+    if x.shape is None or len(x.shape) != 4 or x.dtype not in (np.float32, np.float64) or not node.params:
+        return False
+    return all(v.shape == (x.shape[-1],) and v.dtype == x.dtype and v.quant is None for v in values[1:])
+
+
+@_export("OH_NN_OPS_BATCH_NORM", nchw=_batch_norm_is_standard)
 def batch_norm(ctx: ExportContext) -> None:
-    """Channel-last inference batch norm: BatchNormalization between transposes, or a function computing the
-    kernel's x * inv + (offset - mean * inv) with inv = scale / sqrt(variance + epsilon)."""
+    """Channel-last inference batch norm: BatchNormalization (on the NCHW tensor for 4-D inputs, else between
+    transposes), or a function computing the kernel's x * inv + (offset - mean * inv), inv = scale / sqrt(var + eps)."""
+    if ctx.node.layout == "NCHW":
+        ctx.add("BatchNormalization", list(ctx.node.inputs), [ctx.result(0)], main=True,
+                epsilon=float(_scalar(ctx.args["epsilon"])))
+        return
     shape = _in_shape(ctx)
     dtype = _dtype(ctx, ctx.input(0))
     eps = float(_scalar(ctx.args["epsilon"]))

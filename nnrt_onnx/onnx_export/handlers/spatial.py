@@ -707,7 +707,8 @@ def pad(ctx: ExportContext) -> None:
     mode = int(ctx.args.get("padding_mode", 0))
     if mode not in (0, 1, 2):
         raise ExportIssue(f"PAD padding mode {mode}")
-    fill = _fill_value(float(ctx.args.get("constant_value", 0.0)), dtype)
+    # the fill value only matters (and must fit the dtype) in constant mode
+    fill = _fill_value(float(ctx.args.get("constant_value", 0.0)), dtype) if mode == 0 else None
     paddings = ctx.value(ctx.input(1)).data
     if paddings is not None:
         pairs = [(int(a), int(b)) for a, b in np.asarray(paddings).reshape(rank, 2)]

@@ -1,0 +1,60 @@
+"""ONNX -> NNRt -> ONNX gives numerically equal outputs: every node-suite case the importer passes, exported back
+and run by onnxruntime against the case's expected outputs; and the light_* architectures (seeded random weights)
+against onnxruntime on the original model, with no transpose inside the exported network."""
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from nnrt_onnx.onnx_export import to_onnx
+from nnrt_onnx.onnx_import import from_onnx
+from nnrt_onnx.onnx_import.conformance import compare_outputs, feed_for, import_case, is_claimed, node_cases
+
+from test_light_models import INTRINSIC_TRANSPOSES, LIGHT, MODELS, randomized
+
+KNOWN = json.loads((Path(__file__).resolve().parent.parent / "data" / "conformance_known_failures.json").read_text())
+PASSING = sorted(n for n, c in node_cases().items() if is_claimed(c) and n not in KNOWN)
+
+
+def _session(model: onnx.ModelProto) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("name", PASSING)
+def test_node_case_round_trips(name):
+    case = node_cases()[name]
+    result, model_inputs, data_sets = import_case(case)
+    exported = to_onnx(result.model)
+    session = _session(exported)
+    names = [i.name for i in exported.graph.input]
+    for inputs, expected in data_sets:
+        arrays = feed_for(result.model, model_inputs, inputs)
+        outputs = session.run(None, dict(zip(names, arrays)))
+        problem = compare_outputs(outputs, expected, case.rtol, case.atol)
+        assert not problem, problem
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_light_model_round_trips(name):
+    model = randomized(onnx.load(os.path.join(LIGHT, name + ".onnx")), zlib.crc32(name.encode()))
+    exported = to_onnx(from_onnx(model).model)
+    onnx.checker.check_model(exported, full_check=True)
+    transposes = sum(node.op_type == "Transpose" for node in exported.graph.node)
+    assert transposes <= 1 + INTRINSIC_TRANSPOSES.get(name, 0)  # the NCHW input meeting the first NHWC op
+    initializers = {i.name for i in model.graph.initializer}
+    input_info = next(i for i in model.graph.input if i.name not in initializers)
+    x = np.random.default_rng(3).standard_normal([d.dim_value for d in input_info.type.tensor_type.shape.dim])
+    x = x.astype(np.float32)
+    want = _session(model).run(None, {input_info.name: x})
+    got = _session(exported).run(None, {exported.graph.input[0].name: x})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4 * float(np.abs(b).max() or 1.0))
