@@ -106,7 +106,9 @@ _TOP_KEYS = {"op", "summary", "layout", "layout_role", "quant_type_from_output0"
 #   unary     — one data input, same shape out (y = f(x)): T(f(x)) == f(T(x))
 #   broadcast — numpy-broadcasting n-ary elementwise op: operands permuted alike
 #   concat    — concatenation along the "axis" keyword: the axis is permuted
-LAYOUT_ROLES = {"unary", "broadcast", "concat"}
+#   axis      — one data input, same shape out, computed along the "axis" keyword (softmax): the axis is permuted
+#   reduce    — reduction over the axes of constant input #1 (keep_dims keyword): the axes are permuted
+LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce"}
 _PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
                "value", "range"}
 _VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}

@@ -82,6 +82,8 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
     role = op_spec(user.op).layout_role
     if role is None or len(user.outputs) != 1:
         return False
+    if role in ("axis", "reduce"):
+        return user.inputs[0] == name and name not in user.inputs[1:] and _axes_after(graph, user, perm) is not None
     data_inputs = user.inputs if role != "unary" else user.inputs[:1]
     if role == "unary" and any(n == name for n in user.inputs[1:]):
         return False
@@ -121,6 +123,9 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
             user.inputs = [source, graph.constant(np.asarray(composed, np.int64), f"{user.outputs[0]}.perm")]
         return
     role = op_spec(user.op).layout_role
+    if role in ("axis", "reduce"):
+        _sink_into_axis_op(graph, user, source, perm)
+        return
     new_inputs = []
     for position, other in enumerate(user.inputs):
         if other == name:
@@ -142,6 +147,50 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
     user.outputs = [moved]
     _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
+
+
+def _axes_after(graph: Graph, node: Node, perm) -> list[int] | None:
+    """The axes an axis/reduce op reads, rewritten for the untransposed input; None when it cannot move."""
+    rank = len(perm)
+    if op_spec(node.op).layout_role == "axis":
+        return [perm[int(node.kernel_arguments()["axis"]) % rank]]
+    axes = graph.values[node.inputs[1]].data if len(node.inputs) > 1 else None
+    arguments = node.kernel_arguments()
+    if axes is None or arguments.get("reduce_to_end") or axes.size == 0:
+        return None
+    return [perm[int(a) % rank] for a in axes.reshape(-1)]
+
+
+def _sink_into_axis_op(graph: Graph, user: Node, source: str, perm) -> None:
+    """op(T_perm(x)) == T'(op'(x)) for a softmax-like or reducing op: axes rewritten, the transpose moved after."""
+    from .context import param_array
+
+    rank = len(perm)
+    spec = op_spec(user.op)
+    new_axes = _axes_after(graph, user, perm)
+    out = user.outputs[0]
+    value = graph.values[out]
+    if spec.layout_role == "axis":
+        tensor_type = next(p.tensor_type for p in spec.own_params if "axis" in p.keywords)
+        user.params[tensor_type] = param_array(tensor_type, new_axes[0])
+        out_perm = tuple(perm)
+    else:
+        axes_value = graph.values[user.inputs[1]]
+        user.inputs[1] = graph.constant(np.asarray(new_axes, axes_value.dtype), f"{user.inputs[1]}.permuted")
+        old_axes = {perm.index(a) for a in new_axes}  # the reduced dims in the transposed order
+        if user.kernel_arguments().get("keep_dims"):
+            out_perm = tuple(perm)
+        else:
+            kept = [perm[i] for i in range(rank) if i not in old_axes]  # source dims of the kept outputs
+            order = sorted(kept)
+            out_perm = tuple(order.index(s) for s in kept)
+    user.inputs[0] = source
+    if out_perm == tuple(range(len(out_perm))):
+        return  # the op now writes its output directly, in the right order
+    moved = graph.fresh_name(f"{out}.moved")
+    graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(out_perm)), None, value.quant))
+    user.outputs = [moved]
+    _insert_after(graph, user, _new_transpose(graph, moved, out_perm, out, user.origin))
 
 
 def sink_transposes(graph: Graph) -> None:

@@ -93,3 +93,22 @@ def test_every_problem_is_reported_in_one_pass():
     report = json.loads(info.value.to_json())
     assert {r["node"] for r in report} == {"no_acos", "dynamic_reshape"}
     assert "2 problem(s)" in info.value.text()
+
+
+@pytest.mark.parametrize("axes, keepdims, softmax_axis", [([1], 0, 1), ([2], 1, 3), ([1, 3], 0, 1), ([3], 0, 2)])
+def test_axes_are_rewritten_not_guessed_on_a_square_tensor(rng, axes, keepdims, softmax_axis):
+    """C == H == W: a layout pass that guessed axes from sizes would pick the wrong one and still run."""
+    w = numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("ReduceMean", ["r"], ["m"], axes=axes, keepdims=keepdims),
+             helper.make_node("Softmax", ["m"], ["y"], axis=softmax_axis if keepdims or softmax_axis < 4 - len(axes)
+                              else 1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = rng.standard_normal((1, 4, 4, 4)).astype(np.float32)
+    result = from_onnx(model)
+    np.testing.assert_allclose(run(result.model, x), reference(model, x), rtol=1e-4, atol=1e-6)
+    inner = [op for op in result.model.operations[1:] if op.op == OP.OH_NN_OPS_TRANSPOSE]
+    assert len(inner) <= 1  # at most one transpose where the reduced result must return to the ONNX order
