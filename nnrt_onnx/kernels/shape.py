@@ -322,6 +322,16 @@ def strided_slice(x, begin, end, strides, *, begin_mask, end_mask, ellipsis_mask
     s = _int_values(strides, op, "strides")
     if not len(b) == len(e) == len(s):
         raise invalid(f"{op}: begin {b}, end {e} and strides {s} must have the same length")
+    index = strided_slice_index(x.shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+                                shrink_axis_mask)
+    return np.array(x[tuple(index)], copy=True)
+
+
+def strided_slice_index(shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+                        shrink_axis_mask) -> list[Any]:
+    """The numpy index (slices, ints for shrunk dims, None for new axes) a StridedSlice spec means for ``shape``
+    (shared by the kernel and the ONNX exporter)."""
+    op = "STRIDED_SLICE"
     k = len(b)
     keep = (1 << k) - 1  # mask bits past the spec's length address nothing
     begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask = (
@@ -336,20 +346,20 @@ def strided_slice(x, begin, end, strides, *, begin_mask, end_mask, ellipsis_mask
     if "ellipsis" not in kinds:
         kinds.append("ellipsis")  # TF: an implicit ellipsis at the end covers the remaining dims
     consuming = kinds.count("dim")
-    if consuming > x.ndim:
-        raise invalid(f"{op}: the spec indexes {consuming} dims of a rank-{x.ndim} input")
+    if consuming > len(shape):
+        raise invalid(f"{op}: the spec indexes {consuming} dims of a rank-{len(shape)} input")
     index: list[Any] = []
     d = 0
     for i, kind in enumerate(kinds):
         if kind == "ellipsis":
-            for _ in range(x.ndim - consuming):
+            for _ in range(len(shape) - consuming):
                 index.append(slice(None))
                 d += 1
             continue
         if kind == "new":
             index.append(None)
             continue
-        n = x.shape[d]
+        n = shape[d]
         stride = s[i]
         if stride == 0:
             raise invalid(f"{op}: strides[{i}] is 0")
@@ -376,7 +386,7 @@ def strided_slice(x, begin, end, strides, *, begin_mask, end_mask, ellipsis_mask
             else:
                 index.append(slice(start, stop, stride))
         d += 1
-    return np.array(x[tuple(index)], copy=True)
+    return index
 
 
 # ---------------------------------------------------------------------------------------------- tiling/broadcasting

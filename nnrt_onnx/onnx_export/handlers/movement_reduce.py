@@ -324,53 +324,25 @@ def slice_(ctx: ExportContext) -> None:
 
 def _strided_plan(shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
     """The kernel's TF StridedSlice reading as one ONNX Slice per input dim: (starts, ends, steps)."""
-    k = len(b)
-    keep = (1 << k) - 1
-    begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask = (
-        int(m) & keep for m in (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask))
-    bit = lambda mask, i: (mask >> i) & 1  # noqa: E731
-    kinds = ["ellipsis" if bit(ellipsis_mask, i) else "new" if bit(new_axis_mask, i) else "dim" for i in range(k)]
-    if "ellipsis" not in kinds:
-        kinds.append("ellipsis")
-    consuming = kinds.count("dim")
-    rank = len(shape)
-    if consuming > rank:
-        raise ExportIssue(f"STRIDED_SLICE: the spec indexes {consuming} dims of a rank-{rank} input")
+    from ...errors import NNRtError
+    from ...kernels.shape import strided_slice_index
+
+    try:
+        index = strided_slice_index(shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+                                    shrink_axis_mask)
+    except NNRtError as exc:
+        raise ExportIssue(exc.message) from None
     starts, ends, steps = [], [], []
-    d = 0
-    for i, kind in enumerate(kinds):
-        if kind == "ellipsis":
-            for _ in range(rank - consuming):
-                starts.append(0), ends.append(INT64_MAX), steps.append(1)
-                d += 1
+    for item in index:
+        if item is None:  # a new axis: the Reshape after the Slice inserts it
             continue
-        if kind == "new":
+        if isinstance(item, int):  # a shrunk dim: one element, dropped by the Reshape
+            starts.append(item), ends.append(item + 1), steps.append(1)
             continue
-        n = shape[d]
-        stride = s[i]
-        if stride == 0:
-            raise ExportIssue(f"STRIDED_SLICE: strides[{i}] is 0")
-        if bit(shrink_axis_mask, i):
-            pos = b[i] + n if b[i] < 0 else b[i]
-            starts.append(pos), ends.append(pos + 1), steps.append(1)
-        else:
-            lo, hi = (0, n) if stride > 0 else (-1, n - 1)
-
-            def canonical(v, masked, c):
-                if masked:
-                    return (lo, hi)[c] if stride > 0 else (lo, hi)[1 - c]
-                v = v + n if v < 0 else v
-                return min(max(v, lo), hi)
-
-            start = canonical(b[i], bit(begin_mask, i), 0)
-            stop = canonical(e[i], bit(end_mask, i), 1)
-            if stride < 0 and start == -1:
-                starts.append(0), ends.append(0), steps.append(1)
-            elif stride < 0 and stop == -1:
-                starts.append(start), ends.append(INT64_MIN), steps.append(stride)
-            else:
-                starts.append(start), ends.append(stop), steps.append(stride)
-        d += 1
+        step = 1 if item.step is None else item.step
+        start = (0 if step > 0 else INT64_MAX) if item.start is None else item.start
+        stop = (INT64_MAX if step > 0 else INT64_MIN) if item.stop is None else item.stop
+        starts.append(start), ends.append(stop), steps.append(step)
     return starts, ends, steps
 
 
