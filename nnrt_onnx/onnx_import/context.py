@@ -133,6 +133,31 @@ class NodeContext:
             self.graph.nodes.append(node)
         return node
 
+    def settle(self, name: str, shape, dtype=None, force: bool = False) -> None:
+        """Fill in what ONNX shape inference left unknown about a tensor from what the handler computed
+        (``force``: replace the inferred shape, for the few ops ONNX infers wrongly)."""
+        value = self.value(name)
+        if value.data is not None:
+            return
+        if dtype is not None:
+            value.dtype = np.dtype(dtype)
+        if shape is None:
+            return
+        shape = tuple(int(d) for d in shape)
+        if force or value.shape is None:
+            value.shape = shape
+        elif len(value.shape) == len(shape):
+            value.shape = tuple(v if v >= 0 else s for v, s in zip(value.shape, shape))
+
+    def emit_to(self, op: OH_NN_OperationType, inputs: Sequence[str], dtype, shape, hint: str, params=None,
+                output: str | None = None) -> str:
+        """Emit ``op`` writing ``output`` (settled to dtype/shape) or a new tensor; returns what it wrote."""
+        if output is not None:
+            self.settle(output, shape, dtype)
+        out = output or self.new_value(dtype, shape, hint)
+        self.emit(op, list(inputs), [out], params)
+        return out
+
     def transpose(self, name: str, perm: Sequence[int], output: str | None = None) -> str:
         """Emit TRANSPOSE(name, perm); returns the output name (a new value unless ``output`` is given)."""
         value = self.value(name)

@@ -77,16 +77,6 @@ _BOOL_RESULT = {OP.OH_NN_OPS_EQUAL, OP.OH_NN_OPS_NOT_EQUAL, OP.OH_NN_OPS_LESS, O
                 OP.OH_NN_OPS_LOGICAL_NOT}
 
 
-def settle_shape(ctx: NodeContext, out: str, shape) -> None:
-    """Fill in what ONNX shape inference left unknown in an output from the element-wise broadcast of the inputs."""
-    value = ctx.value(out)
-    if shape is None:
-        return
-    if value.shape is None or len(value.shape) != len(shape):
-        if value.shape is None:
-            value.shape = tuple(shape)
-        return
-    value.shape = tuple(s if s >= 0 else d for s, d in zip(value.shape, shape))
 
 
 class _Builder:
@@ -113,7 +103,7 @@ class _Builder:
                 shape = self.shape(*inputs) if op not in (OP.OH_NN_OPS_CAST,) else ctx.value(inputs[0]).shape
             out = ctx.new_value(dtype, shape, f"{self.out}.{op.name[len('OH_NN_OPS_'):].lower()}")
         else:
-            settle_shape(ctx, out, shape if shape is not None else
+            ctx.settle(out, shape if shape is not None else
                          ctx.value(inputs[0]).shape if op == OP.OH_NN_OPS_CAST else self.shape(*inputs))
         ctx.emit(op, inputs, [out], params)
         return out
@@ -167,7 +157,7 @@ def elementwise(ctx: NodeContext) -> None:
     for position in positions:
         if ctx.has_input(position):
             check_op_dtype(ctx, ctx.input(position), op, f"input #{position} {ctx.input(position)!r}")
-    settle_shape(ctx, ctx.output(0), bshape(*(ctx.value(ctx.input(p)).shape for p in positions if ctx.has_input(p))))
+    ctx.settle(ctx.output(0), bshape(*(ctx.value(ctx.input(p)).shape for p in positions if ctx.has_input(p))))
     convert_generic(ctx)
 
 

@@ -56,27 +56,8 @@ MAX_IO = 200  # AddOperation caps an input/output index list at 200
 
 # -- helpers -------------------------------------------------------------------------------------------------------
 
-def _settle(ctx: NodeContext, name: str, shape, force: bool = False) -> None:
-    """Give a tensor the shape the handler computed where shape inference left it (partly) unknown (``force``:
-    wherever it differs: ONNX shape inference gets STFT's default onesided wrong)."""
-    value = ctx.value(name)
-    if value.data is not None or shape is None:
-        return
-    if force or value.shape is None or len(value.shape) != len(shape):
-        value.shape = tuple(int(d) for d in shape)
-    else:
-        value.shape = tuple(int(v) if v >= 0 else int(s) for v, s in zip(value.shape, shape))
 
 
-def _emit(ctx: NodeContext, op: OP, inputs, dtype, shape, hint: str, params=None, output: str | None = None) -> str:
-    """Emit ``op`` writing a new tensor (or ``output``); returns the name of what it wrote."""
-    if output is not None:
-        _settle(ctx, output, shape)
-        out = output
-    else:
-        out = ctx.new_value(dtype, shape, hint)
-    ctx.emit(op, list(inputs), [out], params)
-    return out
 
 
 def _float_dtype(ctx: NodeContext, name: str, what: str) -> np.dtype:
@@ -115,7 +96,7 @@ def _reshape(ctx: NodeContext, name: str, shape, output: str | None = None) -> s
     value = ctx.value(name)
     if output is None and value.shape is not None and tuple(value.shape) == tuple(shape):
         return name
-    return _emit(ctx, OP.OH_NN_OPS_RESHAPE, [name, ctx.constant(np.asarray(shape, np.int64))], value.dtype, shape,
+    return ctx.emit_to(OP.OH_NN_OPS_RESHAPE, [name, ctx.constant(np.asarray(shape, np.int64))], value.dtype, shape,
                  f"{name}.reshaped", output=output)
 
 
@@ -135,7 +116,7 @@ def _stack(ctx: NodeContext, names, axis: int, output: str | None = None, hint: 
             return _reshape(ctx, names[0], out_shape, output=output)
         return _reshape(ctx, names[0], out_shape)
     if len(names) <= MAX_IO:
-        return _emit(ctx, OP.OH_NN_OPS_STACK, names, first.dtype, out_shape, hint, {"OH_NN_STACK_AXIS": axis},
+        return ctx.emit_to(OP.OH_NN_OPS_STACK, names, first.dtype, out_shape, hint, {"OH_NN_STACK_AXIS": axis},
                      output=output)
     parts = [_stack(ctx, names[i:i + MAX_IO], axis, hint=hint) for i in range(0, len(names), MAX_IO)]
     return _concat(ctx, parts, axis, output=output, hint=hint)
@@ -149,7 +130,7 @@ def _concat(ctx: NodeContext, names, axis: int, output: str | None = None, hint:
     shape[axis] = sum(ctx.value(n).shape[axis] for n in names)
     if len(names) == 1:
         return _reshape(ctx, names[0], shape, output=output) if output else names[0]
-    return _emit(ctx, OP.OH_NN_OPS_CONCAT, names, first.dtype, shape, hint, {"OH_NN_CONCAT_AXIS": axis},
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, names, first.dtype, shape, hint, {"OH_NN_CONCAT_AXIS": axis},
                  output=output)
 
 
@@ -176,7 +157,7 @@ def _binary(ctx: NodeContext, op: OP, a: str, b: str, hint: str, output: str | N
     va, vb = ctx.value(a), ctx.value(b)
     shape = tuple(np.broadcast_shapes(tuple(max(d, 1) for d in va.shape), tuple(max(d, 1) for d in vb.shape)))
     dtype = np.dtype(np.bool_) if op in (OP.OH_NN_OPS_LESS,) else va.dtype
-    return _emit(ctx, op, [a, b], dtype, shape, hint, output=output)
+    return ctx.emit_to(op, [a, b], dtype, shape, hint, output=output)
 
 
 def _matmul(ctx: NodeContext, a: str, b: str, hint: str, transpose_b: bool = False) -> str:
@@ -186,7 +167,7 @@ def _matmul(ctx: NodeContext, a: str, b: str, hint: str, transpose_b: bool = Fal
     batch = tuple(np.broadcast_shapes(tuple(va.shape[:-2]), tuple(bs[:-2])))
     shape = (*batch, va.shape[-2], n) if len(va.shape) >= 2 else (*batch, n)
     params = {"OH_NN_MATMUL_TRANSPOSE_B": True} if transpose_b else {}
-    return _emit(ctx, OP.OH_NN_OPS_MATMUL, [a, b], va.dtype, shape, hint, params)
+    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a, b], va.dtype, shape, hint, params)
 
 
 def _slice_rows(ctx: NodeContext, name: str, index: int, start: int, stop: int, hint: str) -> str:
@@ -197,7 +178,7 @@ def _slice_rows(ctx: NodeContext, name: str, index: int, start: int, stop: int, 
     shape = list(value.shape)
     size = [1, stop - start] + [-1] * (len(shape) - 2)
     begin = [index, start] + [0] * (len(shape) - 2)
-    sliced = _emit(ctx, OP.OH_NN_OPS_SLICE, [name, ctx.constant(np.asarray(begin, np.int64)),
+    sliced = ctx.emit_to(OP.OH_NN_OPS_SLICE, [name, ctx.constant(np.asarray(begin, np.int64)),
                                               ctx.constant(np.asarray(size, np.int64))],
                    value.dtype, [1, stop - start] + shape[2:], f"{hint}.slice")
     return _reshape(ctx, sliced, [stop - start] + shape[2:])
@@ -249,7 +230,7 @@ def _activate(ctx: NodeContext, x: str, spec, clip: float | None, hint: str) -> 
     value = ctx.value(x)
     dtype, shape = value.dtype, value.shape
     if clip is not None:
-        x = _emit(ctx, OP.OH_NN_OPS_CLIP, [x], dtype, shape, f"{hint}.clip",
+        x = ctx.emit_to(OP.OH_NN_OPS_CLIP, [x], dtype, shape, f"{hint}.clip",
                   {"OH_NN_CLIP_MIN": -clip, "OH_NN_CLIP_MAX": clip})
     name, alpha, beta = spec
 
@@ -258,18 +239,18 @@ def _activate(ctx: NodeContext, x: str, spec, clip: float | None, hint: str) -> 
 
     simple = {"relu": OP.OH_NN_OPS_RELU, "tanh": OP.OH_NN_OPS_TANH, "sigmoid": OP.OH_NN_OPS_SIGMOID}
     if name in simple:
-        return _emit(ctx, simple[name], [x], dtype, shape, hint)
+        return ctx.emit_to(simple[name], [x], dtype, shape, hint)
     if name == "leakyrelu":
-        return _emit(ctx, OP.OH_NN_OPS_LEAKY_RELU, [x], dtype, shape, hint, {"OH_NN_LEAKY_RELU_NEGATIVE_SLOPE": alpha})
+        return ctx.emit_to(OP.OH_NN_OPS_LEAKY_RELU, [x], dtype, shape, hint, {"OH_NN_LEAKY_RELU_NEGATIVE_SLOPE": alpha})
     if name == "scaledtanh":
-        scaled = _emit(ctx, OP.OH_NN_OPS_MUL, [x, const(beta)], dtype, shape, f"{hint}.in")
-        t = _emit(ctx, OP.OH_NN_OPS_TANH, [scaled], dtype, shape, f"{hint}.tanh")
-        return _emit(ctx, OP.OH_NN_OPS_MUL, [t, const(alpha)], dtype, shape, hint)
-    affine = _emit(ctx, OP.OH_NN_OPS_MUL, [x, const(alpha)], dtype, shape, f"{hint}.scaled")
-    affine = _emit(ctx, OP.OH_NN_OPS_ADD, [affine, const(beta)], dtype, shape, f"{hint}.affine")
+        scaled = ctx.emit_to(OP.OH_NN_OPS_MUL, [x, const(beta)], dtype, shape, f"{hint}.in")
+        t = ctx.emit_to(OP.OH_NN_OPS_TANH, [scaled], dtype, shape, f"{hint}.tanh")
+        return ctx.emit_to(OP.OH_NN_OPS_MUL, [t, const(alpha)], dtype, shape, hint)
+    affine = ctx.emit_to(OP.OH_NN_OPS_MUL, [x, const(alpha)], dtype, shape, f"{hint}.scaled")
+    affine = ctx.emit_to(OP.OH_NN_OPS_ADD, [affine, const(beta)], dtype, shape, f"{hint}.affine")
     if name == "affine":
         return affine
-    return _emit(ctx, OP.OH_NN_OPS_CLIP, [affine], dtype, shape, hint, {"OH_NN_CLIP_MIN": 0.0, "OH_NN_CLIP_MAX": 1.0})
+    return ctx.emit_to(OP.OH_NN_OPS_CLIP, [affine], dtype, shape, hint, {"OH_NN_CLIP_MIN": 0.0, "OH_NN_CLIP_MAX": 1.0})
 
 
 def _recurrent(ctx: NodeContext, gates: int) -> None:
@@ -412,9 +393,9 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
                     h, outputs[t] = h_prev, zeros
                 else:
                     mask = ctx.constant(masks[t], f"{hint}.{tag}.mask")
-                    h = _emit(ctx, OP.OH_NN_OPS_WHERE, [mask, h, h_prev or zeros], dtype, (batch, hidden),
+                    h = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, h, h_prev or zeros], dtype, (batch, hidden),
                               f"{hint}.{tag}.kept")
-                    outputs[t] = _emit(ctx, OP.OH_NN_OPS_WHERE, [mask, h, zeros], dtype, (batch, hidden),
+                    outputs[t] = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, h, zeros], dtype, (batch, hidden),
                                        f"{hint}.{tag}.y")
         finals.append(h)
         sequences.append(outputs)
@@ -503,12 +484,12 @@ def _spectral_product(ctx: NodeContext, x: str, axis: int, matrix: np.ndarray, k
     result_shape = lead + [k_out, c_out]
     inverse = list(np.argsort(perm))
     out_shape = [result_shape[p] for p in inverse]
-    _settle(ctx, output, out_shape, force=True)
+    ctx.settle(output, out_shape, force=True)
     if inverse == list(range(rank)):
         _reshape(ctx, product, result_shape, output=output)
         return
     spectrum = _reshape(ctx, product, result_shape)
-    _settle(ctx, output, out_shape)
+    ctx.settle(output, out_shape)
     ctx.transpose(spectrum, inverse, output=output)
 
 
@@ -569,7 +550,7 @@ def stft(ctx: NodeContext) -> None:
         framed = _reshape(ctx, x, [batch, 1, frame, parts])
     else:
         positions = np.arange(frames)[:, None] * step + np.arange(frame)[None, :]
-        framed = _emit(ctx, OP.OH_NN_OPS_GATHER, [x, ctx.constant(positions.astype(np.int64), f"{ctx.name}.frames"),
+        framed = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, ctx.constant(positions.astype(np.int64), f"{ctx.name}.frames"),
                                                   ctx.constant(np.asarray([1], np.int64))],
                        dtype, [batch, frames, frame, parts], f"{ctx.name}.framed")
     matrix, k_out, c_out = dft_matrix(frame, parts, frame, False, bool(onesided))
@@ -583,7 +564,7 @@ def stft(ctx: NodeContext) -> None:
         framed = _binary(ctx, OP.OH_NN_OPS_MUL, framed, column, f"{ctx.name}.windowed")
     flat = _reshape(ctx, framed, [batch, frames, frame * parts])
     product = _matmul(ctx, flat, ctx.constant(matrix.astype(dtype), f"{ctx.name}.dft"), f"{ctx.name}.product")
-    _settle(ctx, ctx.output(0), [batch, frames, k_out, c_out], force=True)
+    ctx.settle(ctx.output(0), [batch, frames, k_out, c_out], force=True)
     _reshape(ctx, product, [batch, frames, k_out, c_out], output=ctx.output(0))
 
 
@@ -682,7 +663,7 @@ def bit_shift(ctx: NodeContext) -> None:
     bits = dtype.itemsize * 8
     unsigned = np.dtype(f"u{dtype.itemsize}")
     if value.shape is not None:
-        _settle(ctx, ctx.output(0), np.broadcast_shapes(tuple(max(d, 1) for d in value.shape), amounts.shape))
+        ctx.settle(ctx.output(0), np.broadcast_shapes(tuple(max(d, 1) for d in value.shape), amounts.shape))
 
     def powers(valid):
         exponent = np.where(valid, amounts, 0).astype(np.uint64)
@@ -715,13 +696,13 @@ def bit_shift(ctx: NodeContext) -> None:
         shift(x, out)
         return
     minus_one = ctx.constant(np.asarray(-1, dtype), f"{ctx.name}.minus_one")
-    negative = _emit(ctx, OP.OH_NN_OPS_LESS, [x, ctx.constant(np.asarray(0, dtype))], np.bool_, value.shape,
+    negative = ctx.emit_to(OP.OH_NN_OPS_LESS, [x, ctx.constant(np.asarray(0, dtype))], np.bool_, value.shape,
                      f"{ctx.name}.negative")
     flipped = _binary(ctx, OP.OH_NN_OPS_SUB, minus_one, x, f"{ctx.name}.not")  # ~x = -1 - x (no overflow)
-    source = _emit(ctx, OP.OH_NN_OPS_WHERE, [negative, flipped, x], dtype, value.shape, f"{ctx.name}.magnitude")
+    source = ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, flipped, x], dtype, value.shape, f"{ctx.name}.magnitude")
     shifted = shift(source, None)
     back = _binary(ctx, OP.OH_NN_OPS_SUB, minus_one, shifted, f"{ctx.name}.back")
-    _emit(ctx, OP.OH_NN_OPS_WHERE, [negative, back, shifted], dtype, ctx.value(shifted).shape, "", output=out)
+    ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, back, shifted], dtype, ctx.value(shifted).shape, "", output=out)
 
 
 # -- ReverseSequence, CenterCropPad, AffineGrid ---------------------------------------------------------------------
@@ -741,7 +722,7 @@ def reverse_sequence(ctx: NodeContext) -> None:
     batch, time = shape[batch_axis], shape[time_axis]
     if lens.size != batch or np.any(lens < 0) or np.any(lens > time):
         raise ConversionIssue(INVALID_MODEL, f"sequence_lens {lens.tolist()} must hold {batch} values in [0, {time}]")
-    _settle(ctx, ctx.output(0), shape)
+    ctx.settle(ctx.output(0), shape)
     if np.all(lens <= 1):
         ctx.alias(x, ctx.output(0))
         return
@@ -790,12 +771,12 @@ def center_crop_pad(ctx: NodeContext) -> None:
         shape_after = list(shape)
         for axis, s in zip(crop_axes, size):
             shape_after[axis] = s
-        current = _emit(ctx, OP.OH_NN_OPS_SLICE, [x, ctx.constant(np.asarray(begin, np.int64)),
+        current = ctx.emit_to(OP.OH_NN_OPS_SLICE, [x, ctx.constant(np.asarray(begin, np.int64)),
                                                   ctx.constant(np.asarray(size, np.int64))],
                         ctx.value(x).dtype, shape_after, f"{ctx.name}.crop", {"OH_NN_SLICE_AXES": crop_axes},
                         output=None if padded else out)
     if padded:
-        _emit(ctx, OP.OH_NN_OPS_PAD, [current, ctx.constant(np.asarray(pads, np.int64))], ctx.value(x).dtype,
+        ctx.emit_to(OP.OH_NN_OPS_PAD, [current, ctx.constant(np.asarray(pads, np.int64))], ctx.value(x).dtype,
               out_shape, "", output=out)
     elif not crop_axes:
         ctx.alias(x, out)

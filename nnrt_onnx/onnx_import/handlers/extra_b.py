@@ -55,22 +55,8 @@ _ONNX_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # TensorPro
 # small emit helpers
 # ---------------------------------------------------------------------------------------------------------------
 
-def _settle(ctx: NodeContext, name: str, dtype, shape) -> None:
-    """Give an ONNX output the dtype/shape computed here when inference left it open."""
-    value = ctx.value(name)
-    if shape is not None and (value.shape is None or len(value.shape) != len(shape) or any(d < 0 for d in value.shape)):
-        value.shape = tuple(int(d) for d in shape)
-    if dtype is not None and value.dtype != np.dtype(dtype):
-        value.dtype = np.dtype(dtype)
 
 
-def _emit(ctx: NodeContext, op: OP, inputs: Sequence[str], dtype, shape, hint: str, params=None,
-          output: str | None = None) -> str:
-    if output is not None:
-        _settle(ctx, output, dtype, shape)
-    out = output or ctx.new_value(dtype, shape, hint)
-    ctx.emit(op, inputs, [out], params)
-    return out
 
 
 def _shape(ctx: NodeContext, name: str, what: str = "tensor") -> tuple[int, ...]:
@@ -86,7 +72,7 @@ def _binary(ctx: NodeContext, op: OP, a: str, b: str, hint: str, output: str | N
     shape = _broadcast(va.shape, vb.shape)
     if dtype is None:
         dtype = va.dtype if va.dtype.kind == "f" or vb.dtype.kind != "f" else vb.dtype
-    return _emit(ctx, op, [a, b], dtype, shape, hint, output=output)
+    return ctx.emit_to(op, [a, b], dtype, shape, hint, output=output)
 
 
 def _compare(ctx: NodeContext, op: OP, a: str, b: str, hint: str) -> str:
@@ -95,7 +81,7 @@ def _compare(ctx: NodeContext, op: OP, a: str, b: str, hint: str) -> str:
 
 def _unary(ctx: NodeContext, op: OP, x: str, hint: str, output: str | None = None, params=None) -> str:
     value = ctx.value(x)
-    return _emit(ctx, op, [x], value.dtype, value.shape, hint, params, output)
+    return ctx.emit_to(op, [x], value.dtype, value.shape, hint, params, output)
 
 
 def _const(ctx: NodeContext, value, dtype, hint: str) -> str:
@@ -108,7 +94,7 @@ def _cast(ctx: NodeContext, name: str, dtype, hint: str | None = None, output: s
     if value.dtype == dtype and output is None:
         return name
     code = ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32), f"{name}.to")
-    return _emit(ctx, OP.OH_NN_OPS_CAST, [name, code], dtype, value.shape, hint or f"{name}.{dtype}", output=output)
+    return ctx.emit_to(OP.OH_NN_OPS_CAST, [name, code], dtype, value.shape, hint or f"{name}.{dtype}", output=output)
 
 
 def _reshape(ctx: NodeContext, name: str, shape: Sequence[int], output: str | None = None) -> str:
@@ -116,7 +102,7 @@ def _reshape(ctx: NodeContext, name: str, shape: Sequence[int], output: str | No
     if output is None and ctx.value(name).shape is not None and tuple(ctx.value(name).shape) == tuple(shape):
         return name
     if output is not None:
-        _settle(ctx, output, ctx.value(name).dtype, shape)
+        ctx.settle(output, shape, ctx.value(name).dtype)
     if not shape:  # to a scalar: SQUEEZE without axes (a shape tensor cannot be empty)
         out = output or ctx.new_value(ctx.value(name).dtype, (), f"{name}.scalar")
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [name], [out])
@@ -127,7 +113,7 @@ def _reshape(ctx: NodeContext, name: str, shape: Sequence[int], output: str | No
 def _transpose(ctx: NodeContext, name: str, perm: Sequence[int], output: str | None = None) -> str:
     shape = ctx.value(name).shape
     if output is not None:
-        _settle(ctx, output, ctx.value(name).dtype, None if shape is None else [shape[p] for p in perm])
+        ctx.settle(output, None if shape is None else [shape[p] for p in perm], ctx.value(name).dtype)
     return ctx.transpose(name, list(perm), output=output)
 
 
@@ -139,7 +125,7 @@ def _slice(ctx: NodeContext, x: str, axis: int, start: int, length: int, hint: s
     begin[axis], size[axis] = start, length
     out_shape = list(shape)
     out_shape[axis] = length
-    return _emit(ctx, OP.OH_NN_OPS_SLICE, [x, ctx.constant(np.asarray(begin, np.int64), f"{x}.begin"),
+    return ctx.emit_to(OP.OH_NN_OPS_SLICE, [x, ctx.constant(np.asarray(begin, np.int64), f"{x}.begin"),
                                           ctx.constant(np.asarray(size, np.int64), f"{x}.size")],
                  ctx.value(x).dtype, out_shape, hint)
 
@@ -148,7 +134,7 @@ def _concat(ctx: NodeContext, parts: Sequence[str], axis: int, hint: str, output
     shapes = [_shape(ctx, p) for p in parts]
     shape = list(shapes[0])
     shape[axis] = sum(s[axis] for s in shapes)
-    return _emit(ctx, OP.OH_NN_OPS_CONCAT, list(parts), ctx.value(parts[0]).dtype, shape, hint,
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, list(parts), ctx.value(parts[0]).dtype, shape, hint,
                  {"OH_NN_CONCAT_AXIS": axis}, output)
 
 
@@ -158,7 +144,7 @@ def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], hint: str)
     out_shape = [1 if i in axes else d for i, d in enumerate(shape)]
     params = {f"OH_NN_REDUCE_{kind}_KEEP_DIMS": True, f"OH_NN_REDUCE_{kind}_COEFF": 1.0}
     axis = ctx.constant(np.asarray(list(axes), np.int32), f"{ctx.name}.axes")
-    return _emit(ctx, OP[f"OH_NN_OPS_REDUCE_{kind}"], [x, axis], ctx.value(x).dtype, out_shape, hint, params)
+    return ctx.emit_to(OP[f"OH_NN_OPS_REDUCE_{kind}"], [x, axis], ctx.value(x).dtype, out_shape, hint, params)
 
 
 def _clip(ctx: NodeContext, x: str, lo: float, hi: float, hint: str) -> str:
@@ -168,7 +154,7 @@ def _clip(ctx: NodeContext, x: str, lo: float, hi: float, hint: str) -> str:
 def _where(ctx: NodeContext, cond: str, a: str, b: str, hint: str, output: str | None = None) -> str:
     shape = _broadcast(ctx.value(cond).shape, ctx.value(a).shape, ctx.value(b).shape)
     dtype = ctx.value(a).dtype
-    return _emit(ctx, OP.OH_NN_OPS_WHERE, [cond, a, b], dtype, shape, hint, output=output)
+    return ctx.emit_to(OP.OH_NN_OPS_WHERE, [cond, a, b], dtype, shape, hint, output=output)
 
 
 def _float_input(ctx: NodeContext, name: str) -> np.dtype:
@@ -307,7 +293,7 @@ def rotary_embedding(ctx: NodeContext) -> None:
             data = ctx.value(positions).data
             if data is not None and ((data < 0) | (data >= cache_shape[0])).any():
                 raise ConversionIssue(INVALID_MODEL, f"position_ids must lie in [0, {cache_shape[0]})")
-            gathered = _emit(ctx, OP.OH_NN_OPS_GATHER, [name, positions,
+            gathered = ctx.emit_to(OP.OH_NN_OPS_GATHER, [name, positions,
                                                         ctx.constant(np.asarray([0], np.int64), f"{name}.axis")],
                              dtype, (batch, seq, cache_shape[1]), f"{name}.gathered")
             cache_shape = (batch, seq, cache_shape[1])
@@ -504,7 +490,7 @@ def attention(ctx: NodeContext) -> None:
     else:
         for position, name in ((1, k4), (2, v4)):
             if _wanted(ctx, position):
-                _settle(ctx, ctx.output(position), dtype, _shape(ctx, name))
+                ctx.settle(ctx.output(position), _shape(ctx, name), dtype)
                 ctx.alias(name, ctx.output(position))
     total = past + kv_len
     if nonpad is not None:
@@ -524,11 +510,11 @@ def attention(ctx: NodeContext) -> None:
     if groups > 1:
         qs = _reshape(ctx, qs, (batch, kv_heads, groups, q_len, head))
         ks = _reshape(ctx, ks, (batch, kv_heads, 1, total, head))
-        grouped = _emit(ctx, OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, (batch, kv_heads, groups, q_len, total),
+        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, (batch, kv_heads, groups, q_len, total),
                         f"{out}.scores_grouped", {"OH_NN_MATMUL_TRANSPOSE_B": True})
         scores = _reshape(ctx, grouped, scores_shape)
     else:
-        scores = _emit(ctx, OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, scores_shape, f"{out}.scores",
+        scores = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, scores_shape, f"{out}.scores",
                        {"OH_NN_MATMUL_TRANSPOSE_B": True})
     raw = scores
     if softcap > 0:
@@ -573,12 +559,12 @@ def attention(ctx: NodeContext) -> None:
     if work == np.float16:  # step by step in float16, as the ONNX reference (SOFTMAX would widen to float32)
         shifted = _binary(ctx, OP.OH_NN_OPS_SUB, logits, _reduce(ctx, "MAX", logits, [3], f"{out}.row_max"),
                           f"{out}.shifted")
-        exps = _emit(ctx, OP.OH_NN_OPS_EXP, [shifted], work, scores_shape, f"{out}.exp",
+        exps = ctx.emit_to(OP.OH_NN_OPS_EXP, [shifted], work, scores_shape, f"{out}.exp",
                      {"OH_NN_EXP_BASE": -1.0, "OH_NN_EXP_SCALE": 1.0, "OH_NN_EXP_SHIFT": 0.0})
         probs = _binary(ctx, OP.OH_NN_OPS_DIV, exps, _reduce(ctx, "SUM", exps, [3], f"{out}.row_sum"),
                         f"{out}.probs")
     else:
-        probs = _emit(ctx, OP.OH_NN_OPS_SOFTMAX, [logits], work, scores_shape, f"{out}.probs",
+        probs = ctx.emit_to(OP.OH_NN_OPS_SOFTMAX, [logits], work, scores_shape, f"{out}.probs",
                       {"OH_NN_SOFTMAX_AXIS": -1})
     if row_mask is not None:
         probs = _where(ctx, row_mask, _const(ctx, 0, work, "zero_work"), probs, f"{out}.probs_guarded")
@@ -586,7 +572,7 @@ def attention(ctx: NodeContext) -> None:
 
     if _wanted(ctx, 3):
         chosen = {0: raw, 1: capped, 2: with_bias, 3: probs}[mode]
-        _settle(ctx, ctx.output(3), dtype, scores_shape)
+        ctx.settle(ctx.output(3), scores_shape, dtype)
         if ctx.value(chosen).data is None and chosen not in ctx.graph.inputs:
             ctx.alias(chosen, ctx.output(3))
         else:
@@ -596,12 +582,12 @@ def attention(ctx: NodeContext) -> None:
     final_4d = rank == 4
     y_shape = (batch, q_heads, q_len, v_head)
     if groups > 1:
-        grouped = _emit(ctx, OP.OH_NN_OPS_MATMUL, [_reshape(ctx, probs, (batch, kv_heads, groups, q_len, total)),
+        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [_reshape(ctx, probs, (batch, kv_heads, groups, q_len, total)),
                                                    _reshape(ctx, v4, (batch, kv_heads, 1, total, v_head))],
                         dtype, (batch, kv_heads, groups, q_len, v_head), f"{out}.y_grouped")
         y = _reshape(ctx, grouped, y_shape, output=out if final_4d else None)
     else:
-        y = _emit(ctx, OP.OH_NN_OPS_MATMUL, [probs, v4], dtype, y_shape, f"{out}.y4",
+        y = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs, v4], dtype, y_shape, f"{out}.y4",
                   output=out if final_4d else None)
     if not final_4d:
         per_token = _transpose(ctx, y, (0, 2, 1, 3))
@@ -662,12 +648,12 @@ def tensor_scatter(ctx: NodeContext) -> None:
     # SCATTER_ND indices (*prefix, S, axis + 1): the prefix coordinates, then the cache position
     position_b = _reshape(ctx, position, (batch, *([1] * (axis - 1)), seq, 1))
     if axis > 1:
-        position_b = _emit(ctx, OP.OH_NN_OPS_BROADCAST_TO, [position_b], np.int64, (*prefix, seq, 1),
+        position_b = ctx.emit_to(OP.OH_NN_OPS_BROADCAST_TO, [position_b], np.int64, (*prefix, seq, 1),
                            f"{out}.positions_full", {"OH_NN_BROADCAST_TO_SHAPE": [*prefix, seq, 1]})
     grid = np.stack(np.meshgrid(*[np.arange(d) for d in prefix], np.arange(seq), indexing="ij")[:-1], axis=-1)
     indices = _concat(ctx, [ctx.constant(grid.astype(np.int64), f"{ctx.name}.prefix_grid"), position_b], axis + 1,
                       f"{out}.indices")
-    scattered = _emit(ctx, OP.OH_NN_OPS_SCATTER_ND, [indices, update, ctx.constant(np.asarray(shape, np.int64),
+    scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [indices, update, ctx.constant(np.asarray(shape, np.int64),
                                                                                    f"{ctx.name}.shape")],
                       dtype, shape, f"{out}.scattered")
     # written[b, p]: (p - start[b]) mod max_len < S (linear: 0 <= p - start[b] < S)
@@ -881,7 +867,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
               f"{prefix}_PAD": [top, bottom, left, right]}
     if not depthwise and group != 1:
         params["OH_NN_CONV2D_GROUP"] = group
-    y_nhwc = _emit(ctx, OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE if depthwise else OP.OH_NN_OPS_CONV2D,
+    y_nhwc = ctx.emit_to(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE if depthwise else OP.OH_NN_OPS_CONV2D,
                    [x_nhwc, w_ohwi, b], f64, y_nhwc_shape, f"{out}.acc_nhwc", params)
     if nd == 1:
         return _transpose(ctx, _reshape(ctx, y_nhwc, (out_shape[0], out_shape[2], out_c)), (0, 2, 1))
@@ -1000,18 +986,18 @@ def max_unpool(ctx: NodeContext) -> None:
         keep = np.asarray(sorted(last.values()), np.int64)
         values = flat_x
         if keep.size != count:
-            values = _emit(ctx, OP.OH_NN_OPS_GATHER, [flat_x, ctx.constant(keep, f"{ctx.name}.kept"),
+            values = ctx.emit_to(OP.OH_NN_OPS_GATHER, [flat_x, ctx.constant(keep, f"{ctx.name}.kept"),
                                                       ctx.constant(np.asarray([0], np.int64), f"{ctx.name}.axis")],
                            dtype, (keep.size,), f"{out}.kept_values")
         where = ctx.constant(flat[keep].reshape(-1, 1), f"{ctx.name}.positions")
-        scattered = _emit(ctx, OP.OH_NN_OPS_SCATTER_ND, [where, values, shape_const], dtype, (total,),
+        scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, values, shape_const], dtype, (total,),
                           f"{out}.scattered")
     else:
         where = _reshape(ctx, indices, (count, 1))
         f64 = np.dtype(np.float64)
-        sums = _emit(ctx, OP.OH_NN_OPS_SCATTER_ND, [where, _cast(ctx, flat_x, f64, f"{out}.x64"), shape_const], f64,
+        sums = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, _cast(ctx, flat_x, f64, f"{out}.x64"), shape_const], f64,
                      (total,), f"{out}.sums")
-        hits = _emit(ctx, OP.OH_NN_OPS_SCATTER_ND, [where, ctx.constant(np.ones(count, f64), f"{ctx.name}.ones"),
+        hits = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, ctx.constant(np.ones(count, f64), f"{ctx.name}.ones"),
                                                     shape_const], f64, (total,), f"{out}.hits")
         hits = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, hits, _const(ctx, 1, f64, "one"), f"{out}.hits_at_least_1")
         scattered = _cast(ctx, _binary(ctx, OP.OH_NN_OPS_DIV, sums, hits, f"{out}.means"), dtype, f"{out}.scattered")
@@ -1020,5 +1006,5 @@ def max_unpool(ctx: NodeContext) -> None:
         return
     unpooled = _reshape(ctx, scattered, inferred)
     paddings = np.asarray([[0, t - i] for t, i in zip(target, inferred)], np.int64)
-    _emit(ctx, OP.OH_NN_OPS_PAD, [unpooled, ctx.constant(paddings, f"{ctx.name}.paddings")], dtype, target, out,
+    ctx.emit_to(OP.OH_NN_OPS_PAD, [unpooled, ctx.constant(paddings, f"{ctx.name}.paddings")], dtype, target, out,
           {"OH_NN_PAD_CONSTANT_VALUE": 0.0, "OH_NN_PAD_PADDING_MODE": 0}, output=out)

@@ -97,25 +97,8 @@ def _empty_result(ctx: NodeContext, name: str, shape, dtype) -> bool:
     return True
 
 
-def settle_shape(ctx: NodeContext, name: str, shape) -> None:
-    """Give an output the shape the handler computed where shape inference left it unknown."""
-    if shape is None:
-        return
-    value = ctx.value(name)
-    if value.data is not None:
-        return
-    if value.shape is None or len(value.shape) != len(shape):
-        value.shape = tuple(int(d) for d in shape)
-    else:
-        value.shape = tuple(int(s) if s >= 0 else int(v) for v, s in zip(value.shape, shape))
 
 
-def _emit1(ctx: NodeContext, op: OP, inputs, dtype, shape, hint: str, params=None, output: str | None = None) -> str:
-    out = output or ctx.new_value(dtype, shape, hint)
-    if output is not None:
-        settle_shape(ctx, output, shape)
-    ctx.emit(op, inputs, [out], params)
-    return out
 
 
 def _wrap_negative(ctx: NodeContext, indices: str, dims) -> str:
@@ -129,11 +112,11 @@ def _wrap_negative(ctx: NodeContext, indices: str, dims) -> str:
             return indices
         return ctx.constant(np.where(value.data < 0, value.data + dims, value.data).astype(value.dtype),
                             f"{indices}.wrapped")
-    negative = _emit1(ctx, OP.OH_NN_OPS_LESS, [indices, ctx.constant(np.zeros((), value.dtype))], np.bool_,
+    negative = ctx.emit_to(OP.OH_NN_OPS_LESS, [indices, ctx.constant(np.zeros((), value.dtype))], np.bool_,
                       value.shape, f"{indices}.negative")
-    shifted = _emit1(ctx, OP.OH_NN_OPS_ADD, [indices, ctx.constant(dims, f"{indices}.dims")], value.dtype,
+    shifted = ctx.emit_to(OP.OH_NN_OPS_ADD, [indices, ctx.constant(dims, f"{indices}.dims")], value.dtype,
                      value.shape, f"{indices}.shifted")
-    return _emit1(ctx, OP.OH_NN_OPS_WHERE, [negative, shifted, indices], value.dtype, value.shape,
+    return ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, shifted, indices], value.dtype, value.shape,
                   f"{indices}.wrapped")
 
 
@@ -164,7 +147,7 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
         parts.append(ctx.constant(np.ascontiguousarray(np.moveaxis(grids[axis + 1:], 0, -1)), f"{indices}.after"))
     if len(parts) == 1:
         return column
-    return _emit1(ctx, OP.OH_NN_OPS_CONCAT, parts, value.dtype, [*shape, rank], f"{indices}.coords",
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, parts, value.dtype, [*shape, rank], f"{indices}.coords",
                   {"OH_NN_CONCAT_AXIS": len(shape)})
 
 
@@ -215,7 +198,7 @@ def split(ctx: NodeContext) -> None:
         for output, size in zip(outputs, sizes):
             piece = [size if i == axis else d for i, d in enumerate(shape)]
             if not _empty_result(ctx, output, piece, ctx.value(x).dtype):
-                settle_shape(ctx, output, piece)
+                ctx.settle(output, piece)
                 kept.append((output, size))
         if not kept:
             return
@@ -306,7 +289,7 @@ def slice_(ctx: NodeContext) -> None:
     out = ctx.output(0)
     if _empty_result(ctx, out, out_shape, ctx.value(x).dtype):
         return
-    settle_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     if exact and all(spec[a][2] == 1 for a in spec):
         if list(out_shape) == list(shape):
             ctx.alias(x, out)
@@ -385,7 +368,7 @@ def pad(ctx: NodeContext) -> None:
     fill = _pad_value(ctx, value.dtype) if mode == "constant" else ctx.attr("value") and 0.0  # (no fill value)
     if _empty_result(ctx, out, out_shape, value.dtype):
         return
-    settle_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     if not any(before) and not any(after):
         ctx.alias(x, out)
         return
@@ -401,7 +384,7 @@ def pad(ctx: NodeContext) -> None:
         current = x
         if any(any(c) for c in crop):
             end_mask = sum(1 << a for a in range(rank) if not crop[a][1])
-            current = _emit1(ctx, OP.OH_NN_OPS_STRIDED_SLICE,
+            current = ctx.emit_to(OP.OH_NN_OPS_STRIDED_SLICE,
                              [x, ctx.constant(np.asarray([b for b, _ in crop], np.int64)),
                               ctx.constant(np.asarray([-e for _, e in crop], np.int64)),
                               ctx.constant(np.ones(rank, np.int64))], value.dtype, cropped, f"{out}.cropped",
@@ -423,7 +406,7 @@ def pad(ctx: NodeContext) -> None:
         source = np.pad(kept, positive[a], mode=mode)  # numpy's reflect/edge/wrap are ONNX's
         current_shape[a] = len(source)
         last = position == len(padded_axes) - 1
-        current = _emit1(ctx, OP.OH_NN_OPS_GATHER, [current, ctx.constant(source.astype(np.int64), f"{out}.src{a}"),
+        current = ctx.emit_to(OP.OH_NN_OPS_GATHER, [current, ctx.constant(source.astype(np.int64), f"{out}.src{a}"),
                                                     ctx.constant(np.asarray([a], np.int64))],
                          value.dtype, list(current_shape), f"{out}.axis{a}", output=out if last else None)
 
@@ -446,7 +429,7 @@ def tile(ctx: NodeContext) -> None:
     out_shape = [0 if r == 0 else d * r if d >= 0 else -1 for d, r in zip(shape, repeats)]
     if _empty_result(ctx, out, out_shape, ctx.value(x).dtype):
         return
-    settle_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     if all(r == 1 for r in repeats):
         ctx.alias(x, out)
         return
@@ -481,14 +464,14 @@ def gather_nd(ctx: NodeContext) -> None:
             raise ConversionIssue(DYNAMIC_SHAPE, f"batch_dims={b} needs the static shape of the indices, "
                                                  f"got {list(index_shape)}")
         grid = np.moveaxis(np.indices(batch, dtype=dtype)[:b], 0, -1)
-        indices = _emit1(ctx, OP.OH_NN_OPS_CONCAT, [ctx.constant(np.ascontiguousarray(grid), f"{indices}.batch"),
+        indices = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [ctx.constant(np.ascontiguousarray(grid), f"{indices}.batch"),
                                                     indices], dtype, [*batch, b + k], f"{indices}.full",
                          {"OH_NN_CONCAT_AXIS": len(batch)})
     out_shape = [*index_shape[:-1], *data_shape[b + k:]]
     out = ctx.output(0)
     if _empty_result(ctx, out, out_shape, ctx.value(data).dtype):
         return
-    settle_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     ctx.emit(OP.OH_NN_OPS_GATHER_ND, [data, indices], [out])
 
 
@@ -505,7 +488,7 @@ def gather_elements(ctx: NodeContext) -> None:
         indices = _wrap_negative(ctx, indices, data_shape[axis])
     coords = _coordinates(ctx, indices, axis, rank)
     out = ctx.output(0)
-    settle_shape(ctx, out, ctx.value(indices).shape)
+    ctx.settle(out, ctx.value(indices).shape)
     ctx.emit(OP.OH_NN_OPS_GATHER_ND, [data, coords], [out])
 
 
@@ -516,14 +499,14 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
     value = ctx.value(data)
     shape = ctx.static_shape(data, "the scatter data")
     out = ctx.output(0)
-    settle_shape(ctx, out, shape)
+    ctx.settle(out, shape)
     if reduction not in ("none", "add"):
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"reduction={reduction!r} is not supported (none, add): NNRt's "
                                                      f"SCATTER_ND only sums")
     if reduction == "add" and value.dtype == np.bool_:
         raise ConversionIssue(UNSUPPORTED_DTYPE, "reduction='add' on a bool tensor is not supported")
     shape_const = ctx.constant(np.asarray(shape, np.int64), f"{out}.shape")
-    scattered = _emit1(ctx, OP.OH_NN_OPS_SCATTER_ND, [coords, updates, shape_const], value.dtype, shape,
+    scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, updates, shape_const], value.dtype, shape,
                        f"{out}.scattered")
     if reduction == "add":
         ctx.emit(OP.OH_NN_OPS_ADD, [data, scattered], [out])
@@ -540,9 +523,9 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         mask = ctx.constant(written, f"{out}.written")
     else:
         update_shape = ctx.static_shape(updates, "the scatter updates")
-        counts = _emit1(ctx, OP.OH_NN_OPS_SCATTER_ND, [coords, ctx.constant(np.ones(update_shape, np.float32)),
+        counts = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, ctx.constant(np.ones(update_shape, np.float32)),
                                                        shape_const], np.float32, shape, f"{out}.counts")
-        mask = _emit1(ctx, OP.OH_NN_OPS_GREATER, [counts, ctx.constant(np.zeros((), np.float32))], np.bool_, shape,
+        mask = ctx.emit_to(OP.OH_NN_OPS_GREATER, [counts, ctx.constant(np.zeros((), np.float32))], np.bool_, shape,
                       f"{out}.written")
     ctx.emit(OP.OH_NN_OPS_WHERE, [mask, scattered, data], [out])
 
@@ -609,7 +592,7 @@ def one_hot(ctx: NodeContext) -> None:
         off, on = ctx.constant(flat[0:1], "off"), ctx.constant(flat[1:2], "on")
     else:  # one-element pieces (ONE_HOT takes any one-element on/off tensors)
         flat = ctx.reshape(values_name, [2]) if values.shape != (2,) else values_name
-        off, on = (_emit1(ctx, OP.OH_NN_OPS_GATHER, [flat, ctx.constant(np.asarray([position], np.int64)),
+        off, on = (ctx.emit_to(OP.OH_NN_OPS_GATHER, [flat, ctx.constant(np.asarray([position], np.int64)),
                                                      ctx.constant(np.asarray([0], np.int64))],
                           values.dtype, (1,), f"{values_name}.{'on' if position else 'off'}") for position in (0, 1))
     if index_value.dtype.kind == "f":
@@ -623,7 +606,7 @@ def one_hot(ctx: NodeContext) -> None:
     if index_value.shape is not None:
         out_shape = list(index_value.shape)
         out_shape.insert(axis, depth)
-        settle_shape(ctx, out, out_shape)
+        ctx.settle(out, out_shape)
     ctx.emit(OP.OH_NN_OPS_ONE_HOT, [indices, ctx.constant(np.asarray(depth, np.int64), "depth"), on, off], [out],
              {"OH_NN_ONE_HOT_AXIS": axis})
 
@@ -710,7 +693,7 @@ def compress(ctx: NodeContext) -> None:
     out_shape[axis] = len(selected)
     if _empty_result(ctx, out, out_shape, ctx.value(x).dtype):
         return
-    settle_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     ctx.emit(OP.OH_NN_OPS_GATHER, [source, ctx.constant(selected), ctx.constant(np.asarray([axis], np.int64))], [out])
 
 
@@ -748,9 +731,9 @@ def depth_to_space(ctx: NodeContext) -> None:
         raise ConversionIssue(INVALID_MODEL, f"channels {c} are not divisible by blocksize^2 = {block * block}")
     out = ctx.output(0)
     out_nchw = [n, c // (block * block) if c >= 0 else -1, h * block if h >= 0 else -1, w * block if w >= 0 else -1]
-    settle_shape(ctx, out, out_nchw)
+    ctx.settle(out, out_nchw)
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
-    y = _emit1(ctx, OP.OH_NN_OPS_DEPTH_TO_SPACE, [x_nhwc], ctx.value(x).dtype, [out_nchw[p] for p in NCHW_TO_NHWC],
+    y = ctx.emit_to(OP.OH_NN_OPS_DEPTH_TO_SPACE, [x_nhwc], ctx.value(x).dtype, [out_nchw[p] for p in NCHW_TO_NHWC],
                f"{out}.nhwc", {"OH_NN_DEPTH_TO_SPACE_BLOCK_SIZE": block,
                                "OH_NN_DEPTH_TO_SPACE_MODE": 0 if mode == "DCR" else 1})
     ctx.transpose(y, NHWC_TO_NCHW, output=out)
@@ -773,16 +756,16 @@ def space_to_depth(ctx: NodeContext) -> None:
         raise ConversionIssue(DYNAMIC_SHAPE, "mode='CRD' needs the static channel count")
     out = ctx.output(0)
     out_nchw = [n, c * block * block if c >= 0 else -1, h // block if h >= 0 else -1, w // block if w >= 0 else -1]
-    settle_shape(ctx, out, out_nchw)
+    ctx.settle(out, out_nchw)
     dtype = ctx.value(x).dtype
     nhwc_shape = [out_nchw[p] for p in NCHW_TO_NHWC]
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
-    y = _emit1(ctx, OP.OH_NN_OPS_SPACE_TO_DEPTH, [x_nhwc], dtype, nhwc_shape, f"{out}.nhwc",
+    y = ctx.emit_to(OP.OH_NN_OPS_SPACE_TO_DEPTH, [x_nhwc], dtype, nhwc_shape, f"{out}.nhwc",
                {"OH_NN_SPACE_TO_DEPTH_BLOCK_SIZE": block})
     if mode == "CRD":  # CRD channel k = c * b*b + (i*b + j) is DCR channel (i*b + j) * C + c
         k = np.arange(c * block * block)
         order = (k % (block * block)) * c + k // (block * block)
-        y = _emit1(ctx, OP.OH_NN_OPS_GATHER, [y, ctx.constant(order.astype(np.int64), f"{out}.crd"),
+        y = ctx.emit_to(OP.OH_NN_OPS_GATHER, [y, ctx.constant(order.astype(np.int64), f"{out}.crd"),
                                               ctx.constant(np.asarray([3], np.int64))], dtype, nhwc_shape,
                    f"{out}.crd_nhwc")
     ctx.transpose(y, NHWC_TO_NCHW, output=out)
@@ -809,7 +792,7 @@ def trilu(ctx: NodeContext) -> None:
     ones = np.ones((rows, cols), np.bool_)
     mask = np.triu(ones, k) if upper else np.tril(ones, k)
     out = ctx.output(0)
-    settle_shape(ctx, out, shape)
+    ctx.settle(out, shape)
     if mask.all():
         ctx.alias(x, out)
         return

@@ -70,6 +70,12 @@ def gemm(ctx: NodeContext) -> None:
     b_value = ctx.value(b)
     c = ctx.input(2) if ctx.has_input(2) else None
     c_value = ctx.value(c) if c else None
+    if ctx.opset < 7 and not int(ctx.attr("broadcast", 0)) and c is not None:  # legacy: C must be [M, N] then
+        c_shape, out_shape = c_value.shape, out_value.shape
+        if c_shape is not None and out_shape is not None and (len(c_shape) != len(out_shape) or any(
+                x >= 0 and y >= 0 and x != y for x, y in zip(c_shape, out_shape))):
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"Gemm (opset {ctx.opset}) without broadcast=1 needs C of "
+                                                         f"the output shape {list(out_shape)}, got {list(c_shape)}")
     if b_value.data is not None and (c is None or (c_value.data is not None and c_value.data.ndim <= 1)):
         weight = b_value.data if trans_b else b_value.data.T
         weight = np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)) if alpha != 1 else np.ascontiguousarray(weight)

@@ -33,33 +33,20 @@ _TINY = float(np.finfo(np.float32).tiny)
 # small emit helpers
 # ---------------------------------------------------------------------------------------------------------------
 
-def _settle(ctx: NodeContext, name: str, dtype, shape) -> None:
-    """Give an ONNX output that shape inference left without a shape (function ops) the one computed here."""
-    value = ctx.value(name)
-    if value.shape is None and shape is not None:
-        value.shape = tuple(shape)
-        value.dtype = np.dtype(dtype)
 
 
-def _emit(ctx: NodeContext, op: OP, inputs: Sequence[str], dtype, shape, hint: str, params=None,
-          output: str | None = None) -> str:
-    if output is not None:
-        _settle(ctx, output, dtype, shape)
-    out = output or ctx.new_value(dtype, shape, hint)
-    ctx.emit(op, inputs, [out], params)
-    return out
 
 
 def _transpose(ctx: NodeContext, x: str, perm: Sequence[int], output: str | None = None) -> str:
     shape = ctx.value(x).shape
     if output is not None:
-        _settle(ctx, output, ctx.value(x).dtype, None if shape is None else [shape[p] for p in perm])
+        ctx.settle(output, None if shape is None else [shape[p] for p in perm], ctx.value(x).dtype)
     return ctx.transpose(x, perm, output=output)
 
 
 def _reshape(ctx: NodeContext, x: str, shape: Sequence[int], output: str | None = None) -> str:
     if output is not None:
-        _settle(ctx, output, ctx.value(x).dtype, shape)
+        ctx.settle(output, shape, ctx.value(x).dtype)
     return ctx.reshape(x, shape, output=output)
 
 
@@ -108,7 +95,7 @@ def _cast(ctx: NodeContext, name: str, dtype, hint: str | None = None) -> str:
     if value.dtype == dtype:
         return name
     code = ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32), f"{name}.to")
-    return _emit(ctx, OP.OH_NN_OPS_CAST, [name, code], dtype, value.shape, hint or f"{name}.{dtype}")
+    return ctx.emit_to(OP.OH_NN_OPS_CAST, [name, code], dtype, value.shape, hint or f"{name}.{dtype}")
 
 
 def _binary(ctx: NodeContext, op: OP, a: str, b: str, hint: str, output: str | None = None) -> str:
@@ -121,12 +108,12 @@ def _binary(ctx: NodeContext, op: OP, a: str, b: str, hint: str, output: str | N
         sb = (1,) * (rank - len(vb.shape)) + tuple(vb.shape)
         shape = tuple(x if y == 1 else y if x == 1 else (x if x >= 0 else y) for x, y in zip(sa, sb))
     dtype = va.dtype if va.dtype.kind == "f" or vb.dtype.kind != "f" else vb.dtype
-    return _emit(ctx, op, [a, b], dtype, shape, hint, output=output)
+    return ctx.emit_to(op, [a, b], dtype, shape, hint, output=output)
 
 
 def _unary(ctx: NodeContext, op: OP, x: str, hint: str, output: str | None = None) -> str:
     value = ctx.value(x)
-    return _emit(ctx, op, [x], value.dtype, value.shape, hint, output=output)
+    return ctx.emit_to(op, [x], value.dtype, value.shape, hint, output=output)
 
 
 def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], keep: bool, hint: str,
@@ -136,7 +123,7 @@ def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], keep: bool
     shape = _reduced_shape(_shape(ctx, x), axes, keep)
     params = {f"OH_NN_REDUCE_{kind}_KEEP_DIMS": bool(keep), f"OH_NN_REDUCE_{kind}_COEFF": 1.0}
     axis = ctx.constant(np.asarray(list(axes), np.int32), f"{ctx.name}.axes")
-    return _emit(ctx, OP[f"OH_NN_OPS_REDUCE_{kind}"], [x, axis], value.dtype, shape, hint, params, output)
+    return ctx.emit_to(OP[f"OH_NN_OPS_REDUCE_{kind}"], [x, axis], value.dtype, shape, hint, params, output)
 
 
 def _reverse_order(ctx: NodeContext, x: str, hint: str, output: str | None = None) -> str:
@@ -236,7 +223,7 @@ def _arg_max(ctx: NodeContext, x: str, axis: int, keep: bool, index_dtype, hint:
     shape = _reduced_shape(_shape(ctx, x), [axis], keep)
     params = {"OH_NN_ARG_MAX_AXIS": axis, "OH_NN_ARG_MAX_KEEPDIMS": bool(keep), "OH_NN_ARG_MAX_TOP_K": 1,
               "OH_NN_ARG_MAX_OUT_MAX_VALUE": False}
-    return _emit(ctx, OP.OH_NN_OPS_ARG_MAX, [x], index_dtype, shape, hint, params, output)
+    return ctx.emit_to(OP.OH_NN_OPS_ARG_MAX, [x], index_dtype, shape, hint, params, output)
 
 
 @handler("arg_max")
@@ -263,7 +250,7 @@ def arg_max(ctx: NodeContext) -> None:
         raise ConversionIssue(DYNAMIC_SHAPE, f"select_last_index=1 needs a static size of axis {axis}")
     flipped_shape = _shape(ctx, x)
     backwards = ctx.constant(np.arange(n - 1, -1, -1, dtype=np.int32), f"{ctx.name}.backwards")
-    flipped = _emit(ctx, OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
+    flipped = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
                     ctx.value(x).dtype, flipped_shape, f"{out}.flipped")
     idx = _arg_max(ctx, flipped, axis, keep, index_dtype, f"{out}.flipped_index")
     _binary(ctx, OP.OH_NN_OPS_SUB, _scalar(ctx, n - 1, index_dtype, "last"), idx, out, output=out)
@@ -310,8 +297,8 @@ def top_k(ctx: NodeContext) -> None:
     source = x if largest else _reverse_order(ctx, x, f"{values_out}.reversed_order")
     values = values_out if largest else ctx.new_value(dtype, shape, f"{values_out}.reversed")
     indices = indices_out or ctx.new_value(np.int64, shape, f"{values_out}.indices")
-    _settle(ctx, values, dtype, shape)
-    _settle(ctx, indices, np.int64, shape)
+    ctx.settle(values, shape, dtype)
+    ctx.settle(indices, shape, np.int64)
     if ctx.value(indices).dtype.kind not in "iu":
         raise ConversionIssue(INVALID_MODEL, "TopK indices must be an integer tensor")
     ctx.emit(OP.OH_NN_OPS_TOP_K, [source, k], [values, indices],
@@ -344,7 +331,7 @@ def hardmax(ctx: NodeContext) -> None:
     if n < 0:
         raise ConversionIssue(DYNAMIC_SHAPE, f"Hardmax needs a static size of axis {axis}")
     idx = _arg_max(ctx, source, axis, False, np.int32, f"{out}.index")
-    _settle(ctx, target, dtype, _shape(ctx, source))
+    ctx.settle(target, _shape(ctx, source), dtype)
     ctx.emit(OP.OH_NN_OPS_ONE_HOT, [idx, _scalar(ctx, n, np.int32, "depth"), _scalar(ctx, 1, dtype, "on"),
                                     _scalar(ctx, 0, dtype, "off")], [target], {"OH_NN_ONE_HOT_AXIS": axis})
     if target != out:
@@ -391,7 +378,7 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
         source, begin = ctx.reshape(x, (1, *shape)), 1
     last = late_scale is None and late_bias is None and axis != 0
     y = out if last else ctx.new_value(value.dtype, _shape(ctx, source), f"{out}.normalized")
-    _settle(ctx, y, value.dtype, shape)
+    ctx.settle(y, shape, value.dtype)
     ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [source, gamma, beta], [y],
              {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": begin, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": begin,
               "OH_NN_LAYER_NORM_EPSILON": float(eps)})
@@ -524,7 +511,7 @@ def lp_normalization(ctx: NodeContext) -> None:
     axis = _norm_axis(ctx, ctx.attr("axis", -1), rank)
     p = int(ctx.attr("p", 2))
     if p == 2:
-        _settle(ctx, out, ctx.value(x).dtype, ctx.value(x).shape)
+        ctx.settle(out, ctx.value(x).shape, ctx.value(x).dtype)
         ctx.emit(OP.OH_NN_OPS_L2_NORMALIZE, [x], [out],
                  {"OH_NN_L2_NORMALIZE_AXIS": [axis], "OH_NN_L2_NORMALIZE_EPSILON": _TINY})
         return
@@ -621,7 +608,7 @@ def _take_diagonals(ctx: NodeContext, name: str, labels: list[str], sizes: dict[
         coordinates = ctx.constant(np.repeat(np.arange(n, dtype=np.int32)[:, None], len(positions), axis=1),
                                    f"{hint}.diagonal")
         rest_labels = [labels[i] for i in rest]
-        name = _emit(ctx, OP.OH_NN_OPS_GATHER_ND, [moved, coordinates], ctx.value(name).dtype,
+        name = ctx.emit_to(OP.OH_NN_OPS_GATHER_ND, [moved, coordinates], ctx.value(name).dtype,
                      [n, *(sizes[other] for other in rest_labels)], f"{hint}.diagonal")
         labels = [label, *rest_labels]
     return name, labels
@@ -636,7 +623,7 @@ def _reshape_to(ctx: NodeContext, name: str, shape: Sequence[int], output: str |
     if tuple(_shape(ctx, name)) == tuple(shape) and output is None:
         return name
     if not shape:  # a shape tensor cannot be empty in NNRt: SQUEEZE without axes drops every (size-1) dim
-        return _emit(ctx, OP.OH_NN_OPS_SQUEEZE, [name], ctx.value(name).dtype, (), f"{name}.scalar", output=output)
+        return ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [name], ctx.value(name).dtype, (), f"{name}.scalar", output=output)
     return _reshape(ctx, name, list(shape), output=output)
 
 
@@ -670,7 +657,7 @@ def _contract(ctx: NodeContext, a: tuple[str, list[str]], b: tuple[str, list[str
     dtype = ctx.value(a_name).dtype
     if ctx.value(b_name).dtype != dtype:
         raise ConversionIssue(INVALID_MODEL, f"Einsum operands differ in dtype ({dtype}, {ctx.value(b_name).dtype})")
-    product = _emit(ctx, OP.OH_NN_OPS_MATMUL, [a_mat, b_mat], dtype, lead + [m, n], f"{hint}.matmul")
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a_mat, b_mat], dtype, lead + [m, n], f"{hint}.matmul")
     labels = batch + a_free + b_free
     return _reshape_to(ctx, product, [sizes[label] for label in labels]), labels
 
@@ -753,9 +740,9 @@ def cum_sum(ctx: NodeContext) -> None:
     moved = x if axis == rank - 1 else ctx.transpose(x, last)
     moved_shape = _shape(ctx, moved)
     if axis == rank - 1:
-        _emit(ctx, OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, out, output=out)
+        ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, out, output=out)
         return
-    product = _emit(ctx, OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved")
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved")
     back = [last.index(d) for d in range(rank)]
     _transpose(ctx, product, back, output=out)
 
@@ -792,7 +779,7 @@ def _integer_product(ctx: NodeContext, a: str, a_zp: str | None, b: str, b_zp: s
     if len(sa) < 1 or len(sb) < 1:
         raise ConversionIssue(INVALID_MODEL, "matrix product operands must have rank >= 1")
     out_shape = _matmul_shape(sa, sb)
-    return _emit(ctx, OP.OH_NN_OPS_MATMUL, [a32, b32], np.int32, out_shape, hint, output=output)
+    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a32, b32], np.int32, out_shape, hint, output=output)
 
 
 def _matmul_shape(sa, sb) -> tuple[int, ...]:
@@ -849,8 +836,8 @@ def qlinear_matmul(ctx: NodeContext) -> None:
     if ctx.has_input(7):
         rounded = _binary(ctx, OP.OH_NN_OPS_ADD, rounded, _cast(ctx, ctx.input(7), np.float32), f"{out}.shifted")
     info = np.iinfo(out_dtype)
-    clipped = _emit(ctx, OP.OH_NN_OPS_CLIP, [rounded], np.float32, _shape(ctx, rounded), f"{out}.clipped",
+    clipped = ctx.emit_to(OP.OH_NN_OPS_CLIP, [rounded], np.float32, _shape(ctx, rounded), f"{out}.clipped",
                     {"OH_NN_CLIP_MIN": float(info.min), "OH_NN_CLIP_MAX": float(info.max)})
     code = ctx.constant(np.asarray(int(from_numpy(out_dtype)), np.int32), f"{out}.to")
-    _settle(ctx, out, out_dtype, _shape(ctx, clipped))
+    ctx.settle(out, _shape(ctx, clipped), out_dtype)
     ctx.emit(OP.OH_NN_OPS_CAST, [clipped, code], [out])

@@ -10,7 +10,7 @@ from ..context import NodeContext
 from ..ir import Value
 from ..issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from . import handler
-from .movement import fold_constant_node, settle_shape
+from .movement import fold_constant_node
 
 
 def axes_from(ctx: NodeContext, attr: str = "axes", position: int = 1, since_input: int = 13) -> list[int] | None:
@@ -157,7 +157,7 @@ def flatten(ctx: NodeContext) -> None:
     axis = int(ctx.attr("axis", 1))
     axis = axis + rank if axis < 0 else axis
     shape = ctx.value(x).shape
-    settle_shape(ctx, ctx.output(0), [int(np.prod(part)) if all(d >= 0 for d in part) else -1
+    ctx.settle(ctx.output(0), [int(np.prod(part)) if all(d >= 0 for d in part) else -1
                                       for part in (shape[:axis], shape[axis:])])
     if all(d >= 0 for d in shape):
         target = [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
@@ -206,7 +206,7 @@ def unsqueeze(ctx: NodeContext) -> None:
 
 def _reshape_or(ctx: NodeContext, x: str, target, op, params) -> None:
     """A reshape when the target is static (at most one dynamic dim), else the dedicated op."""
-    settle_shape(ctx, ctx.output(0), target)
+    ctx.settle(ctx.output(0), target)
     if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
     elif sum(d < 0 for d in target) <= 1:
@@ -228,7 +228,7 @@ def transpose(ctx: NodeContext) -> None:
     perm = [int(p) for p in perm]
     shape = ctx.value(x).shape
     if shape is not None and len(shape) == len(perm):
-        settle_shape(ctx, ctx.output(0), [shape[p] for p in perm])
+        ctx.settle(ctx.output(0), [shape[p] for p in perm])
     ctx.transpose(x, perm, output=ctx.output(0))
 
 
@@ -253,7 +253,7 @@ def gather(ctx: NodeContext) -> None:
     index_shape = ctx.value(indices).shape
     if index_shape is not None:
         shape = ctx.value(x).shape
-        settle_shape(ctx, ctx.output(0), [*shape[:axis], *index_shape, *shape[axis + 1:]])
+        ctx.settle(ctx.output(0), [*shape[:axis], *index_shape, *shape[axis + 1:]])
     ctx.emit(OP.OH_NN_OPS_GATHER, [x, indices, ctx.constant(np.asarray([axis], np.int64))], [ctx.output(0)])
 
 
@@ -332,5 +332,5 @@ def concat(ctx: NodeContext) -> None:
     if all(s is not None and len(s) == rank for s in shapes):
         joined = [-1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)]
         others = [max(s[d] for s in shapes) for d in range(rank)]  # a known dim wins over -1
-        settle_shape(ctx, ctx.output(0), [joined[0] if d == axis else others[d] for d in range(rank)])
+        ctx.settle(ctx.output(0), [joined[0] if d == axis else others[d] for d in range(rank)])
     ctx.emit(OP.OH_NN_OPS_CONCAT, inputs, [ctx.output(0)], {"OH_NN_CONCAT_AXIS": axis})
