@@ -229,8 +229,11 @@ def softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
     _require_float(op, x)
     ax = _softmax_axis(op, axis, x.ndim)
     xw = x.astype(_work_dtype(x.dtype), copy=False)
-    e = np.exp(xw - np.max(xw, axis=ax, keepdims=True))
-    return (e / np.sum(e, axis=ax, keepdims=True)).astype(x.dtype, copy=False)
+    # one work buffer, updated in place: subtract the max, exp, divide by the sum (no further temporaries)
+    e = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
+    np.exp(e, out=e)
+    np.divide(e, np.sum(e, axis=ax, keepdims=True), out=e)
+    return e.astype(x.dtype, copy=False)
 
 
 @kernel("OH_NN_OPS_LOG_SOFTMAX")
@@ -241,8 +244,11 @@ def log_softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
     _require_float(op, x)
     ax = _softmax_axis(op, axis, x.ndim)
     xw = x.astype(_work_dtype(x.dtype), copy=False)
-    shifted = xw - np.max(xw, axis=ax, keepdims=True)
-    return (shifted - np.log(np.sum(np.exp(shifted), axis=ax, keepdims=True))).astype(x.dtype, copy=False)
+    shifted = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
+    lse = np.sum(np.exp(shifted), axis=ax, keepdims=True)
+    np.log(lse, out=lse)
+    np.subtract(shifted, lse, out=shifted)
+    return shifted.astype(x.dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -275,6 +281,13 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     return (x.astype(work, copy=False) * inv + (o - m * inv)).astype(x.dtype, copy=False)
 
 
+def _mean(a: np.ndarray, axes: tuple[int, ...], count: np.intp) -> np.ndarray:
+    """``np.mean(a, axis=axes, keepdims=True)`` for a float array, without its Python-level overhead: the same
+    sum, then the same division by the intp element count (so the same result, bit for bit)."""
+    s = np.add.reduce(a, axis=axes, keepdims=True)
+    return np.true_divide(s, count, out=s, casting="unsafe")
+
+
 @kernel("OH_NN_OPS_LAYER_NORM")
 def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_norm_axis: int, epsilon: float,
                begin_param_axis: int) -> np.ndarray:
@@ -305,11 +318,16 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     axes = tuple(range(bna, rank))
-    mu = np.mean(xw, axis=axes, keepdims=True)
-    centred = xw - mu
-    var = np.mean(np.square(centred), axis=axes, keepdims=True)
-    out = centred / np.sqrt(var + work.type(epsilon)) * g.astype(work) + b.astype(work)
-    return out.astype(x.dtype, copy=False)
+    count = np.intp(prod(x.shape[bna:]))
+    # two work buffers (centred values, squares), then scale and shift in place: no further temporaries
+    centred = np.subtract(xw, _mean(xw, axes, count), out=xw if xw is not x else None)
+    var = _mean(np.square(centred), axes, count)
+    np.add(var, work.type(epsilon), out=var)
+    np.sqrt(var, out=var)
+    np.divide(centred, var, out=centred)
+    np.multiply(centred, g.astype(work, copy=False), out=centred)
+    np.add(centred, b.astype(work, copy=False), out=centred)
+    return centred.astype(x.dtype, copy=False)
 
 
 @kernel("OH_NN_OPS_INSTANCE_NORM")

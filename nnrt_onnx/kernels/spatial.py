@@ -74,6 +74,14 @@ def _same_pads(size: int, stride: int, extent: int) -> tuple[int, int, int]:
     return out, total // 2, total - total // 2
 
 
+def _tap_range(out_size: int, size: int, stride: int, offset: int) -> tuple[int, int, int]:
+    """Output positions [r0, r1) whose kernel tap at input position r * stride + offset lies inside [0, size),
+    and the input position of r0 (the other taps read padding)."""
+    r0 = max(0, -(offset // stride))
+    r1 = min(out_size, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    return r0, max(r0, r1), r0 * stride + offset
+
+
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list):
     """Output size and pads of a (dilated) convolution; ek = effective (dilated) kernel extent."""
     mode = _check_pad_mode(op, pad_mode)
@@ -110,10 +118,62 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
     return (bias.astype(np.float64) * (in_q.scales[0] * w_scales)).astype(cdtype)
 
 
+def _depthwise_core(x, w, strides, dilation, pads):
+    """Depthwise convolution (weight [C * mult, kH, kW, 1]), accumulated one kernel tap at a time in row-major tap
+    order into the output buffer, as ``out = 0; out += x_tap * w_tap``. Taps that would read padding are skipped
+    for those output positions (adding 0 * w changes nothing for finite weights), so no padded copy is made.
+    The weights of a tap are tiled along the output width, so every multiply/add runs over whole (W, C) rows
+    instead of C-long pieces. A channel multiplier repeats the input channels once (output channel k reads input
+    channel k // mult): viewing the output as [N, OH, OW, C, mult] instead, without the copy, was ~2x slower
+    (mult-long inner loops)."""
+    o, kh, kw, _ = w.shape
+    if o != x.shape[3]:  # channel multiplier: output channel k reads input channel k // mult
+        x = np.repeat(x, o // x.shape[3], axis=3)  # one copy; faster than mult-long inner loops over a view
+    n, h, wd, c = x.shape
+    s_h, s_w = strides
+    d_h, d_w = dilation
+    pt, pb, pl, pr = pads
+    oh = (h + pt + pb - (kh - 1) * d_h - 1) // s_h + 1
+    ow = (wd + pl + pr - (kw - 1) * d_w - 1) // s_w + 1
+    # [kH, kW, OW, C]: each tap's weights repeated along the output width
+    wt = np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, c)))
+    out = np.empty((n, oh, ow, c), dtype=x.dtype)
+    tmp = None
+    started = False
+    for i in range(kh):
+        r0, r1, a = _tap_range(oh, h, s_h, i * d_h - pt)
+        if r1 <= r0:
+            continue
+        for j in range(kw):
+            q0, q1, b = _tap_range(ow, wd, s_w, j * d_w - pl)
+            if q1 <= q0:
+                continue
+            src = x[:, a: a + (r1 - r0 - 1) * s_h + 1: s_h, b: b + (q1 - q0 - 1) * s_w + 1: s_w]
+            wtap = wt[i, j, q0:q1]
+            where = (slice(None), slice(r0, r1), slice(q0, q1))
+            if not started:
+                if r1 - r0 < oh or q1 - q0 < ow:
+                    out.fill(0)
+                else:  # 0 + x * w == x * w (up to the sign of a zero): write the first full tap directly
+                    np.multiply(src, wtap, out=out)
+                    started = True
+                    continue
+                started = True
+            if tmp is None:
+                tmp = np.empty_like(out)
+            np.multiply(src, wtap, out=tmp[where])
+            np.add(out[where], tmp[where], out=out[where])
+    if not started:  # every tap reads padding only (a 1x1 kernel over pads): the sum is 0
+        out.fill(0)
+    return out
+
+
 def _conv_core(x, w, strides, dilation, pads, group, op):
     """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]: im2col + one batched matmul over groups."""
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
+    if cg == 1 and group > 1 and np.isfinite(w).all():  # depthwise; non-finite weights: padded path below
+        return _depthwise_core(x, w, strides, dilation, pads)
     s_h, s_w = strides
     d_h, d_w = dilation
     pt, pb, pl, pr = pads
@@ -123,7 +183,7 @@ def _conv_core(x, w, strides, dilation, pads, group, op):
     oh = (x.shape[1] - ek_h) // s_h + 1
     ow = (x.shape[2] - ek_w) // s_w + 1
     og = o // group
-    if cg == 1 and group > 1:  # depthwise: accumulate one kernel tap at a time (no im2col copy)
+    if cg == 1 and group > 1:  # depthwise with a non-finite weight (0 * inf in the padding must stay NaN)
         xs = x if og == 1 else np.repeat(x, og, axis=3)  # output channel k reads input channel k // og
         out = np.zeros((n, oh, ow, o), dtype=x.dtype)
         for i in range(kh):
@@ -158,7 +218,8 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
     oh, ow, pads = _conv_geometry(op, h, w, (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1, s[0], s[1], pad_mode, pad_list)
     b = _real_bias(op, bias, o, ctx, cdtype)
     out = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, op)
-    out += b
+    # the bias tiled along the width, so the add runs over whole (W, C) rows rather than C-long pieces
+    np.add(out, np.tile(b, out.shape[2]).reshape(out.shape[2], o), out=out)
     return out.astype(x.dtype, copy=False)
 
 
@@ -246,6 +307,50 @@ def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, 
 # pooling
 
 
+def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):
+    """(full, out view, input view) for each kernel tap in row-major order: the output block whose window reads a
+    real (non-padding) cell at this tap, and the strided input view of those cells. No padded copy is made."""
+    h, w = x.shape[1], x.shape[2]
+    taps = []
+    for i in range(k_h):
+        r0, r1, a = _tap_range(oh, h, s_h, i - pt)
+        for j in range(k_w):
+            q0, q1, b = _tap_range(ow, w, s_w, j - pl)
+            if r1 > r0 and q1 > q0:
+                src = x[:, a: a + (r1 - r0 - 1) * s_h + 1: s_h, b: b + (q1 - q0 - 1) * s_w + 1: s_w]
+                full = r0 == 0 and r1 == oh and q0 == 0 and q1 == ow
+                taps.append((full, (slice(None), slice(r0, r1), slice(q0, q1)), src))
+    return taps
+
+
+def _max_1d(x, axis, out_size, k, s, p0, fill):
+    """Max pooling along one axis (1 = height, 2 = width) of an NHWC array: one np.maximum per kernel tap over a
+    strided view, into the output buffer; taps reading padding are skipped (the max with the fill changes
+    nothing)."""
+    if k == 1 and s == 1 and p0 == 0 and x.shape[axis] == out_size:
+        return x
+    size = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = out_size
+    out = np.empty(shape, dtype=x.dtype)
+    pre = (slice(None),) * axis
+    taps = []
+    for i in range(k):
+        r0, r1, a = _tap_range(out_size, size, s, i - p0)
+        if r1 > r0:
+            src = x[pre + (slice(a, a + (r1 - r0 - 1) * s + 1, s),)]
+            taps.append((r0 == 0 and r1 == out_size, pre + (slice(r0, r1),), src))
+    first = next((t for t in taps if t[0]), None)  # start from a tap that covers every output position
+    if first is None:
+        out.fill(fill)
+    else:
+        np.copyto(out, first[2])
+    for t in taps:
+        if t is not first:
+            np.maximum(out[t[1]], t[2], out=out[t[1]])
+    return out
+
+
 def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
     _check_rank(op, x)
     if kind == "avg":
@@ -288,18 +393,35 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
     pb = max((oh - 1) * s_h + k_h - h - pt, 0)
     pr = max((ow - 1) * s_w + k_w - w - pl, 0)
     xc = x.astype(cdtype, copy=False)
-    if kind == "max":
+    # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
+    # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
+    if kind == "max":  # max is exact and order-free: separable, the width taps first, then the height taps
         fill = -np.inf if np.issubdtype(cdtype, np.floating) else np.iinfo(cdtype).min
-        xp = np.pad(xc, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill) if pt + pb + pl + pr else xc
-        win = sliding_window_view(xp, (k_h, k_w), axis=(1, 2))[:, ::s_h, ::s_w][:, :oh, :ow]
-        out = win.max(axis=(-2, -1))
+        out = _max_1d(_max_1d(xc, 2, ow, k_w, s_w, pl, fill), 1, oh, k_h, s_h, pt, fill)
+        return out.copy() if out is x else out.astype(x.dtype, copy=False)  # never hand back the input itself
+    out = np.empty((n, oh, ow, c), dtype=cdtype)
+    taps = _pool_taps(xc, oh, ow, k_h, k_w, s_h, s_w, pt, pl)
+    # Taps are added in row-major order, the order of the window sum this replaces (bit-identical results).
+    if len(taps) > 1 and taps[0][0] and taps[1][0]:
+        np.add(taps[0][2], taps[1][2], out=out)
+        rest = taps[2:]
+    elif taps[0][0]:
+        np.copyto(out, taps[0][2])
+        rest = taps[1:]
     else:
-        xp = np.pad(xc, ((0, 0), (pt, pb), (pl, pr), (0, 0))) if pt + pb + pl + pr else xc
-        win = sliding_window_view(xp, (k_h, k_w), axis=(1, 2))[:, ::s_h, ::s_w][:, :oh, :ow]
-        total = win.sum(axis=(-2, -1))
-        mask = np.pad(np.ones((h, w), dtype=cdtype), ((pt, pb), (pl, pr)))  # padded cells are not counted (NNAPI)
-        count = sliding_window_view(mask, (k_h, k_w))[::s_h, ::s_w][:oh, :ow].sum(axis=(-2, -1))
-        out = total / count[None, :, :, None]
+        out.fill(0)
+        rest = taps
+    for _, where, src in rest:
+        np.add(out[where], src, out=out[where])
+    if pt + pb + pl + pr:  # padded cells are not counted (NNAPI): count = valid rows x valid columns
+        rows = np.arange(oh) * s_h - pt
+        cols = np.arange(ow) * s_w - pl
+        cnt_h = np.minimum(rows + k_h, h) - np.maximum(rows, 0)
+        cnt_w = np.minimum(cols + k_w, w) - np.maximum(cols, 0)
+        count = (cnt_h[:, None] * cnt_w[None, :]).astype(cdtype)[None, :, :, None]
+    else:
+        count = cdtype.type(k_h * k_w)
+    np.divide(out, count, out=out)
     return out.astype(x.dtype, copy=False)
 
 
