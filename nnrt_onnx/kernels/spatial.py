@@ -455,6 +455,16 @@ def _linear_taps(in_size: int, out_size: int, mode: int):
     return lo, hi, src - lo
 
 
+def bilinear_matrix(in_size: int, out_size: int, mode: int) -> np.ndarray:
+    """The [out, in] float64 matrix RESIZE_BILINEAR applies along one axis (used by the ONNX importer and exporter
+    to decide when ONNX Resize and this op agree, and to write the op as matrix products)."""
+    lo, hi, frac = _linear_taps(in_size, out_size, mode)
+    matrix = np.zeros((out_size, in_size))
+    np.add.at(matrix, (np.arange(out_size), lo), 1 - frac)
+    np.add.at(matrix, (np.arange(out_size), hi), frac)
+    return matrix
+
+
 @kernel("OH_NN_OPS_RESIZE_BILINEAR")
 def resize_bilinear(x, *, new_height, new_width, preserve_aspect_ratio, coordinate_transform_mode, exclude_outside):
     op = "RESIZE_BILINEAR"

@@ -49,6 +49,7 @@ from ...onnx_import.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, _only_moves_unit_d
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
+from ...kernels.spatial import bilinear_matrix
 
 _F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 _TO_NHWC, _TO_NCHW = list(NCHW_TO_NHWC), list(NHWC_TO_NCHW)
@@ -481,22 +482,6 @@ def avg_pool(ctx: ExportContext) -> None:
 # resize
 
 
-def _bilinear_matrix(in_size: int, out_size: int, mode: int) -> np.ndarray:
-    """[out, in] interpolation matrix of one axis, as the kernel's _linear_taps computes it."""
-    o = np.arange(out_size, dtype=np.float64)
-    if mode == 0:
-        src = o * (in_size / out_size)
-    elif mode == 1:
-        src = o * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros_like(o)
-    else:
-        src = (o + 0.5) * (in_size / out_size) - 0.5
-    src = np.clip(src, 0.0, in_size - 1)
-    lo = np.floor(src).astype(np.int64)
-    hi = np.minimum(lo + 1, in_size - 1)
-    matrix = np.zeros((out_size, in_size))
-    np.add.at(matrix, (np.arange(out_size), lo), 1 - (src - lo))
-    np.add.at(matrix, (np.arange(out_size), hi), src - lo)
-    return matrix
 
 
 def _resize_standard(node, graph) -> bool:
@@ -527,8 +512,8 @@ def resize_bilinear(ctx: ExportContext) -> None:
         if dtype in _ORT_FLOAT:
             y = f.one("Resize", [x, "", "", _i64(f, [n, c, nh, nw])], **attrs)
         else:  # float64: the kernel's interpolation matrices, Mh @ X @ Mw^T on [N, C, H, W]
-            mw = _const(f, _bilinear_matrix(w, nw, mode).T, dtype)
-            mh = _const(f, _bilinear_matrix(h, nh, mode), dtype)
+            mw = _const(f, bilinear_matrix(w, nw, mode).T, dtype)
+            mh = _const(f, bilinear_matrix(h, nh, mode), dtype)
             y = f.one("MatMul", [mh, f.one("MatMul", [x, mw])])
         f.one("Transpose", [y], "y0", perm=_TO_NHWC)
 

@@ -39,6 +39,7 @@ from ..ir import Value
 from ..issues import DYNAMIC_SHAPE, INVALID_MODEL, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from . import handler
+from ...kernels.spatial import bilinear_matrix
 
 
 
@@ -805,22 +806,6 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
     return matrix, extrapolated
 
 
-def _bilinear_matrix(in_size: int, out_size: int, mode: int) -> np.ndarray:
-    """The matrix NNRt RESIZE_BILINEAR uses along one axis (see kernels/spatial.py _linear_taps)."""
-    o = np.arange(out_size, dtype=np.float64)
-    if mode == 0:
-        src = o * (in_size / out_size)
-    elif mode == 1:
-        src = o * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros_like(o)
-    else:
-        src = (o + 0.5) * (in_size / out_size) - 0.5
-    src = np.clip(src, 0.0, in_size - 1)
-    lo = np.floor(src).astype(np.int64)
-    hi = np.minimum(lo + 1, in_size - 1)
-    matrix = np.zeros((out_size, in_size))
-    np.add.at(matrix, (np.arange(out_size), lo), 1 - (src - lo))
-    np.add.at(matrix, (np.arange(out_size), hi), src - lo)
-    return matrix
 
 
 def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
@@ -842,7 +827,7 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
     if mode == "linear" and rank == 4 and set(steps) <= {2, 3} and not masks:
         for code in (2, 1, 0):
             if all(np.allclose(axes_plan[a][0] if a in axes_plan else np.eye(current_shape[a]),
-                               _bilinear_matrix(current_shape[a], out_shape[a], code), rtol=0, atol=1e-6)
+                               bilinear_matrix(current_shape[a], out_shape[a], code), rtol=0, atol=1e-6)
                    for a in (2, 3)):
                 y = ctx.new_value(dtype, _nhwc_shape(2, out_shape), f"{out}.nhwc")
                 ctx.emit(OP.OH_NN_OPS_RESIZE_BILINEAR, [ctx.transpose(x, NCHW_TO_NHWC)], [y],
