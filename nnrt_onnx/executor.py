@@ -127,19 +127,17 @@ class Executor:
         self._output_buffers[index] = (view.cast("B"), length)
 
     def allocate_input_memory(self, index: int, length: int) -> Memory:
-        tensor = self._io("input", index)
-        if length <= 0:
-            raise invalid("memory length must be > 0")
-        memory = Memory(bytearray(int(length)), int(length))
-        self._memories[("input", index)] = memory
-        return memory
+        return self._allocate("input", index, length)
 
     def allocate_output_memory(self, index: int, length: int) -> Memory:
-        self._io("output", index)
-        if length <= 0:
-            raise invalid("memory length must be > 0")
+        return self._allocate("output", index, length)
+
+    def _allocate(self, kind: str, index: int, length: int) -> Memory:
+        self._io(kind, index)
+        if not isinstance(length, (int, np.integer)) or length <= 0:
+            raise invalid(f"memory length {length!r} must be a positive byte count")
         memory = Memory(bytearray(int(length)), int(length))
-        self._memories[("output", index)] = memory
+        self._memories[(kind, index)] = memory
         return memory
 
     def destroy_memory(self, kind: str, index: int, memory: Memory) -> None:

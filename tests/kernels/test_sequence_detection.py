@@ -12,7 +12,6 @@ import math
 import zlib
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper

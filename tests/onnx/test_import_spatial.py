@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from nnrt_onnx.compilation import Compilation

@@ -359,7 +359,6 @@ def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, d
     kind: "max", "avg" or "sum"."""
     value = ctx.value(x)
     shape = value.shape
-    nd = len(kernel)
     extra = [max((o - 1) * s + (k - 1) * d + 1 - (size + p0 + p1), 0)
              for o, s, k, d, size, (p0, p1) in zip(out_sizes, strides, kernel, dilations, shape[2:], pads)]
     pad_list = [(0, 0), (0, 0)] + [(p0, p1 + e) for (p0, p1), e in zip(pads, extra)]
