@@ -108,7 +108,8 @@ _TOP_KEYS = {"op", "summary", "layout", "layout_role", "quant_type_from_output0"
 #   concat    — concatenation along the "axis" keyword: the axis is permuted
 #   axis      — one data input, same shape out, computed along the "axis" keyword (softmax): the axis is permuted
 #   reduce    — reduction over the axes of constant input #1 (keep_dims keyword): the axes are permuted
-LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce"}
+#   pad       — padding by the constant [rank, 2] input #1: its rows are permuted
+LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce", "pad"}
 _PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
                "value", "range"}
 _VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}

@@ -84,6 +84,9 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
         return False
     if role in ("axis", "reduce"):
         return user.inputs[0] == name and name not in user.inputs[1:] and _axes_after(graph, user, perm) is not None
+    if role == "pad":
+        pads = graph.values[user.inputs[1]].data
+        return user.inputs[0] == name and pads is not None and pads.size == 2 * len(perm)
     data_inputs = user.inputs if role != "unary" else user.inputs[:1]
     if role == "unary" and any(n == name for n in user.inputs[1:]):
         return False
@@ -125,6 +128,18 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     role = op_spec(user.op).layout_role
     if role in ("axis", "reduce"):
         _sink_into_axis_op(graph, user, source, perm)
+        return
+    if role == "pad":  # pad(T_p(x), P) == T_p(pad(x, P')) with P'[p[i]] = P[i]
+        pads = graph.values[user.inputs[1]].data.reshape(len(perm), 2)
+        moved_pads = np.empty_like(pads)
+        moved_pads[list(perm)] = pads
+        user.inputs = [source, graph.constant(moved_pads, f"{user.inputs[1]}.permuted")] + user.inputs[2:]
+        out = user.outputs[0]
+        value = graph.values[out]
+        moved = graph.fresh_name(f"{out}.moved")
+        graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+        user.outputs = [moved]
+        _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
         return
     new_inputs = []
     for position, other in enumerate(user.inputs):

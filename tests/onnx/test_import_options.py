@@ -112,3 +112,21 @@ def test_axes_are_rewritten_not_guessed_on_a_square_tensor(rng, axes, keepdims, 
     np.testing.assert_allclose(run(result.model, x), reference(model, x), rtol=1e-4, atol=1e-6)
     inner = [op for op in result.model.operations[1:] if op.op == OP.OH_NN_OPS_TRANSPOSE]
     assert len(inner) <= 1  # at most one transpose where the reduced result must return to the ONNX order
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_a_pad_between_convolutions_keeps_the_network_transpose_free(rng, mode):
+    w1 = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), "w2")
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 3, 1], np.int64), "pads")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"]), helper.make_node("Pad", ["c", "pads"], ["p"], mode=mode),
+             helper.make_node("Conv", ["p", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w1, w2, pads])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    result = from_onnx(model, nhwc_io=True)
+    assert not any(op.op == OP.OH_NN_OPS_TRANSPOSE for op in result.model.operations)
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    got = run(result.model, np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+    want = reference(model, x).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
