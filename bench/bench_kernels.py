@@ -15,7 +15,7 @@ Threads: by default numpy's BLAS and onnxruntime both run single-threaded (OPENB
 before numpy is imported; onnxruntime gets intra_op_num_threads=1, inter_op_num_threads=1). ``--threads N`` sets N
 for both.
 
-    /work/venv/bin/python bench/bench_kernels.py [--repeat 20] [--threads N] [--only CONV2D,LSTM] [--json FILE]
+    python bench/bench_kernels.py [--repeat 20] [--threads N] [--only CONV2D,LSTM] [--json FILE]
 """
 from __future__ import annotations
 

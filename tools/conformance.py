@@ -26,7 +26,14 @@ def main() -> None:
     args = parser.parse_args()
     cases = node_cases()
     attempted = sorted(n for n, c in cases.items() if is_claimed(c) and args.k in n)
-    results = {n: run_case(cases[n]) for n in attempted}
+    results = {}
+    show = sys.stderr.isatty()  # a progress line on a terminal only: quiet when piped or in CI
+    for done, name in enumerate(attempted, start=1):
+        results[name] = run_case(cases[name])
+        if show:
+            print(f"\r{done}/{len(attempted)} {name[:60]:<60}", end="", file=sys.stderr, flush=True)
+    if show:
+        print(file=sys.stderr)
     failed = {n: r.reason for n, r in results.items() if not r.passed}
     for name, reason in sorted(failed.items()):
         print(f"FAIL {name}: {reason}")
