@@ -33,7 +33,8 @@ def try_fold(graph: Graph, node: Node) -> bool:
                                      tuple(o.shape or () for o in outputs), tuple(None for _ in inputs),
                                      tuple(None for _ in outputs))
     try:
-        result = fn(*[v.data for v in inputs], **arguments)
+        with np.errstate(all="ignore"):
+            result = fn(*[v.data for v in inputs], **arguments)
     except NNRtError as exc:
         raise ConversionIssue(INVALID_MODEL, f"evaluating constant {node.op.name}: {exc.message}") from None
     results = result if isinstance(result, tuple) else (result,)

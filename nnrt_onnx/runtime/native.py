@@ -135,7 +135,8 @@ class NativePreparedModel(PreparedModel):
                 value = dequantize(value, *_quant_args(quant, value.ndim), out_dtype=FLOAT16 if self.float16 else FLOAT32)
             args.append(value)
         try:
-            result = step.kernel(*args, **step.kwargs)
+            with np.errstate(all="ignore"):  # inf/nan results are values (as in onnxruntime), not warnings
+                result = step.kernel(*args, **step.kwargs)
         except NNRtError as exc:
             raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
         except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError) as exc:
