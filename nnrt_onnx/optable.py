@@ -109,7 +109,10 @@ _TOP_KEYS = {"op", "summary", "layout", "layout_role", "quant_type_from_output0"
 #   axis      — one data input, same shape out, computed along the "axis" keyword (softmax): the axis is permuted
 #   reduce    — reduction over the axes of constant input #1 (keep_dims keyword): the axes are permuted
 #   pad       — padding by the constant [rank, 2] input #1: its rows are permuted
-LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce", "pad"}
+#   slice     — SLICE over the "axes" keyword (begin/size inputs follow the axes): the axes are permuted
+#   gather    — GATHER along the constant axis input #2 with 1-D indices: the axis is permuted
+#   split     — SPLIT along the "axis" keyword: the axis is permuted, each output gets the transpose
+LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce", "pad", "slice", "gather", "split"}
 _PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
                "value", "range"}
 _VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}

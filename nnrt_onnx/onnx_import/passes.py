@@ -80,6 +80,14 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
     if user.op == OP.OH_NN_OPS_TRANSPOSE:
         return user.inputs[0] == name
     role = op_spec(user.op).layout_role
+    if role == "split":
+        return user.inputs[0] == name
+    if role == "gather":
+        indices, axis = (graph.values[n] for n in user.inputs[1:3])
+        return (user.inputs[0] == name and name not in user.inputs[1:] and axis.data is not None
+                and indices.shape is not None and len(indices.shape) == 1)
+    if role == "slice":
+        return user.inputs[0] == name and name not in user.inputs[1:] and graph.values[user.inputs[1]].shape is not None
     if role is None or len(user.outputs) != 1:
         return False
     if role in ("axis", "reduce"):
@@ -128,6 +136,9 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     role = op_spec(user.op).layout_role
     if role in ("axis", "reduce"):
         _sink_into_axis_op(graph, user, source, perm)
+        return
+    if role in ("slice", "gather", "split"):
+        _sink_into_indexing_op(graph, user, source, perm, role)
         return
     if role == "pad":  # pad(T_p(x), P) == T_p(pad(x, P')) with P'[p[i]] = P[i]
         pads = graph.values[user.inputs[1]].data.reshape(len(perm), 2)
@@ -206,6 +217,41 @@ def _sink_into_axis_op(graph: Graph, user: Node, source: str, perm) -> None:
     graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(out_perm)), None, value.quant))
     user.outputs = [moved]
     _insert_after(graph, user, _new_transpose(graph, moved, out_perm, out, user.origin))
+
+
+def _sink_into_indexing_op(graph: Graph, user: Node, source: str, perm, role: str) -> None:
+    """slice / gather (1-D indices) / split of T_p(x) == T_p of the same op on x along the permuted axes; every
+    output keeps its rank, so each gets the transpose after it."""
+    from ..enums import OH_NN_TensorType
+    from .context import param_array
+
+    rank = len(perm)
+    arguments = user.kernel_arguments()
+    if role == "slice":
+        count = int(np.prod(graph.values[user.inputs[1]].shape))
+        axes = [int(a) % rank for a in (arguments.get("axes") or range(count))]
+        user.params[OH_NN_TensorType.OH_NN_SLICE_AXES] = param_array(OH_NN_TensorType.OH_NN_SLICE_AXES,
+                                                                     [perm[a] for a in axes])
+    elif role == "gather":
+        axis_value = graph.values[user.inputs[2]]
+        axis = int(axis_value.data.reshape(-1)[0]) % rank
+        user.inputs[2] = graph.constant(np.asarray([perm[axis]], axis_value.dtype).reshape(axis_value.data.shape),
+                                        f"{user.inputs[2]}.permuted")
+    else:
+        axis = int(arguments["axis"]) % rank
+        user.params[OH_NN_TensorType.OH_NN_SPLIT_AXIS] = param_array(OH_NN_TensorType.OH_NN_SPLIT_AXIS, perm[axis])
+    user.inputs[0] = source
+    outputs = []
+    anchor = user
+    for out in user.outputs:
+        value = graph.values[out]
+        moved = graph.fresh_name(f"{out}.moved")
+        graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+        outputs.append(moved)
+        transpose = _new_transpose(graph, moved, perm, out, user.origin)
+        _insert_after(graph, anchor, transpose)
+        anchor = transpose
+    user.outputs = outputs
 
 
 def sink_transposes(graph: Graph) -> None:

@@ -130,3 +130,28 @@ def test_a_pad_between_convolutions_keeps_the_network_transpose_free(rng, mode):
     got = run(result.model, np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
     want = reference(model, x).transpose(0, 2, 3, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_split_gather_and_slice_between_convolutions_stay_transpose_free(rng):
+    w = numpy_helper.from_array(rng.standard_normal((6, 3, 3, 3)).astype(np.float32), "w")
+    w2 = numpy_helper.from_array(rng.standard_normal((4, 3, 1, 1)).astype(np.float32), "w2")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+              (("idx", [2, 0, 1]), ("st", [1, 0]), ("en", [6, 5]), ("ax", [2, 3]))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Split", ["c"], ["a", "b"], axis=1),
+             helper.make_node("Gather", ["a", "idx"], ["g"], axis=1),
+             helper.make_node("Slice", ["b", "st", "en", "ax"], ["s"]),
+             helper.make_node("Conv", ["g", "w2"], ["y1"]), helper.make_node("Conv", ["s", "w2"], ["y2"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 7, 7])],
+                              [helper.make_tensor_value_info("y1", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)], [w, w2, *consts])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    result = from_onnx(model, nhwc_io=True)
+    assert not any(op.op == OP.OH_NN_OPS_TRANSPOSE for op in result.model.operations)
+    x = rng.standard_normal((1, 3, 7, 7)).astype(np.float32)
+    compilation = Compilation(result.model)
+    compilation.build()
+    got = Executor(compilation).run_arrays([np.ascontiguousarray(x.transpose(0, 2, 3, 1))])
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-5 * float(np.abs(b).max()))
