@@ -200,12 +200,14 @@ def _conv_core(x, w, strides, dilation, pads, group, op):
     return out.transpose(1, 0, 2).reshape(n, oh, ow, o)
 
 
-def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group):
+def _conv_shapes(op, x, weight, group):
+    """Checked NHWC input and [out, kH, kW, in/group] weight of a (transposed) convolution: compute dtype,
+    input dims, weight dims, group."""
     _check_rank(op, x)
     _check_rank(op, weight, what="weight")
     cdtype = _compute_dtype(op, x, weight)
-    n, h, w, c = x.shape
-    o, kh, kw, cg = weight.shape
+    c = x.shape[3]
+    o, _, _, cg = weight.shape
     group = int(group)
     if group < 1:
         raise invalid(f"{op}: group must be >= 1, got {group}")
@@ -213,6 +215,11 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
         raise invalid(f"{op}: input has {c} channels but weight inChannel/group={cg} x group={group} = {cg * group}")
     if o % group:
         raise invalid(f"{op}: outChannel={o} is not divisible by group={group}")
+    return cdtype, x.shape, weight.shape, group
+
+
+def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group):
+    cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
     s = _pair(op, "stride", strides, 1)
     d = _pair(op, "dilation", dilation, 1)
     oh, ow, pads = _conv_geometry(op, h, w, (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1, s[0], s[1], pad_mode, pad_list)
@@ -254,18 +261,7 @@ def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, 
     bottom/right (PyTorch/ONNX meaning) and must be < stride.
     """
     op = "CONV2D_TRANSPOSE"
-    _check_rank(op, x)
-    _check_rank(op, weight, what="weight")
-    cdtype = _compute_dtype(op, x, weight)
-    n, h, w, c = x.shape
-    o, kh, kw, cg = weight.shape
-    group = int(group)
-    if group < 1:
-        raise invalid(f"{op}: group must be >= 1, got {group}")
-    if cg * group != c:
-        raise invalid(f"{op}: input has {c} channels but weight inChannel/group={cg} x group={group} = {cg * group}")
-    if o % group:
-        raise invalid(f"{op}: outChannel={o} is not divisible by group={group}")
+    cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
     s_h, s_w = _pair(op, "stride", strides, 1)
     d_h, d_w = _pair(op, "dilation", dilation, 1)
     op_vals = list(np.asarray(output_paddings).reshape(-1).tolist())
