@@ -45,3 +45,29 @@ def conv_model(weight: np.ndarray | None = None, bias: np.ndarray | None = None)
     m.specify_inputs_and_outputs([x], [y])
     m.finish()
     return m
+
+
+def onnx_model(node_or_nodes, inputs: dict, initializers: dict | None = None, opset: int = 17, outputs=("y",)):
+    """A one-graph ONNX model: ``inputs`` name -> example array (its dtype and shape declare the input)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    nodes = node_or_nodes if isinstance(node_or_nodes, list) else [node_or_nodes]
+    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                    for n, a in inputs.items()]
+    graph_outputs = [onnx.ValueInfoProto(name=o) for o in outputs]
+    inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()]
+    graph = helper.make_graph(nodes, "g", graph_inputs, graph_outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def run_imported(model, feeds: dict):
+    """Import ``model``, run it natively on ``feeds`` (by input name): (outputs, ImportResult)."""
+    from nnrt_onnx import Compilation, Executor
+    from nnrt_onnx.onnx_import import from_onnx
+
+    result = from_onnx(model)
+    compilation = Compilation(result.model)
+    compilation.build()
+    arrays = [np.asarray(feeds[result.model.tensors[i].name]) for i in result.model.inputs]
+    return [np.asarray(a) for a in Executor(compilation).run_arrays(arrays)], result

@@ -6,13 +6,12 @@ suffix-aligned cases are also checked against onnx.reference."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
-import pytest
-from onnx import helper, numpy_helper
 
-from nnrt_onnx.compilation import Compilation
+import support
+import pytest
+from onnx import helper
+
 from nnrt_onnx.enums import OH_NN_OperationType as OP
-from nnrt_onnx.executor import Executor
 from nnrt_onnx.onnx_import.importer import from_onnx
 from nnrt_onnx.onnx_import.issues import ConversionError
 
@@ -28,21 +27,10 @@ def _rand(seed, shape, dtype=F, low=-2.0, high=2.0):
 
 
 def _model(nodes, inputs: dict, initializers: dict | None = None, opset: int = 6, outputs=("y",)):
-    nodes = nodes if isinstance(nodes, list) else [nodes]
-    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-                    for n, a in inputs.items()]
-    graph_outputs = [onnx.ValueInfoProto(name=o) for o in outputs]
-    inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()]
-    graph = helper.make_graph(nodes, "g", graph_inputs, graph_outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return support.onnx_model(nodes, inputs, initializers, opset, outputs)
 
 
-def _run(model, feeds: dict):
-    result = from_onnx(model)
-    compilation = Compilation(result.model)
-    compilation.build()
-    arrays = [np.asarray(feeds[result.model.tensors[i].name]) for i in result.model.inputs]
-    return [np.asarray(a) for a in Executor(compilation).run_arrays(arrays)], result
+_run = support.run_imported
 
 
 def _compare(actual, expected):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+import support
 import onnx
 import pytest
 from onnx import helper, numpy_helper
@@ -29,22 +31,11 @@ def _rand(seed: int, *shape, dtype=F, low=None, high=None):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _model(node_or_nodes, inputs: dict, initializers: dict | None = None, opset: int = 17, outputs=("y",)):
-    nodes = node_or_nodes if isinstance(node_or_nodes, list) else [node_or_nodes]
-    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-                    for n, a in inputs.items()]
-    graph_outputs = [onnx.ValueInfoProto(name=o) for o in outputs]
-    inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()]
-    graph = helper.make_graph(nodes, "g", graph_inputs, graph_outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+_model = support.onnx_model
 
 
 def _run_native(model, feeds: dict):
-    result = from_onnx(model)
-    compilation = Compilation(result.model)
-    compilation.build()
-    arrays = [np.asarray(feeds[result.model.tensors[i].name]) for i in result.model.inputs]
-    return Executor(compilation).run_arrays(arrays), result
+    return support.run_imported(model, feeds)
 
 
 def _check(model, feeds: dict, rtol=1e-4, atol=1e-5, oracle: str = "ort"):

@@ -160,22 +160,29 @@ def _weight(ctx: NodeContext, position: int, what: str):
     return name, value, shape
 
 
-@handler("conv")
-def conv(ctx: NodeContext) -> None:
-    """Conv (1-D and 2-D): CONV2D, or DEPTHWISE_CONV2D_NATIVE when every group has one input channel."""
+def _conv_operands(ctx: NodeContext, what: str):
+    """The input, the (1-D or 2-D) weight and the kernel of a Conv/ConvTranspose node, checked against each other
+    and the kernel_shape attribute: (x, weight name, weight value, weight shape, spatial rank, kernel)."""
     x = ctx.input(0)
-    w_name, w_value, w_shape = _weight(ctx, 1, "the convolution weight")
+    w_name, w_value, w_shape = _weight(ctx, 1, f"the {what} weight")
     if len(w_shape) not in (3, 4):
-        raise _unsupported(f"{len(w_shape) - 2}-D convolution (weight shape {list(w_shape)}) is not supported: "
-                           f"NNRt has only 2-D convolutions")
-    nd = _spatial_rank(ctx, x, "convolution")
+        raise _unsupported(f"{len(w_shape) - 2}-D {what} (weight shape {list(w_shape)}) is not supported: "
+                           f"NNRt has only 2-D {what}s")
+    nd = _spatial_rank(ctx, x, what)
     if nd != len(w_shape) - 2:
         raise ConversionIssue(INVALID_MODEL, f"input rank {nd + 2} and weight rank {len(w_shape)} disagree")
-    out_c, in_per_group = w_shape[:2]
     kernel = list(w_shape[2:])
     kernel_attr = ctx.attr("kernel_shape")
     if kernel_attr is not None and [int(k) for k in kernel_attr] != kernel:
         raise ConversionIssue(INVALID_MODEL, f"kernel_shape {list(kernel_attr)} disagrees with the weight {list(w_shape)}")
+    return x, w_name, w_value, w_shape, nd, kernel
+
+
+@handler("conv")
+def conv(ctx: NodeContext) -> None:
+    """Conv (1-D and 2-D): CONV2D, or DEPTHWISE_CONV2D_NATIVE when every group has one input channel."""
+    x, w_name, w_value, w_shape, nd, kernel = _conv_operands(ctx, "convolution")
+    out_c, in_per_group = w_shape[:2]
     group = int(ctx.attr("group", 1))
     strides = _ints_attr(ctx, "strides", nd, 1)
     dilations = _ints_attr(ctx, "dilations", nd, 1)
@@ -224,19 +231,8 @@ def conv(ctx: NodeContext) -> None:
 @handler("conv_transpose")
 def conv_transpose(ctx: NodeContext) -> None:
     """ConvTranspose (1-D and 2-D) -> CONV2D_TRANSPOSE; weight [C, O/g, kH, kW] -> [O, kH, kW, C/g]."""
-    x = ctx.input(0)
-    w_name, w_value, w_shape = _weight(ctx, 1, "the transposed-convolution weight")
-    if len(w_shape) not in (3, 4):
-        raise _unsupported(f"{len(w_shape) - 2}-D transposed convolution (weight shape {list(w_shape)}) is not "
-                           f"supported: NNRt has only 2-D transposed convolutions")
-    nd = _spatial_rank(ctx, x, "transposed convolution")
-    if nd != len(w_shape) - 2:
-        raise ConversionIssue(INVALID_MODEL, f"input rank {nd + 2} and weight rank {len(w_shape)} disagree")
+    x, w_name, w_value, w_shape, nd, kernel = _conv_operands(ctx, "transposed convolution")
     in_c, out_per_group = w_shape[:2]
-    kernel = list(w_shape[2:])
-    kernel_attr = ctx.attr("kernel_shape")
-    if kernel_attr is not None and [int(k) for k in kernel_attr] != kernel:
-        raise ConversionIssue(INVALID_MODEL, f"kernel_shape {list(kernel_attr)} disagrees with the weight {list(w_shape)}")
     group = int(ctx.attr("group", 1))
     if group < 1 or in_c % group:
         raise ConversionIssue(INVALID_MODEL, f"group={group} does not divide the {in_c} input channels")
