@@ -65,6 +65,7 @@ class Comparison:
     atol: float  # the effective absolute tolerance (atol x the reference's scale)
     within: bool
     note: str = ""
+    referee: str | None = None  # integer mismatch: whom onnx.reference agrees with (native, onnxruntime, neither)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
@@ -243,6 +244,9 @@ def _session(model, what: str):
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3
+    # DequantizeLinear -> op -> QuantizeLinear stays as written (float op between exact Q/DQ): onnxruntime would
+    # otherwise fuse it into its u8s8 integer kernels, whose int16 sums saturate on AVX2 CPUs without VNNI
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
     try:
         return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's errors have no stable public types
@@ -345,11 +349,24 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     fetch = [o.name for o in session.get_outputs()]
     reference = dict(zip(fetch, session.run(fetch, feed)))
 
-    comparisons = []
+    comparisons, native_outputs_onnx = [], []
     for position, name in enumerate(output_names):
         located = graph.locate(name)
         perm = located[1] if located else None
-        comparisons.append(compare(_as_onnx(native_outputs[position], perm), reference[name], name, rtol, atol))
+        native_outputs_onnx.append(_as_onnx(native_outputs[position], perm))
+        comparisons.append(compare(native_outputs_onnx[-1], reference[name], name, rtol, atol))
+    if any(_integer_mismatch(c) for c in comparisons):
+        producers = {o: node for node in model.graph.node for o in node.output if o}
+        needed = [i for c in comparisons if _integer_mismatch(c) and c.name in producers
+                  for i in producers[c.name].input if i and i not in reference]
+        values = dict(reference)
+        if needed:
+            extra = _session(_with_all_outputs(model, needed), label)
+            names = [o.name for o in extra.get_outputs()]
+            values.update(zip(names, extra.run(names, feed)))
+        for position, c in enumerate(comparisons):
+            if _integer_mismatch(c) and c.name in producers:
+                referee(c, model, producers[c.name], feed, values, native_outputs_onnx[position])
     report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons)
     if not per_layer:
         return report
@@ -370,7 +387,10 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
             results = []
             for o in found:
                 index, perm = wanted[o]
-                results.append(compare(_as_onnx(capture[index], perm), reference[o], o, rtol, atol, strict_shape=False))
+                native_value = _as_onnx(capture[index], perm)
+                results.append(compare(native_value, reference[o], o, rtol, atol, strict_shape=False))
+                if _integer_mismatch(results[-1]):
+                    referee(results[-1], model, node, feed, reference, native_value)
             diverged = not all(c.within for c in results)
             layer = LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results)
             layers.append(layer)
@@ -381,6 +401,75 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                 report._repro = _repro_plan(model, sorted(chain + [position]), feed, reference)
     report.layers = layers
     return report
+
+
+def _integer_mismatch(c: Comparison) -> bool:
+    return not c.within and np.dtype(c.dtype).kind in "iu" and c.shape == c.reference_shape
+
+
+# onnxruntime's u8s8/s8s8 integer GEMM and convolution (QLinearConv, ConvInteger, MatMulInteger, QLinearMatMul ...)
+# sum byte products in pairs into int16 on AVX2 CPUs without VNNI, which saturates: its integer results depend on
+# the CPU. Where native and onnxruntime disagree on an integer tensor, the node is re-run in onnx.reference (exact
+# int32 arithmetic, CPU-independent) fed with onnxruntime's inputs, and the report says whom it agrees with.
+ORT_INTEGER_HINT = ("onnxruntime's integer kernels are CPU-dependent: its u8s8 path saturates int16 sums on CPUs "
+                    "without VNNI")
+
+
+def referee(c: Comparison, model, node, feed: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray],
+            native: np.ndarray) -> None:
+    """Judge an integer mismatch of ``c`` (an output of ``node``) by running the node alone in onnx.reference;
+    updates ``c``: ``referee``, the note, and ``within`` when onnx.reference sides with native (within one step)."""
+    try:
+        expected = _reference_node_output(model, node, feed, values, c.name)
+    except Exception as exc:  # noqa: BLE001 - the reference evaluator raises many types; the check goes on
+        c.note = "; ".join(filter(None, [c.note, f"onnx.reference cannot re-run {node.op_type} "
+                                                  f"{node.name or c.name!r}: {str(exc).splitlines()[0][:120]}"]))
+        return
+    ours = np.asarray(native).astype(np.int64).reshape(expected.shape)
+    theirs = np.asarray(values[c.name]).astype(np.int64).reshape(expected.shape)
+    truth = expected.astype(np.int64)
+    step = 1 if np.dtype(c.dtype).itemsize <= 2 else 0  # quantized 8/16-bit values: one rounding step
+    native_off, ort_off = int(np.abs(ours - truth).max(initial=0)), int(np.abs(theirs - truth).max(initial=0))
+    if native_off <= step < ort_off or (native_off <= step and ort_off <= step and native_off <= ort_off):
+        c.referee, c.within = "native", True
+        verdict = (f"onnx.reference agrees with native ({'exactly' if native_off == 0 else 'within one step'}); "
+                   f"onnxruntime is {ort_off} off ({ORT_INTEGER_HINT})")
+    elif ort_off <= step:
+        c.referee = "onnxruntime"
+        verdict = f"onnx.reference agrees with onnxruntime: native is wrong by up to {native_off}"
+    else:
+        c.referee = "neither"
+        verdict = f"onnx.reference agrees with neither (native {native_off} off, onnxruntime {ort_off} off)"
+    c.note = "; ".join(filter(None, [c.note, verdict]))
+
+
+def _reference_node_output(model, node, feed, values, output: str) -> np.ndarray:
+    """``output`` of ``node`` run alone in onnx.reference, its inputs taken from ``values``/``feed``/initializers."""
+    import onnx
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    initializers = {t.name: t for t in model.graph.initializer}
+    feeds, inits = {}, []
+    for name in node.input:
+        if not name or name in feeds:
+            continue
+        if name in values or name in feed:
+            feeds[name] = np.asarray(values[name] if name in values else feed[name])
+        elif name in initializers:
+            inits.append(initializers[name])
+        else:
+            raise ValueError(f"input {name!r} of the node is not available")
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+              for n, a in feeds.items()]
+    outputs = [onnx.ValueInfoProto(name=o) for o in node.output if o]
+    graph = helper.make_graph([node], "referee", inputs, outputs, inits)
+    single = helper.make_model(graph, opset_imports=list(model.opset_import))
+    single.ir_version = model.ir_version
+    single.functions.extend(model.functions)
+    results = ReferenceEvaluator(single).run(None, feeds)
+    named = dict(zip([o for o in node.output if o], results))
+    return np.asarray(named[output])
 
 
 def _upstream_not_compared(nodes, position: int, producer_of: dict[str, int]) -> list[int]:

@@ -71,3 +71,32 @@ def run_imported(model, feeds: dict):
     compilation.build()
     arrays = [np.asarray(feeds[result.model.tensors[i].name]) for i in result.model.inputs]
     return [np.asarray(a) for a in Executor(compilation).run_arrays(arrays)], result
+
+
+def ort_session(model, optimize: bool = True):
+    """An onnxruntime session used as an oracle, made deterministic across CPUs and core counts.
+
+    One thread and sequential execution: a float reduction then sums in the same order whatever the core count.
+    QDQ fusion off (``session.disable_quant_qdq``): a DequantizeLinear -> op -> QuantizeLinear group stays on
+    float kernels instead of becoming onnxruntime's u8s8/s8s8 integer kernels, whose int16 intermediates saturate
+    on AVX2 CPUs without VNNI (their results depend on the CPU). Tests of integer ONNX ops (QLinearConv,
+    ConvInteger, MatMulInteger, ...) take their expected values from ``integer_oracle`` or ``onnx.reference``.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    source = model if isinstance(model, (str, bytes, Path)) else model.SerializeToString()
+    return ort.InferenceSession(str(source) if isinstance(source, Path) else source, options,
+                                providers=["CPUExecutionProvider"])
+
+
+def ort_run(model, feeds: dict, optimize: bool = True) -> list:
+    """The outputs of ``model`` on onnxruntime (see :func:`ort_session`)."""
+    return ort_session(model, optimize).run(None, feeds)

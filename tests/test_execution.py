@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -143,6 +142,10 @@ def test_run_async_calls_back_with_results():
     np.testing.assert_allclose(seen["value"], 1.0001, rtol=1e-6)
 
 
+SLOW_RELEASE = threading.Event()
+SLOW_RELEASE.set()
+
+
 class SlowDevice(Device):
     """A second backend registered through the public device interface (delegates to the CPU after a pause)."""
 
@@ -163,7 +166,7 @@ class SlowDevice(Device):
                 self.model = model
 
             def run(self, inputs):
-                time.sleep(0.3)
+                SLOW_RELEASE.wait(60)  # blocks until the test has seen the timeout: no race, whatever the load
                 return inner.run(inputs)
 
         return Slow()
@@ -198,8 +201,12 @@ def test_another_device_registers_and_its_limits_are_enforced():
     y = Tensor(4242, TensorDesc(DT.OH_NN_FLOAT32, [2, 3]))
     done, seen = threading.Event(), {}
     executor.on_run_done = lambda user, code, outs, n: (seen.update(code=code), done.set())
-    executor.run_async([x], [y], 50, None)  # 50 ms < the device's 300 ms
-    assert done.wait(5) and seen["code"] == RC.OH_NN_TIMEOUT
+    SLOW_RELEASE.clear()
+    try:
+        executor.run_async([x], [y], 50, None)  # the run cannot end before the 50 ms timeout: it waits for us
+        assert done.wait(30) and seen["code"] == RC.OH_NN_TIMEOUT
+    finally:
+        SLOW_RELEASE.set()
 
 
 def test_compilation_options_and_order():

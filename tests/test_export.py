@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_export import to_onnx
 from nnrt_onnx.onnx_import import from_onnx
 from nnrt_onnx.opcases import op_cases
+from support import ort_session
 
 CASES = op_cases()
 
@@ -32,7 +32,7 @@ def test_export_matches_native_and_round_trips(case):
     expected = _run_native(model, inputs)
     exported = to_onnx(model)
     onnx.checker.check_model(exported, full_check=True)
-    session = ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(exported)
     feeds = {i.name: a for i, a in zip(exported.graph.input, inputs)}
     outputs = session.run(None, feeds)
     assert len(outputs) == len(expected)

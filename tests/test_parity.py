@@ -18,6 +18,7 @@ from nnrt_onnx.inference import UserError, random_inputs
 from nnrt_onnx.kernels import kernels
 from nnrt_onnx.onnx_import import from_onnx
 from nnrt_onnx.parity import check_model, compare, tolerances_for
+from support import ort_session
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -188,14 +189,13 @@ def test_per_layer_names_a_patched_kernel_node_and_the_repro_reproduces(monkeypa
     again = check_model(repro / "repro.onnx", given, per_layer=True)
     assert not again.ok and again.first_divergence.node == "lrn"
     # ... onnxruntime's side of the repro computes exactly the original model's intermediate ...
-    import onnxruntime as ort
 
     from nnrt_onnx.parity import _with_all_outputs
 
-    (repro_out,) = ort.InferenceSession(str(repro / "repro.onnx"), providers=["CPUExecutionProvider"]).run(None, given)
+    (repro_out,) = ort_session(repro / "repro.onnx").run(None, given)
     original = _with_all_outputs(onnx.load(str(MODELS / "small_cnn.onnx")), ["lrn"])
     image = random_inputs(from_onnx(str(MODELS / "small_cnn.onnx")).model, 0)[0]  # what check_model fed (seed 0)
-    session = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(original)
     (lrn,) = session.run(["lrn"], {"image": image})
     np.testing.assert_allclose(repro_out, lrn, rtol=1e-5, atol=1e-5)
     # ... and without the bug the repro agrees
@@ -303,3 +303,86 @@ def test_ort_device_through_the_c_api():
     native_compilation.build()
     (native,) = Executor(native_compilation).run_arrays([x])
     np.testing.assert_allclose(out, native, rtol=1e-5, atol=1e-7)
+
+
+# -- integer outputs: onnx.reference referees ----------------------------------------------------------------------
+
+def _qlinear_conv_model():
+    rng = np.random.default_rng(11)
+    w = rng.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
+    inits = [numpy_helper.from_array(np.asarray(v), n) for n, v in {
+        "xs": np.float32(0.02), "xz": np.uint8(3), "w": w, "ws": np.asarray([0.004, 0.002, 0.003], np.float32),
+        "wz": np.zeros(3, np.int8), "ys": np.float32(0.25), "yz": np.uint8(120)}.items()]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
+                            pads=[1, 1, 1, 1])
+    graph = helper.make_graph([node], "q", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 2, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 3, 5, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    x = np.random.default_rng(12).integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    return model, x
+
+
+def _perturbed_onnxruntime(monkeypatch, delta: int):
+    """onnxruntime's integer results off by ``delta`` on one element, as its u8s8 kernels are on CPUs without VNNI."""
+    import nnrt_onnx.parity as parity
+
+    real = parity._session
+
+    class Session:
+        def __init__(self, model, what):
+            self.inner = real(model, what)
+
+        def get_outputs(self):
+            return self.inner.get_outputs()
+
+        def run(self, names, feed):
+            results = self.inner.run(names, feed)
+            for i, name in enumerate(names):
+                if name == "y":
+                    results[i] = results[i].copy()
+                    results[i].reshape(-1)[4] += np.uint8(delta)
+            return results
+
+    monkeypatch.setattr(parity, "_session", Session)
+
+
+@pytest.mark.parametrize("per_layer", [False, True], ids=["outputs", "per-layer"])
+def test_integer_mismatch_where_onnx_reference_agrees_with_native_passes_with_a_hint(monkeypatch, per_layer):
+    model, x = _qlinear_conv_model()
+    _perturbed_onnxruntime(monkeypatch, 9)
+    report = check_model(model, {"x": x}, per_layer=per_layer)
+    (c,) = report.outputs
+    assert report.ok and c.referee == "native" and c.within
+    assert "onnx.reference agrees with native (exactly)" in c.note and "onnxruntime is 9 off" in c.note
+    assert "VNNI" in c.note
+
+
+def test_integer_mismatch_where_onnx_reference_agrees_with_onnxruntime_fails(monkeypatch):
+    import nnrt_onnx.parity as parity
+
+    model, x = _qlinear_conv_model()
+    real = parity._run_native
+
+    def wrong_native(nnrt, arrays, capture):
+        outputs = real(nnrt, arrays, capture)
+        outputs[0] = outputs[0].copy()
+        outputs[0].reshape(-1)[7] += np.uint8(5)
+        return outputs
+
+    monkeypatch.setattr(parity, "_run_native", wrong_native)
+    report = check_model(model, {"x": x})
+    (c,) = report.outputs
+    assert not report.ok and c.referee == "onnxruntime" and "native is wrong by up to 5" in c.note
+
+
+def test_integer_hint_in_the_cli(monkeypatch, cli_main, tmp_path):
+    from click.testing import CliRunner
+
+    model, x = _qlinear_conv_model()
+    onnx.save(model, tmp_path / "q.onnx")
+    np.save(tmp_path / "x.npy", x)
+    _perturbed_onnxruntime(monkeypatch, 9)
+    result = CliRunner().invoke(cli_main, ["check", str(tmp_path / "q.onnx"), "--input", f"x={tmp_path / 'x.npy'}"])
+    assert result.exit_code == 0, result.output
+    assert "onnx.reference agrees with native" in result.output

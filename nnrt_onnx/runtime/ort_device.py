@@ -50,6 +50,10 @@ class OrtPreparedModel(PreparedModel):
         self.onnx_model = to_onnx(model)
         session_options = ort.SessionOptions()
         session_options.log_severity_level = 3
+        # quantized tensors export as QuantizeLinear/DequantizeLinear around float ops; left unfused they compute
+        # what NNRt defines (dequantize, float op, quantize) on every CPU, where onnxruntime's fused u8s8 kernels
+        # saturate int16 sums on AVX2 CPUs without VNNI
+        session_options.add_session_config_entry("session.disable_quant_qdq", "1")
         if threads:
             session_options.intra_op_num_threads = threads
             session_options.inter_op_num_threads = 1

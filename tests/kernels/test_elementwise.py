@@ -12,7 +12,6 @@ import math
 import zlib
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import helper
 from onnx.helper import np_dtype_to_tensor_dtype
@@ -22,6 +21,7 @@ from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing import run_op
+from support import ort_session
 
 # Tolerances per (output) dtype; integer and BOOL results must match exactly.
 TOL = {
@@ -58,7 +58,7 @@ def onnx_ref(op_type, inputs, attrs=None, out_dtype=None):
     model.ir_version = 10
     feeds = dict(real)
     try:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
     except Exception:  # no ORT kernel for this dtype: the ONNX reference implementation
         return np.asarray(ReferenceEvaluator(model).run(None, feeds)[0])
     return np.asarray(session.run(None, feeds)[0])

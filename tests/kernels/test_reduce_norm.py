@@ -10,7 +10,6 @@ import zlib
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 import pytest
 from onnx import helper
@@ -23,6 +22,7 @@ from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels import reduce_norm
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing import run_op
+from support import ort_session
 
 # Tolerances per dtype (computed dtype of the kernel's output vs a float32/float64 oracle).
 TOL: dict[Any, dict[str, float]] = {
@@ -58,7 +58,7 @@ def ort_run(op: str, inputs, attrs=None, out_dtypes=None, opset: int = 18) -> li
          for i, d in enumerate(out_dtypes)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     try:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
     except OrtNotImplemented:  # e.g. float64 InstanceNormalization: onnx's reference implementation instead
         return list(ReferenceEvaluator(model).run(None, dict(zip(names, inputs))))
     return session.run(None, dict(zip(names, inputs)))

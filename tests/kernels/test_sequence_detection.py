@@ -12,7 +12,6 @@ import math
 import zlib
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -22,6 +21,7 @@ from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels.sequence_detection import lstm_forward
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing import run_op
+from support import ort_session
 
 TOL = {
     "float32": dict(rtol=1e-5, atol=1e-5),
@@ -113,7 +113,7 @@ def ort_lstm(x, w_ih, w_hh, bias, hx, cx, *, D, L, has_bias=True):
         nodes, "lstm", [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(x.shape))],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("OUT", "HY", "CY")], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     return session.run(None, {"X": f32(x)})
 
 
@@ -467,7 +467,7 @@ def ort_nms(boxes, scores, max_per_class, iou, score_threshold):
          numpy_helper.from_array(np.array([iou], np.float32), "i"),
          numpy_helper.from_array(np.array([score_threshold], np.float32), "t")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     sel = session.run(None, {"b": boxes[None].astype(np.float32), "s": scores[None].astype(np.float32)})[0]
     return [(int(c), int(b)) for _, c, b in sel]
 

@@ -10,7 +10,6 @@ import zlib
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -19,6 +18,7 @@ from nnrt_onnx.enums import OH_NN_DataType, OH_NN_ReturnCode
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing import run_op
+from support import ort_session
 
 # Tolerances (rtol, atol) per output dtype. Data movement is exact; the floats only matter for
 # dequantization, float16 compute mode and Range.
@@ -99,7 +99,7 @@ def oracle(nodes, feeds, outputs, opset=21, initializers=()):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     try:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
     except Exception as exc:  # noqa: BLE001 - ORT reports a missing typed kernel in several ways
         if "NOT_IMPLEMENTED" not in str(exc) and "Could not find an implementation" not in str(exc):
             raise

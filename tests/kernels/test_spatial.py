@@ -11,7 +11,6 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
@@ -21,6 +20,7 @@ from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing import run_op
+from support import ort_session
 
 TOL = {
     np.dtype(np.float32): dict(rtol=1e-5, atol=1e-5),
@@ -78,7 +78,7 @@ def ort_node(op_type, inputs: list, out_dtype=None, opset=19, **attrs):
     graph = helper.make_graph([node], "g", value_infos, [helper.make_tensor_value_info("y", _ONNX_TYPES[out_dtype], None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 9
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     return session.run(None, feeds)[0]
 
 

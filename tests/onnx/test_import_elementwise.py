@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_import import ConversionError, from_onnx
+from support import ort_session
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -40,7 +41,7 @@ def _run_ours(model, feeds):
 def reference(model, feeds):
     """onnxruntime's outputs; onnx's reference evaluator where onnxruntime has no kernel for the dtype."""
     try:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
     except Exception as exc:  # NOT_IMPLEMENTED: e.g. float64 Tan, uint16 Max, bool Where
         if "NOT_IMPLEMENTED" not in str(exc) and "opset" not in str(exc):
             raise

@@ -4,7 +4,6 @@ not implement the op version, the ONNX reference implementation) on the same sma
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
@@ -13,6 +12,7 @@ from onnx.reference import ReferenceEvaluator
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_import import from_onnx
 from nnrt_onnx.onnx_import.issues import ConversionError
+from support import ort_session
 
 V = helper.make_tensor_value_info
 FLOAT, DOUBLE, INT64, INT32 = TP.FLOAT, TP.DOUBLE, TP.INT64, TP.INT32
@@ -49,7 +49,7 @@ def check(model, feeds, rtol=1e-5, atol=1e-5, reference=False, **options):
     if reference:
         want = ReferenceEvaluator(model).run(None, everything)
     else:
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
         want = session.run(None, everything)
     got = _native(model, feeds, **options)
     assert len(got) == len(want)

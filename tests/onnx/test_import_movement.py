@@ -3,7 +3,6 @@ node suite does not cover, each converted, run natively and compared with onnxru
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
@@ -11,6 +10,7 @@ from onnx import helper
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_import import from_onnx
 from nnrt_onnx.onnx_import.issues import ConversionError
+from support import ort_session
 
 V = helper.make_tensor_value_info
 FLOAT, INT64, INT32, BOOL = TP.FLOAT, TP.INT64, TP.INT32, TP.BOOL
@@ -31,7 +31,7 @@ def _const(name, array):
 
 def check(model, feeds, **options):
     """Convert, run natively, compare every output with onnxruntime (exact for non-floats)."""
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    want = ort_session(model).run(None, feeds)
     result = from_onnx(model, **options)
     compilation = Compilation(result.model)
     compilation.build()

@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.onnx_import import ConversionError, from_onnx
+from support import ort_session
 
 
 def conv_bn_model(rng, batch="N") -> onnx.ModelProto:
@@ -35,7 +35,7 @@ def run(model, x):
 
 
 def reference(model, x):
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    return ort_session(model).run(None, {"x": x})[0]
 
 
 def test_external_data_file_loads(rng, tmp_path):
@@ -152,6 +152,6 @@ def test_split_gather_and_slice_between_convolutions_stay_transpose_free(rng):
     compilation = Compilation(result.model)
     compilation.build()
     got = Executor(compilation).run_arrays([np.ascontiguousarray(x.transpose(0, 2, 3, 1))])
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    want = ort_session(model).run(None, {"x": x})
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-5 * float(np.abs(b).max()))

@@ -18,6 +18,7 @@ from nnrt_onnx.executor import Executor
 from nnrt_onnx.onnx_import.importer import from_onnx, opset_of
 from nnrt_onnx.onnx_import.issues import ConversionError
 from nnrt_onnx.onnx_import.rows import find_row
+from support import ort_session
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -41,7 +42,7 @@ def _run_native(model, feeds: dict):
 def _check(model, feeds: dict, rtol=1e-4, atol=1e-5, oracle: str = "ort"):
     """Compare with onnxruntime, or with the ONNX reference evaluator where onnxruntime lacks the case."""
     if oracle == "ort":
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort_session(model)
         expected = session.run(None, feeds)
     else:
         from onnx.reference import ReferenceEvaluator

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 import onnx
-import onnxruntime as ort
+from support import ort_session
 import pytest
 from onnx import helper, numpy_helper
 
@@ -88,10 +88,7 @@ def test_converts_and_matches_onnxruntime(light_case):
     input_info = next(i for i in model.graph.input if i.name not in initializers)
     shape = [d.dim_value for d in input_info.type.tensor_type.shape.dim]
     x = rng.standard_normal(shape).astype(np.float32)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model, optimize=False)
     expected = session.run(None, {input_info.name: x})
 
     compilation = Compilation(nnrt)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
+from support import ort_session
 import pytest
 
 from nnrt_onnx.onnx_export import to_onnx
@@ -23,10 +23,8 @@ KNOWN = json.loads((Path(__file__).resolve().parent.parent / "data" / "conforman
 PASSING = sorted(n for n, c in node_cases().items() if is_claimed(c) and n not in KNOWN)
 
 
-def _session(model: onnx.ModelProto) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+def _session(model: onnx.ModelProto):
+    return ort_session(model)
 
 
 @pytest.mark.parametrize("name", PASSING)
