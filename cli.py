@@ -13,7 +13,7 @@ import traceback
 import click
 
 from nnrt_onnx import NNRtError, __version__
-from nnrt_onnx.inference import UserError
+from nnrt_onnx.errors import UserError
 from nnrt_onnx.onnx_import import ConversionError
 
 
@@ -86,7 +86,7 @@ def _shape_specs(ctx, param, specs: tuple[str, ...]) -> dict[str, list[int]]:
 @click.option("--markdown", is_flag=True, help="The docs/ops.md table.")
 def ops(as_json: bool, markdown: bool) -> None:
     """The operator support matrix: every NNRt op, its parameters, dtypes and quantization."""
-    from nnrt_onnx.opdocs import op_rows, ops_markdown
+    from nnrt_onnx.workflows.opdocs import op_rows, ops_markdown
 
     if as_json:
         click.echo(json.dumps(op_rows(), indent=1))
@@ -112,8 +112,15 @@ def ops(as_json: bool, markdown: bool) -> None:
 @click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
 def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device: str, float16: bool, seed: int) -> None:
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes and timings."""
-    from nnrt_onnx.inference import (complete_inputs, device_id_by_name, input_names, load_any, parse_input_specs,
-                                     run_model, save_outputs)
+    from nnrt_onnx.workflows.inference import (
+        complete_inputs,
+        device_id_by_name,
+        input_names,
+        load_any,
+        parse_input_specs,
+        run_model,
+        save_outputs,
+    )
 
     model = load_any(model_path)
     device_id = device_id_by_name(device)
@@ -149,9 +156,9 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     """
     from pathlib import Path
 
-    from nnrt_onnx.inference import parse_input_specs
     from nnrt_onnx.onnx_import import from_onnx
     from nnrt_onnx.serialization import save_model
+    from nnrt_onnx.workflows.inference import parse_input_specs
 
     ctx.obj["json_errors"] = as_json
     src, dst = Path(source), Path(output)
@@ -220,8 +227,8 @@ def inspect(model_path: str, input_shapes, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from nnrt_onnx.describe import describe_model, onnx_support_report
-    from nnrt_onnx.inference import load_any
+    from nnrt_onnx.workflows.describe import describe_model, onnx_support_report
+    from nnrt_onnx.workflows.inference import load_any
 
     path = Path(model_path)
     if path.suffix.lower() == ".onnx":
@@ -330,8 +337,12 @@ def check(model_path: str, inputs, seed: int, input_shapes, rtol, atol, per_laye
 
     Exits 0 when every output is within tolerance, 1 otherwise (or on an error), 2 on a malformed command line.
     """
-    from nnrt_onnx.inference import parse_input_specs
-    from nnrt_onnx.parity import check_model, load_checked, runtime_input_names
+    from nnrt_onnx.workflows.inference import parse_input_specs
+    from nnrt_onnx.workflows.parity import (
+        check_model,
+        load_checked,
+        runtime_input_names,
+    )
 
     model, label = load_checked(model_path)
     given = parse_input_specs(inputs, runtime_input_names(model))
@@ -395,7 +406,13 @@ def bench(model_path: str, inputs, seed: int, runs: int, warmup: int, as_json: b
     """
     from pathlib import Path
 
-    from nnrt_onnx.inference import benchmark, complete_inputs, input_names, load_any, parse_input_specs
+    from nnrt_onnx.workflows.inference import (
+        benchmark,
+        complete_inputs,
+        input_names,
+        load_any,
+        parse_input_specs,
+    )
 
     model = load_any(model_path)
     arrays = complete_inputs(model, parse_input_specs(inputs, input_names(model)), seed)

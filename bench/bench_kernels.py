@@ -66,7 +66,7 @@ if ROOT not in sys.path:
 from nnrt_onnx.compilation import Compilation  # noqa: E402
 from nnrt_onnx.enums import OH_NN_OperationType  # noqa: E402
 from nnrt_onnx.executor import Executor  # noqa: E402
-from nnrt_onnx.testing import single_op_model  # noqa: E402
+from nnrt_onnx.testing.single_op import single_op_model  # noqa: E402
 
 F32 = np.float32
 OPSET = 17

@@ -1,7 +1,7 @@
 """The NNRt C API as Python functions: the 75 functions of ``neural_network_runtime.h`` and ``neural_network_core.h``.
 
 A thin facade over the Python API (:class:`~nnrt_onnx.model.Model`, :class:`~nnrt_onnx.compilation.Compilation`,
-:class:`~nnrt_onnx.executor.Executor`, :mod:`nnrt_onnx.tensor`, :mod:`nnrt_onnx.devices`). Conventions (see
+:class:`~nnrt_onnx.executor.Executor`, :mod:`nnrt_onnx.tensor`, :mod:`nnrt_onnx.runtime.device`). Conventions (see
 ``docs/capi.md``):
 
 * same names and parameter order as C, minus the out-parameters;
@@ -30,7 +30,6 @@ import numpy as np
 
 from . import enums as _enums
 from .compilation import Compilation
-from .devices import all_device_ids, get_device
 from .dtypes import element_size
 from .enums import (OH_NN_DataType, OH_NN_DeviceType, OH_NN_Format, OH_NN_FuseType,  # noqa: F401 (re-exported:
                     OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority,  # the C enum names are part of
@@ -38,6 +37,7 @@ from .enums import (OH_NN_DataType, OH_NN_DeviceType, OH_NN_Format, OH_NN_FuseTy
 from .errors import NNRtError, invalid
 from .executor import Executor, Memory
 from .model import Model
+from .runtime.device import all_device_ids, get_device
 from .tensor import QuantParam, Tensor, TensorDesc
 
 _log = logging.getLogger(__name__)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .devices import CompileOptions, all_device_ids, get_device
 from .enums import OH_NN_PerformanceMode, OH_NN_Priority, OH_NN_ReturnCode
 from .errors import NNRtError, forbidden, invalid
+from .runtime.device import CompileOptions, all_device_ids, get_device
 
 
 class Compilation:

@@ -1,4 +1,5 @@
-"""The one exception type of the Python API: it carries the NNRt return code."""
+"""Errors: NNRtError, the one exception type of the NNRt Python API (it carries the return code), and
+UserError, a problem with what a user of the tools asked for."""
 from __future__ import annotations
 
 from .enums import OH_NN_ReturnCode
@@ -23,3 +24,7 @@ def forbidden(message: str) -> NNRtError:
 
 def unsupported(message: str) -> NNRtError:
     return NNRtError(OH_NN_ReturnCode.OH_NN_UNSUPPORTED, message)
+
+
+class UserError(Exception):
+    """A problem with what the user asked for (bad path, bad input spec): one clear line, no traceback."""

@@ -8,9 +8,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from .dtypes import element_size, from_numpy, to_numpy
-from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
+from .enums import (
+    OH_NN_DataType,
+    OH_NN_Format,
+    OH_NN_OperationType,
+    OH_NN_ReturnCode,
+    OH_NN_TensorType,
+)
 from .errors import NNRtError, forbidden, invalid
-from .optable import op_spec
+from .optable import op_spec, param_dtype
 from .tensor import QuantParam, TensorDesc, check_dims, check_dtype
 from .validation import check_io_indices, validate_operation
 
@@ -210,7 +216,7 @@ class Model:
 
     def get_available_operations(self, device_id: int) -> list[bool]:
         """OH_NNModel_GetAvailableOperations: one flag per operation, in insertion order."""
-        from .devices import get_device
+        from .runtime.device import get_device
 
         if not self.finished:
             raise forbidden("get_available_operations needs a finished model")
@@ -234,7 +240,7 @@ class Model:
         ttype = OH_NN_TensorType(int(tensor_type))
         array = np.asarray(value)
         if dtype is None and not isinstance(value, np.ndarray):
-            dtype = _table_dtype(ttype, array.size)
+            dtype = param_dtype(ttype, array.size)
         np_dtype = to_numpy(dtype) if dtype is not None else array.dtype
         array = array.astype(np_dtype)
         shape = array.shape if array.ndim else ()
@@ -245,14 +251,3 @@ class Model:
     def producers(self) -> dict[int, int]:
         """Tensor index -> index of the operation that writes it."""
         return {t: i for i, operation in enumerate(self.operations) for t in operation.outputs}
-
-
-def _table_dtype(tensor_type: OH_NN_TensorType, count: int) -> OH_NN_DataType:
-    from .optable import op_table
-
-    for entry in op_table().values():
-        spec = entry.params.get(tensor_type)
-        if spec is not None and not spec.alias:
-            variant = spec.variant_for(count) or spec.variants[0]
-            return variant.dtype
-    raise invalid(f"{tensor_type.name} is not a parameter of any operation")

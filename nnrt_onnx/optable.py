@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .enums import OH_NN_DataType, OH_NN_OperationType, OH_NN_TensorType
 
 
@@ -215,3 +217,30 @@ def op_table() -> dict[OH_NN_OperationType, OpSpec]:
 
 def op_spec(op: OH_NN_OperationType | int) -> OpSpec:
     return op_table()[OH_NN_OperationType(op)]
+
+
+def _parameter_variant(tensor_type: OH_NN_TensorType, count: int) -> ParamVariant:
+    """The form (dtype, rank) a parameter tensor of ``count`` elements takes in the op table."""
+    for entry in op_table().values():
+        spec = entry.params.get(tensor_type)
+        if spec is not None and not spec.alias:
+            return spec.variant_for(count) or spec.variants[0]
+    from .errors import invalid
+
+    raise invalid(f"{tensor_type.name} is not a parameter of any operation")
+
+
+def param_dtype(tensor_type: OH_NN_TensorType, count: int) -> OH_NN_DataType:
+    """The OH_NN_DataType the op table demands for a parameter of ``count`` elements."""
+    return _parameter_variant(tensor_type, count).dtype
+
+
+def param_array(tensor_type: OH_NN_TensorType, value: Any) -> np.ndarray:
+    """A parameter value as an array of the dtype (and rank: LAYER_NORM's scalars are 0-d) the op table demands."""
+    from .dtypes import to_numpy
+
+    array = value if isinstance(value, np.ndarray) and value.dtype != object else np.asarray(value)
+    variant = _parameter_variant(tensor_type, array.size)
+    result = np.ascontiguousarray(array.astype(to_numpy(variant.dtype)))
+    scalar_rank = _parameter_variant(tensor_type, 1).rank
+    return result.reshape(()) if result.size == 1 and scalar_rank == 0 else result

@@ -16,9 +16,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nnrt_onnx.capi as C
-from nnrt_onnx.capi import (OH_NN_FLOAT32, OH_NN_INT8, OH_NN_INT32, OH_NN_INT64, OH_NN_BOOL,
-                            OH_NN_INVALID_PARAMETER, OH_NN_OPERATION_FORBIDDEN, OH_NN_SUCCESS, OH_NN_Memory,
-                            OH_NN_QuantParam, OH_NN_ReturnCode, OH_NN_Tensor, OH_NN_UInt32Array)
+from nnrt_onnx.capi import (
+    OH_NN_BOOL,
+    OH_NN_FLOAT32,
+    OH_NN_INT8,
+    OH_NN_INT32,
+    OH_NN_INT64,
+    OH_NN_INVALID_PARAMETER,
+    OH_NN_OPERATION_FORBIDDEN,
+    OH_NN_SUCCESS,
+    OH_NN_Memory,
+    OH_NN_QuantParam,
+    OH_NN_ReturnCode,
+    OH_NN_Tensor,
+    OH_NN_UInt32Array,
+)
 from nnrt_onnx.enums import OH_NN_OperationType
 
 SUCCESS, INVALID, FORBIDDEN = OH_NN_SUCCESS, OH_NN_INVALID_PARAMETER, OH_NN_OPERATION_FORBIDDEN

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
+from test_parity import patch_kernel
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
-from test_parity import patch_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -184,7 +184,7 @@ def test_run_errors(invoke, corrupt, tmp_path):
 def _runtime_transpose(tmp_path):
     """A TRANSPOSE whose permutation is a model input: native runs it, ONNX has no form for it."""
     from nnrt_onnx.serialization import save_model
-    from nnrt_onnx.testing import single_op_model
+    from nnrt_onnx.testing.single_op import single_op_model
 
     model = single_op_model(OP.OH_NN_OPS_TRANSPOSE, [np.ones((2, 3), np.float32), np.array([1, 0], np.int64)], {},
                             [(np.dtype(np.float32), (3, 2))], {}, {})

@@ -4,10 +4,9 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from support import REPO, shared_file
 
 from nnrt_onnx import enums
-
-from support import REPO, shared_file
 
 EXPECTED_SIZES = {
     "OH_NN_PerformanceMode": 5, "OH_NN_Priority": 4, "OH_NN_ReturnCode": 15, "OH_NN_FuseType": 3, "OH_NN_Format": 4,

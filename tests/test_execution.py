@@ -5,9 +5,21 @@ import threading
 
 import numpy as np
 import pytest
+from support import code_of
 
-from nnrt_onnx import (Compilation, Device, Executor, Model, NNRtError, PreparedModel, Tensor, TensorDesc,
-                       all_device_ids, get_device, register_device)
+from nnrt_onnx import (
+    Compilation,
+    Device,
+    Executor,
+    Model,
+    NNRtError,
+    PreparedModel,
+    Tensor,
+    TensorDesc,
+    all_device_ids,
+    get_device,
+    register_device,
+)
 from nnrt_onnx.enums import OH_NN_DataType as DT
 from nnrt_onnx.enums import OH_NN_DeviceType
 from nnrt_onnx.enums import OH_NN_OperationType as OP
@@ -15,8 +27,6 @@ from nnrt_onnx.enums import OH_NN_PerformanceMode as PM
 from nnrt_onnx.enums import OH_NN_Priority as PR
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
-
-from support import code_of
 
 
 def add_model(dims=(2, 3), out_dims=None, activation=None):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_export import to_onnx
 from nnrt_onnx.onnx_import import from_onnx
-from nnrt_onnx.opcases import op_cases
-from support import ort_session
+from nnrt_onnx.testing.opcases import op_cases
 
 CASES = op_cases()
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import importlib
 import sys
 
+import integer_oracle
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-
-import integer_oracle
 
 
 def test_the_oracle_imports_neither_onnxruntime_nor_the_code_under_test(monkeypatch):

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import code_of
 
 from nnrt_onnx import Compilation, Model, NNRtError, QuantParam, TensorDesc
 from nnrt_onnx.enums import OH_NN_DataType as DT
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
-
-from support import code_of
 
 
 def f32(model, dims):

@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+from support import shared_file
 
 from nnrt_onnx import Model, NNRtError, TensorDesc
 from nnrt_onnx.dtypes import to_numpy
@@ -19,8 +20,6 @@ from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
 from nnrt_onnx.optable import op_table
-
-from support import shared_file
 
 TABLE = op_table()
 OPS = list(TABLE.values())

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from support import REPO
 
 from nnrt_onnx.enums import OH_NN_OperationType
 from nnrt_onnx.kernels import kernels
-from nnrt_onnx.opdocs import ops_markdown
 from nnrt_onnx.optable import op_table
-
-from support import REPO
+from nnrt_onnx.workflows.opdocs import ops_markdown
 
 
 def test_docs_ops_md_is_fresh():

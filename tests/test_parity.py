@@ -1,4 +1,4 @@
-"""nnrt_onnx.parity: the native conversion against onnxruntime, output by output and layer by layer; repro
+"""nnrt_onnx.workflows.parity: the native conversion against onnxruntime, output by output and layer by layer; repro
 extraction; the sample models; and the onnxruntime device running the same compiled models."""
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.enums import OH_NN_OperationType as OP
-from nnrt_onnx.inference import UserError, random_inputs
+from nnrt_onnx.errors import UserError
 from nnrt_onnx.kernels import kernels
 from nnrt_onnx.onnx_import import from_onnx
-from nnrt_onnx.parity import check_model, compare, tolerances_for
-from support import ort_session
+from nnrt_onnx.workflows.inference import random_inputs
+from nnrt_onnx.workflows.parity import check_model, compare, tolerances_for
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -190,7 +191,7 @@ def test_per_layer_names_a_patched_kernel_node_and_the_repro_reproduces(monkeypa
     assert not again.ok and again.first_divergence.node == "lrn"
     # ... onnxruntime's side of the repro computes exactly the original model's intermediate ...
 
-    from nnrt_onnx.parity import _with_all_outputs
+    from nnrt_onnx.workflows.parity import _with_all_outputs
 
     (repro_out,) = ort_session(repro / "repro.onnx").run(None, given)
     original = _with_all_outputs(onnx.load(str(MODELS / "small_cnn.onnx")), ["lrn"])
@@ -325,7 +326,7 @@ def _qlinear_conv_model():
 
 def _perturbed_onnxruntime(monkeypatch, delta: int):
     """onnxruntime's integer results off by ``delta`` on one element, as its u8s8 kernels are on CPUs without VNNI."""
-    import nnrt_onnx.parity as parity
+    import nnrt_onnx.workflows.parity as parity
 
     real = parity._session
 
@@ -359,7 +360,7 @@ def test_integer_mismatch_where_onnx_reference_agrees_with_native_passes_with_a_
 
 
 def test_integer_mismatch_where_onnx_reference_agrees_with_onnxruntime_fails(monkeypatch):
-    import nnrt_onnx.parity as parity
+    import nnrt_onnx.workflows.parity as parity
 
     model, x = _qlinear_conv_model()
     real = parity._run_native

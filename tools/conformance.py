@@ -15,8 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nnrt_onnx.onnx_import.conformance import case_op_types, is_claimed, node_cases, run_case  # noqa: E402
-from nnrt_onnx.onnx_import.rows import claimed_op_types  # noqa: E402
+from nnrt_onnx.ir.rows import claimed_op_types  # noqa: E402
+from nnrt_onnx.testing.conformance import (  # noqa: E402
+    case_op_types,
+    is_claimed,
+    node_cases,
+    run_case,
+)
 
 
 def main() -> None:

@@ -8,10 +8,15 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_import.ir import Graph, Node
+from ..ir.graph import Graph, Node
+from ..ir.metadata import (  # noqa: F401
+    METADATA_FUSED,
+    METADATA_OP,
+    METADATA_PARAMS,
+    METADATA_QUANT,
+    NNRT_DOMAIN,
+)
 from ..optable import op_spec
-
-from ..onnx_import.exact import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN  # noqa: F401
 
 
 class ExportIssue(Exception):

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_import.exact import METADATA_OP, NNRT_DOMAIN
+from ..ir.metadata import METADATA_OP, NNRT_DOMAIN
 from .context import ExportContext, params_metadata
 
 

@@ -15,14 +15,20 @@ import onnx
 from onnx import TensorProto, helper
 
 from ..enums import OH_NN_OperationType as OP
+from ..ir import transforms
+from ..ir.graph import Graph, Node, Value
+from ..ir.metadata import quant_metadata
+from ..ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
+from ..ir.rows import onnx_rows
 from ..model import Model
-from ..onnx_import.exact import quant_metadata
-from ..onnx_import.ir import Graph, Node, Value
-from ..onnx_import.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
-from ..onnx_import.rows import onnx_rows
-from ..onnx_import import transforms
 from ..runtime.graph import execution_order
-from .context import METADATA_FUSED, METADATA_QUANT, NNRT_DOMAIN, ExportContext, ExportIssue
+from .context import (
+    METADATA_FUSED,
+    METADATA_QUANT,
+    NNRT_DOMAIN,
+    ExportContext,
+    ExportIssue,
+)
 from .handlers import exporters
 
 DEFAULT_OPSET = 18

@@ -8,37 +8,15 @@ import onnx
 from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
-from ..dtypes import to_numpy
-from ..optable import op_spec
-from .ir import Graph, Node, Value
-from .issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
-from .rows import Row
-
-
-def param_array(tensor_type: OH_NN_TensorType, value: Any) -> np.ndarray:
-    """A parameter value as an array of the dtype the op table demands (form chosen by element count)."""
-    from ..model import _table_dtype
-
-    if isinstance(value, np.ndarray) and value.dtype != object:
-        array = value
-        dtype = _table_dtype(tensor_type, array.size)
-    else:
-        array = np.asarray(value)
-        dtype = _table_dtype(tensor_type, array.size)
-    result = np.ascontiguousarray(array.astype(to_numpy(dtype)))
-    return result.reshape(()) if result.size == 1 and _table_rank(tensor_type, 1) == 0 else result
-
-
-def _table_rank(tensor_type: OH_NN_TensorType, count: int) -> int | None:
-    """The rank the op table enforces for this parameter (LAYER_NORM's scalars must have rank 0), else None."""
-    from ..optable import op_table
-
-    for entry in op_table().values():
-        spec = entry.params.get(tensor_type)
-        if spec is not None and not spec.alias:
-            variant = spec.variant_for(count) or spec.variants[0]
-            return variant.rank
-    return None
+from ..ir.graph import Graph, Node, Value
+from ..ir.issues import (
+    DYNAMIC_SHAPE,
+    NEEDS_CONSTANT,
+    UNSUPPORTED_ATTRIBUTE,
+    ConversionIssue,
+)
+from ..ir.rows import Row
+from ..optable import op_spec, param_array
 
 
 class NodeContext:
@@ -127,7 +105,7 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
-        from .fold import try_fold
+        from ..ir.fold import try_fold
 
         if not try_fold(self.graph, node):
             self.graph.nodes.append(node)

@@ -1,9 +1,9 @@
 """The generic converter: a row without a handler maps inputs and attributes 1:1 onto one NNRt op."""
 from __future__ import annotations
 
-from . import transforms
+from ..ir import transforms
+from ..ir.issues import UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from .context import NodeContext
-from .issues import UNSUPPORTED_ATTRIBUTE, ConversionIssue
 
 
 def row_params(ctx: NodeContext) -> dict:

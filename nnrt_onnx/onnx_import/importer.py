@@ -13,16 +13,30 @@ from onnx import numpy_helper
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType
 from ..errors import NNRtError
+from ..ir.graph import Graph, Value
+from ..ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    UNSUPPORTED_OP,
+    ConversionError,
+    ConversionIssue,
+    Issue,
+)
+from ..ir.metadata import (
+    METADATA_FUSED,
+    METADATA_OP,
+    METADATA_PARAMS,
+    METADATA_QUANT,
+    NNRT_DOMAIN,
+)
+from ..ir.rows import find_row
 from ..model import Model
 from .context import NodeContext
 from .generic import convert_generic
 from .handlers import get_handler
-from .ir import Graph, Value
-from .issues import (DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, UNSUPPORTED_OP,
-                     ConversionError, ConversionIssue, Issue)
-from .exact import (METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN, restore_exact_params,
-                    restore_nnrt_node, restore_quantized_tensor)
-from .rows import find_row
+from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -131,7 +145,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     issues = _convert(model, graph, opset, options)
     if issues:
         raise ConversionError(issues)
-    from .passes import optimize
+    from ..ir.passes import optimize
 
     counts = optimize(graph, options)
     if not graph.inputs and options.constant_inputs:
@@ -261,7 +275,7 @@ def _materialize_passthrough_outputs(graph: Graph) -> None:
 
     A constant output keeps its name; an output that *is* a model input becomes ``<name>.copy``.
     """
-    from .ir import Node
+    from ..ir.graph import Node
 
     for position, name in enumerate(graph.outputs):
         value = graph.values[name]

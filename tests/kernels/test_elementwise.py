@@ -16,12 +16,12 @@ import pytest
 from onnx import helper
 from onnx.helper import np_dtype_to_tensor_dtype
 from onnx.reference import ReferenceEvaluator
+from support import ort_session
 
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing import run_op
-from support import ort_session
+from nnrt_onnx.testing.single_op import run_op
 
 # Tolerances per (output) dtype; integer and BOOL results must match exactly.
 TOL = {

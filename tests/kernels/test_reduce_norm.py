@@ -10,10 +10,13 @@ import zlib
 from typing import Any
 
 import numpy as np
-from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 import pytest
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    NotImplemented as OrtNotImplemented,
+)
+from support import ort_session
 
 from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
@@ -21,8 +24,7 @@ from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels import reduce_norm
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing import run_op
-from support import ort_session
+from nnrt_onnx.testing.single_op import run_op
 
 # Tolerances per dtype (computed dtype of the kernel's output vs a float32/float64 oracle).
 TOL: dict[Any, dict[str, float]] = {

@@ -14,14 +14,14 @@ import zlib
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx.dtypes import dequantize, quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels.sequence_detection import lstm_forward
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing import run_op
-from support import ort_session
+from nnrt_onnx.testing.single_op import run_op
 
 TOL = {
     "float32": dict(rtol=1e-5, atol=1e-5),

@@ -13,12 +13,12 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from support import ort_session
 
 from nnrt_onnx.enums import OH_NN_DataType, OH_NN_ReturnCode
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing import run_op
-from support import ort_session
+from nnrt_onnx.testing.single_op import run_op
 
 # Tolerances (rtol, atol) per output dtype. Data movement is exact; the floats only matter for
 # dequantization, float16 compute mode and Range.

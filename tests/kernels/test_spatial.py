@@ -13,14 +13,14 @@ import zlib
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from support import ort_session
 
 from nnrt_onnx.dtypes import dequantize, quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing import run_op
-from support import ort_session
+from nnrt_onnx.testing.single_op import run_op
 
 TOL = {
     np.dtype(np.float32): dict(rtol=1e-5, atol=1e-5),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrt_onnx.onnx_import.conformance import is_claimed, node_cases, run_case
+from nnrt_onnx.testing.conformance import is_claimed, node_cases, run_case
 
 KNOWN = Path(__file__).resolve().parent.parent / "data" / "conformance_known_failures.json"
 KNOWN_FAILURES: dict[str, str] = json.loads(KNOWN.read_text()) if KNOWN.exists() else {}

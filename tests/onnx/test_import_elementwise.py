@@ -6,10 +6,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_import import ConversionError, from_onnx
-from support import ort_session
 
 ort = pytest.importorskip("onnxruntime")
 

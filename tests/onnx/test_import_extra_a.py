@@ -8,11 +8,11 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
+from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
-from nnrt_onnx.onnx_import.issues import ConversionError
-from support import ort_session
 
 V = helper.make_tensor_value_info
 FLOAT, DOUBLE, INT64, INT32 = TP.FLOAT, TP.DOUBLE, TP.INT64, TP.INT32

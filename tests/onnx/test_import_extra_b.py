@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import zlib
 
+import integer_oracle
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from support import ort_run
 
-import integer_oracle
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.onnx_import import ConversionError, from_onnx
-from support import ort_run
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -6,14 +6,13 @@ suffix-aligned cases are also checked against onnx.reference."""
 from __future__ import annotations
 
 import numpy as np
-
-import support
 import pytest
+import support
 from onnx import helper
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import.importer import from_onnx
-from nnrt_onnx.onnx_import.issues import ConversionError
 
 F = np.float32
 NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power}

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
+from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
-from nnrt_onnx.onnx_import.issues import ConversionError
-from support import ort_session
 
 V = helper.make_tensor_value_info
 FLOAT, INT64, INT32, BOOL = TP.FLOAT, TP.INT64, TP.INT32, TP.BOOL

@@ -8,11 +8,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.onnx_import import ConversionError, from_onnx
-from support import ort_session
 
 
 def conv_bn_model(rng, batch="N") -> onnx.ModelProto:

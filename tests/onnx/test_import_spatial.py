@@ -6,19 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-import support
 import onnx
 import pytest
+import support
 from onnx import helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx.compilation import Compilation
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.executor import Executor
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.ir.rows import find_row
 from nnrt_onnx.onnx_import.importer import from_onnx, opset_of
-from nnrt_onnx.onnx_import.issues import ConversionError
-from nnrt_onnx.onnx_import.rows import find_row
-from support import ort_session
 
 ort = pytest.importorskip("onnxruntime")
 

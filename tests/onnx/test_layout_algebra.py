@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnrt_onnx.onnx_import.passes import reshape_then_transpose, transpose_then_reshape
+from nnrt_onnx.ir.passes import reshape_then_transpose, transpose_then_reshape
 
 CASES = [
     # (input shape, perm, reshape target): ShuffleNet's channel shuffle seen from NHWC, flatten heads, plain splits

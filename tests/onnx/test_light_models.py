@@ -11,9 +11,9 @@ import zlib
 
 import numpy as np
 import onnx
-from support import ort_session
 import pytest
 from onnx import helper, numpy_helper
+from support import ort_session
 
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.enums import OH_NN_OperationType as OP

@@ -4,10 +4,9 @@ from __future__ import annotations
 import re
 
 import onnx.defs
-
-from nnrt_onnx.onnx_import.rows import claimed_op_types
-
 from support import REPO
+
+from nnrt_onnx.ir.rows import claimed_op_types
 
 
 def test_every_onnx_operator_is_mapped_or_explained():

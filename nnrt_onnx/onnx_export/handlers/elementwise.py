@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...onnx_import.ir import Value
+from ...ir.graph import Value
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter as _register

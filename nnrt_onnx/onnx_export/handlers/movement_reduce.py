@@ -32,7 +32,7 @@ import numpy as np
 from onnx import helper
 
 from ...dtypes import dequantize
-from ...onnx_import.ir import Value
+from ...ir.graph import Value
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter

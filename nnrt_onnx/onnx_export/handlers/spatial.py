@@ -45,11 +45,11 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from ...onnx_import.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, _only_moves_unit_dims
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, _only_moves_unit_dims
+from ...kernels.spatial import bilinear_matrix
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
-from ...kernels.spatial import bilinear_matrix
 
 _F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 _TO_NHWC, _TO_NCHW = list(NCHW_TO_NHWC), list(NHWC_TO_NCHW)

@@ -19,12 +19,18 @@ import onnx
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ...ir.transforms import transform
 from ...optable import op_spec
 from ..context import NodeContext
 from ..generic import convert_generic
-from ..issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
-from ..transforms import transform
 from . import handler
 
 FLOAT = ("float16", "float32", "float64")

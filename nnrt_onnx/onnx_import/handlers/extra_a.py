@@ -44,10 +44,15 @@ from onnx import helper
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.graph import Value
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
 from ..context import NodeContext
-from ..ir import Value
-from ..issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, \
-    ConversionIssue
 from . import handler
 
 FLOAT = ("float16", "float32", "float64")

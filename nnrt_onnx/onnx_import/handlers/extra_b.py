@@ -42,9 +42,14 @@ import numpy as np
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from ..issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from . import handler
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))

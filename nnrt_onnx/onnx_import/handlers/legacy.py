@@ -15,10 +15,10 @@ import copy
 
 import numpy as np
 
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import convert_generic
-from ..issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
-from ..rows import find_row
 from . import get_handler, handler
 
 MODERN = 7  # the first opset with numpy broadcasting

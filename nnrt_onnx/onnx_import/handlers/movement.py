@@ -24,9 +24,15 @@ from onnx import helper
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from ..issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from . import handler
 
 # -- helpers -------------------------------------------------------------------------------------------------------
@@ -633,7 +639,7 @@ def range_(ctx: NodeContext) -> None:
 
 
 def _constant_value(name: str, array: np.ndarray):
-    from ..ir import Value
+    from ...ir.graph import Value
 
     array = np.ascontiguousarray(array).reshape(np.shape(array))
     return Value(name, array.dtype, tuple(array.shape), array)

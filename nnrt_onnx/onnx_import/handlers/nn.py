@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import DYNAMIC_SHAPE, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from ..issues import DYNAMIC_SHAPE, UNSUPPORTED_ATTRIBUTE, ConversionIssue
-from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from . import handler
 
 

@@ -33,15 +33,20 @@ import numpy as np
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.graph import Value
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    NEEDS_CONSTANT,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ...kernels.spatial import bilinear_matrix
 from ...tensor import QuantParam
 from ..context import NodeContext
-from ..ir import Value
-from ..issues import DYNAMIC_SHAPE, INVALID_MODEL, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ..passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from . import handler
-from ...kernels.spatial import bilinear_matrix
-
-
 
 # ----------------------------------------------------------------------------------------------------------------
 # shared helpers

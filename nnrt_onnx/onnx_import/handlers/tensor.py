@@ -6,9 +6,15 @@ from onnx import numpy_helper
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...ir.graph import Value
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    NEEDS_CONSTANT,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
 from ..context import NodeContext
-from ..ir import Value
-from ..issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from . import handler
 from .movement import fold_constant_node
 
@@ -247,7 +253,9 @@ def gather(ctx: NodeContext) -> None:
         fixed = np.where(index_value.data < 0, index_value.data + dim, index_value.data).astype(index_value.data.dtype)
         indices = ctx.constant(fixed, f"{indices}.positive")
     elif index_value.data is None and ctx.opset >= 11 and dim >= 0:
-        from .movement import _wrap_negative  # indices + dim where indices < 0 (negative indices since opset 11)
+        from .movement import (
+            _wrap_negative,  # indices + dim where indices < 0 (negative indices since opset 11)
+        )
 
         indices = _wrap_negative(ctx, indices, dim)
     index_shape = ctx.value(indices).shape

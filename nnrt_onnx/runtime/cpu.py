@@ -1,4 +1,4 @@
-"""The native engine: runs a finished model through the numpy kernels.
+"""The native CPU device (id 1): runs a finished model through the numpy kernels.
 
 Cross-cutting work happens here once for every op: default parameters, the fused activation,
 (de)quantization around kernels, EnableFloat16, and the check of each output's dtype and shape.
@@ -10,13 +10,13 @@ from typing import Any, Callable, MutableMapping, Sequence
 
 import numpy as np
 
-from ..activation import apply_fused_activation
-from ..devices import PreparedModel
 from ..dtypes import dequantize, quantize
-from ..enums import OH_NN_ReturnCode
+from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from ..kernels import OpContext, get_kernel, wants_context
+from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
+from .invoke import apply_fused_activation
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
@@ -166,3 +166,22 @@ class NativePreparedModel(PreparedModel):
         if len(value.shape) != len(declared) or any(d not in (-1, s) for d, s in zip(declared, value.shape)):
             raise NNRtError(OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER,
                             f"{what} (tensor {index}) has shape {list(value.shape)}, the model declares {list(declared)}")
+
+
+class CpuDevice(Device):
+    """The native numpy device: every op through the kernels of nnrt_onnx.kernels."""
+
+    id = 1
+    name = "nnrt_onnx.cpu"
+    device_type = OH_NN_DeviceType.OH_NN_CPU
+
+    def supports(self, op: OH_NN_OperationType) -> bool:
+        from ..kernels import get_kernel
+
+        return get_kernel(op) is not None
+
+    def prepare(self, model, options: CompileOptions) -> PreparedModel:
+        return NativePreparedModel(model, options)
+
+
+register_device(CpuDevice())

@@ -1,4 +1,4 @@
-"""Devices: the interface a backend implements, the registry, and the native CPU device.
+"""Devices: the interface a backend implements, and the registry.
 
 A backend registers a :class:`Device`; compilation asks it which operations it supports and to
 ``prepare`` a finished model into a :class:`PreparedModel` that executors run.
@@ -11,8 +11,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority
-from .errors import invalid
+from ..enums import (
+    OH_NN_DeviceType,
+    OH_NN_OperationType,
+    OH_NN_PerformanceMode,
+    OH_NN_Priority,
+)
+from ..errors import invalid
 
 
 @dataclass
@@ -55,24 +60,6 @@ class Device(ABC):
         """Compile a finished model (raises NNRtError)."""
 
 
-class CpuDevice(Device):
-    """The native numpy device: every op through the kernels of nnrt_onnx.kernels."""
-
-    id = 1
-    name = "nnrt_onnx.cpu"
-    device_type = OH_NN_DeviceType.OH_NN_CPU
-
-    def supports(self, op: OH_NN_OperationType) -> bool:
-        from .kernels import get_kernel
-
-        return get_kernel(op) is not None
-
-    def prepare(self, model, options: CompileOptions) -> PreparedModel:
-        from .runtime.native import NativePreparedModel
-
-        return NativePreparedModel(model, options)
-
-
 _DEVICES: dict[int, Device] = {}
 
 
@@ -95,5 +82,3 @@ def get_device(device_id: int) -> Device:
     except (KeyError, TypeError, ValueError):
         raise invalid(f"no device with id {device_id!r} (available: {all_device_ids()})") from None
 
-
-register_device(CpuDevice())

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .enums import OH_NN_OperationType
-from .optable import OpTableError, op_table
+from ..enums import OH_NN_OperationType
+from ..optable import OpTableError, op_table
 
 DEFAULT_TOLERANCE = {"float16": (1e-2, 1e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-10)}
 
@@ -73,7 +73,7 @@ class OpCase:
 
     @staticmethod
     def _quant(spec):
-        from .tensor import QuantParam
+        from ..tensor import QuantParam
 
         q = spec.get("quant")
         if q is None:
@@ -82,13 +82,13 @@ class OpCase:
 
     def model(self):
         """A finished one-op model of this case, and the arrays its (non-constant) inputs take."""
-        from .testing import _dequantized, _infer_outputs, single_op_model
+        from .single_op import _dequantized, _infer_outputs, single_op_model
 
         arrays = self.arrays()
         input_quant = {i: q for i, spec in enumerate(self.inputs) if (q := self._quant(spec)) is not None}
         output_quant = {i: q for i, spec in enumerate(self.outputs) if (q := self._quant(spec)) is not None}
         dtypes = [np.dtype(o["dtype"]) for o in self.outputs] if self.outputs else None
-        from .optable import op_spec
+        from ..optable import op_spec
 
         native = op_spec(self.op).quant == "native"  # the kernel reads the integers and their quant params itself
         probe = arrays if native else [_dequantized(a, input_quant.get(i)) for i, a in enumerate(arrays)]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels import get_kernel
-from .optable import OpSpec, ParamSpec, op_table
+from ..kernels import get_kernel
+from ..optable import OpSpec, ParamSpec, op_table
 
 HEADER = """# Supported operators
 

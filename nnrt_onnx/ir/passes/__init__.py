@@ -6,9 +6,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..enums import OH_NN_OperationType as OP
-from ..optable import op_spec
-from .ir import Graph, Node, Value
+from ...enums import OH_NN_OperationType as OP
+from ...optable import op_spec
+from ..graph import Graph, Node, Value
 
 NHWC_TO_NCHW = (0, 3, 1, 2)
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -162,8 +162,8 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
             new_inputs.append(_operand_for(graph, producers, other, perm, name))
     user.inputs = new_inputs
     if role == "concat":
-        from ..enums import OH_NN_TensorType
-        from .context import param_array
+        from ...enums import OH_NN_TensorType
+        from ...optable import param_array
 
         axis = user.kernel_arguments()["axis"] % len(perm)
         user.params[OH_NN_TensorType.OH_NN_CONCAT_AXIS] = param_array(OH_NN_TensorType.OH_NN_CONCAT_AXIS, perm[axis])
@@ -189,7 +189,7 @@ def _axes_after(graph: Graph, node: Node, perm) -> list[int] | None:
 
 def _sink_into_axis_op(graph: Graph, user: Node, source: str, perm) -> None:
     """op(T_perm(x)) == T'(op'(x)) for a softmax-like or reducing op: axes rewritten, the transpose moved after."""
-    from .context import param_array
+    from ...optable import param_array
 
     rank = len(perm)
     spec = op_spec(user.op)
@@ -222,8 +222,8 @@ def _sink_into_axis_op(graph: Graph, user: Node, source: str, perm) -> None:
 def _sink_into_indexing_op(graph: Graph, user: Node, source: str, perm, role: str) -> None:
     """slice / gather (1-D indices) / split of T_p(x) == T_p of the same op on x along the permuted axes; every
     output keeps its rank, so each gets the transpose after it."""
-    from ..enums import OH_NN_TensorType
-    from .context import param_array
+    from ...enums import OH_NN_TensorType
+    from ...optable import param_array
 
     rank = len(perm)
     arguments = user.kernel_arguments()
@@ -640,7 +640,7 @@ def fuse_activations(graph: Graph) -> int:
             if graph.values[producer.outputs[0]].quant is not None:
                 continue
             tensor_type = next(p.tensor_type for p in spec.own_params if spec.fuse in p.keywords)
-            from .context import param_array
+            from ...optable import param_array
 
             producer.params[tensor_type] = param_array(tensor_type, kind)
             producer.outputs = [act.outputs[0]]

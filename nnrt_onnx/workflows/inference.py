@@ -10,14 +10,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .compilation import Compilation
-from .devices import all_device_ids, get_device
-from .executor import Executor
-from .model import Model
-
-
-class UserError(Exception):
-    """A problem with what the user asked for (bad path, bad input spec): one clear line, no traceback."""
+from ..compilation import Compilation
+from ..errors import UserError
+from ..executor import Executor
+from ..model import Model
+from ..runtime.device import all_device_ids, get_device
 
 
 def load_any(path: str | Path, **import_options) -> Model:
@@ -27,12 +24,12 @@ def load_any(path: str | Path, **import_options) -> Model:
         raise UserError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".nnrt":
-        from .serialization import load_model
+        from ..serialization import load_model
 
         return load_model(path)
     if suffix == ".onnx":
         try:
-            from .onnx_import import from_onnx
+            from ..onnx_import import from_onnx
         except ImportError:
             raise UserError("ONNX import is not available in this version") from None
         return from_onnx(str(path), **import_options).model
@@ -192,7 +189,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
     """
     import contextlib
 
-    from .errors import NNRtError
+    from ..errors import NNRtError
 
     progress = progress or (lambda items, label: contextlib.nullcontext(items))
     candidates = []
@@ -248,7 +245,7 @@ def safe_file_name(name: str) -> str:
 
 def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     """Each output as ``DIR/<name>.npy``, written atomically."""
-    from .serialization import atomic_write
+    from ..serialization import atomic_write
 
     directory = Path(directory)
     try:
@@ -265,5 +262,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "UserError", "benchmark", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
+__all__ = ["BenchResult", "RunResult", "benchmark", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
            "random_inputs", "read_array", "run_model", "safe_file_name", "save_outputs"]

@@ -1,15 +1,23 @@
-"""The onnxruntime device's compiled model: the NNRt model exported by nnrt_onnx.onnx_export, in an
-onnxruntime InferenceSession (one exporter for the CLI, the API and this device)."""
+"""The onnxruntime device: the same compiled NNRt model, run by onnxruntime's CPU execution provider.
+
+Registered on ``import nnrt_onnx`` as device id 2, ``onnxruntime.cpu``. Build exports the NNRt model op by op
+to an equivalent ONNX model (nnrt_onnx.onnx_export) and opens an InferenceSession on it; Executor runs go
+through that session. onnxruntime itself is imported only when a model is built on the device.
+
+Device type: OH_NN_CPU. OH_NNDevice_GetType tells an application what kind of hardware a device computes on,
+and onnxruntime's CPU execution provider computes on the host CPU, exactly like the native device; OH_NN_OTHERS
+would claim an unknown kind of hardware. The two CPU devices are told apart by name (and id), not by type.
+"""
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
 
-from ..devices import PreparedModel
+from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..enums import OH_NN_OperationType as OP
-from ..enums import OH_NN_ReturnCode
 from ..errors import NNRtError
+from .device import CompileOptions, Device, PreparedModel, register_device
 
 
 def _failed(message: str) -> NNRtError:
@@ -18,8 +26,8 @@ def _failed(message: str) -> NNRtError:
 
 def exportable(op: OP) -> bool:
     """Whether operations of this type have an ONNX export (an export function or a generic mapping row)."""
+    from ..ir.rows import onnx_rows
     from ..onnx_export.handlers import exporters
-    from ..onnx_import.rows import onnx_rows
 
     if OP(op) in exporters():
         return True
@@ -83,4 +91,20 @@ class OrtPreparedModel(PreparedModel):
         return outputs
 
 
-__all__ = ["OrtPreparedModel", "exportable", "to_onnx"]
+class OnnxRuntimeDevice(Device):
+    id = 2
+    name = "onnxruntime.cpu"
+    device_type = OH_NN_DeviceType.OH_NN_CPU
+    supports_float16 = False  # EnableFloat16 would need a float16 export; not offered rather than ignored
+
+    def supports(self, op: OH_NN_OperationType) -> bool:
+        return exportable(op)
+
+    def prepare(self, model, options: CompileOptions) -> PreparedModel:
+        return OrtPreparedModel(model, options)
+
+
+register_device(OnnxRuntimeDevice())
+
+
+__all__ = ["OnnxRuntimeDevice", "OrtPreparedModel", "exportable", "to_onnx"]

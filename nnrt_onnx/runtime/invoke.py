@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .enums import OH_NN_FuseType
-from .errors import invalid
+from ..enums import OH_NN_FuseType
+from ..errors import invalid
 
 
 def apply_fused_activation(x: np.ndarray, fuse_type: int) -> np.ndarray:

@@ -29,7 +29,8 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .inference import UserError, complete_inputs, input_names, safe_file_name
+from ..errors import UserError
+from .inference import complete_inputs, input_names, safe_file_name
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float16": (1e-2, 1e-2),
@@ -224,7 +225,7 @@ def load_checked(onnx_path) -> tuple[Any, str]:
     """(ModelProto, label) of an .onnx path (UserError when missing or not .onnx; ConversionError when corrupt)."""
     import onnx
 
-    from .onnx_import import load_onnx
+    from ..onnx_import import load_onnx
 
     if isinstance(onnx_path, onnx.ModelProto):
         return onnx_path, onnx_path.graph.name or "<model>"
@@ -285,8 +286,8 @@ def _dynamic_tensors(model) -> set[str]:
 
 
 def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | None) -> list[np.ndarray]:
-    from .compilation import Compilation
-    from .executor import Executor
+    from ..compilation import Compilation
+    from ..executor import Executor
 
     compilation = Compilation(model)
     compilation.set_device(1)
@@ -312,7 +313,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     ``label`` names the model in the report (default: the path).
     Raises UserError for bad inputs, ConversionError when the model cannot be converted.
     """
-    from .onnx_import import from_onnx
+    from ..onnx_import import from_onnx
 
     progress = progress or _no_progress
     model, default_label = load_checked(onnx_path)

@@ -7,20 +7,9 @@ import json
 import numpy as np
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..ir.graph import Graph, Node, Value
+from ..ir.metadata import METADATA_OP, METADATA_PARAMS
 from ..optable import op_table
-from .ir import Graph, Node, Value
-
-NNRT_DOMAIN = "org.openharmony.nnrt"
-METADATA_PARAMS = "nnrt.params"  # exact NNRt parameters, JSON, on the node an op became
-METADATA_FUSED = "nnrt.fused_activation"  # marks the Relu/Clip a fused activation became
-METADATA_OP = "nnrt.op"  # the NNRt op an NNRt-domain node stands for
-METADATA_QUANT = "nnrt.quant"  # a Quantize/DequantizeLinear that stands for a quantized NNRt tensor
-
-
-def quant_metadata(quant) -> str:
-    """Exact (double) quant params, kept next to the float32 scales ONNX stores."""
-    return json.dumps({"scales": quant.scales, "zero_points": quant.zero_points, "num_bits": quant.num_bits,
-                       "axis": quant.axis})
 
 
 def restore_quantized_tensor(graph: Graph, onnx_node, text: str) -> None:
@@ -91,7 +80,7 @@ def restore_nnrt_node(graph: Graph, onnx_node, metadata: dict[str, str]) -> None
     params = decode_params(metadata.get(METADATA_PARAMS, "{}"))
     inputs = [graph.resolve(i) for i in onnx_node.input]
     node = Node(op, inputs, list(onnx_node.output), params, onnx_node.name)
-    from .fold import try_fold
+    from ..ir.fold import try_fold
 
     if not try_fold(graph, node):
         graph.nodes.append(node)

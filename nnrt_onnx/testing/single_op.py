@@ -5,15 +5,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .compilation import Compilation
-from .dtypes import from_numpy
-from .enums import OH_NN_OperationType, OH_NN_TensorType
-from .executor import Executor
-from .kernels import OpContext, get_kernel, wants_context
-from .model import Model
-from .optable import op_spec
-from .tensor import QuantParam
-from .validation import validate_operation
+from ..compilation import Compilation
+from ..dtypes import from_numpy
+from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..executor import Executor
+from ..kernels import OpContext, get_kernel, wants_context
+from ..model import Model
+from ..optable import op_spec
+from ..tensor import QuantParam
+from ..validation import validate_operation
 
 
 def _tensor_type(key) -> OH_NN_TensorType:
@@ -107,7 +107,7 @@ def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = 
 def _dequantized(array: np.ndarray, quant: QuantParam | None) -> np.ndarray:
     if quant is None:
         return array
-    from .dtypes import dequantize
+    from ..dtypes import dequantize
 
     axis = None if quant.count == 1 else (quant.axis or 0)
     return dequantize(array, quant.scales, quant.zero_points, axis)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..activation import apply_fused_activation
 from ..errors import NNRtError
 from ..kernels import OpContext, get_kernel, wants_context
 from ..optable import op_spec
-from .ir import Graph, Node
+from ..runtime.invoke import apply_fused_activation
+from .graph import Graph, Node
 from .issues import INVALID_MODEL, ConversionIssue
 
 # Folding bigger results than this would bloat the model with computed data a kernel can rebuild.

@@ -7,8 +7,8 @@ from functools import cache
 
 import numpy as np
 
-from .importer import opset_of
-from .rows import find_row
+from ..ir.rows import find_row
+from ..onnx_import.importer import opset_of
 
 
 @dataclass
@@ -117,8 +117,8 @@ def import_case(case):
 
     Returns (ImportResult, model input names, data sets as arrays). Raises ConversionError.
     """
-    from .importer import from_onnx
-    from .issues import ConversionError
+    from ..ir.issues import ConversionError
+    from ..onnx_import.importer import from_onnx
 
     model_inputs = [i.name for i in case.model.graph.input
                     if i.name not in {t.name for t in case.model.graph.initializer}]
@@ -159,7 +159,7 @@ def run_case(case) -> CaseResult:
     from ..compilation import Compilation
     from ..errors import NNRtError
     from ..executor import Executor
-    from .issues import ConversionError
+    from ..ir.issues import ConversionError
 
     ops = case_op_types(case)
     try:

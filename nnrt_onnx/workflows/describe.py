@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .enums import OH_NN_DataType, OH_NN_FuseType
+from ..enums import OH_NN_DataType, OH_NN_FuseType
 
 _ENUM_KEYWORDS = {"activation_type": OH_NN_FuseType, "data_type": OH_NN_DataType, "src_t": OH_NN_DataType,
                   "dst_t": OH_NN_DataType}
@@ -59,9 +59,9 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
     Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
     where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted).
     """
-    from .onnx_import import ConversionError, from_onnx, load_onnx
-    from .onnx_import.importer import DEFAULT_DOMAINS, opset_of
-    from .onnx_import.rows import find_row
+    from ..ir.rows import find_row
+    from ..onnx_import import ConversionError, from_onnx, load_onnx
+    from ..onnx_import.importer import DEFAULT_DOMAINS, opset_of
 
     model = load_onnx(path)
     opset = opset_of(model)
