@@ -31,9 +31,17 @@ import numpy as np
 from . import enums as _enums
 from .compilation import Compilation
 from .dtypes import element_size
-from .enums import (OH_NN_DataType, OH_NN_DeviceType, OH_NN_Format, OH_NN_FuseType,  # noqa: F401 (re-exported:
-                    OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority,  # the C enum names are part of
-                    OH_NN_ReturnCode, OH_NN_TensorType)  # the facade)
+from .enums import (  # noqa: F401 (re-exported:
+    OH_NN_DataType,
+    OH_NN_DeviceType,
+    OH_NN_Format,
+    OH_NN_FuseType,
+    OH_NN_OperationType,  # the C enum names are part of
+    OH_NN_PerformanceMode,
+    OH_NN_Priority,
+    OH_NN_ReturnCode,  # the facade)
+    OH_NN_TensorType,
+)
 from .errors import NNRtError, invalid
 from .executor import Executor, Memory
 from .model import Model

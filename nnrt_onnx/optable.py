@@ -66,6 +66,7 @@ class ParamSpec:
 class OpSpec:
     op: OH_NN_OperationType
     file: Path
+    family: str  # one of FAMILIES: the module name of its kernel, import and export functions and tests
     summary: str
     layout: str  # "NHWC" when the header fixes the layout, else "any"
     layout_role: str | None  # see LAYOUT_ROLES
@@ -102,7 +103,13 @@ class OpSpec:
         return [p for p in self.params.values() if not p.alias]
 
 
-_TOP_KEYS = {"op", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
+# The family map: every op (and every ONNX decomposition in mappings/onnx/) belongs to one family, and its kernel,
+# import handlers, export function and tests live in the module of that name in each layer (kernels/<family>.py,
+# onnx_import/handlers/<family>.py, onnx_export/handlers/<family>.py, tests/.../test_<family>.py).
+FAMILIES = ("elementwise", "activation", "conv", "pool", "linear", "normalization", "reduce", "shape", "indexing",
+            "spatial", "recurrent", "attention", "quantization", "signal", "detection")
+
+_TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
              "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes"}
 # How an op lets a transpose move through it (the importer's layout pass):
 #   unary     — one data input, same shape out (y = f(x)): T(f(x)) == f(T(x))
@@ -180,8 +187,11 @@ def load_entry(path: Path) -> OpSpec:
             raise OpTableError(f"{where}: {spec.tensor_type.name} declared twice")
         params[spec.tensor_type] = spec
     meta = data.get("params", {})
+    family = data.get("family")
+    if family not in FAMILIES:
+        raise OpTableError(f"{where}: family must be one of {list(FAMILIES)}, got {family!r}")
     entry = OpSpec(
-        op=op, file=path, summary=data.get("summary", ""), layout=data.get("layout", "any"),
+        op=op, file=path, family=family, summary=data.get("summary", ""), layout=data.get("layout", "any"),
         layout_role=data.get("layout_role"),
         inputs=tuple(data["inputs"]["count"]), outputs=tuple(data["outputs"]["count"]),
         input_roles=tuple(data["inputs"].get("roles", ())), output_roles=tuple(data["outputs"].get("roles", ())),

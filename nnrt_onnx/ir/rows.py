@@ -8,9 +8,9 @@ from functools import cache
 from typing import Any
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
-from ..optable import OpTableError, mappings_dir, op_table
+from ..optable import FAMILIES, OpTableError, mappings_dir, op_table
 
-_ROW_KEYS = {"op_type", "since", "until", "handler", "inputs", "attrs", "notes", "domain", "export"}
+_ROW_KEYS = {"op_type", "since", "until", "inputs", "attrs", "notes", "domain", "export"}
 _ATTR_KEYS = {"param", "default", "transform", "ignore", "require", "input"}
 
 
@@ -32,18 +32,18 @@ class Row:
     since: int
     until: int | None  # last opset version the row covers (None: open)
     nnrt_op: OH_NN_OperationType | None  # the op whose entry holds the row (None for decompositions)
-    handler: str | None  # a function of nnrt_onnx.onnx_import.handlers (else the generic 1:1 converter)
     inputs: tuple[int, ...] | None  # ONNX input positions feeding the NNRt inputs (generic converter)
     attrs: dict[str, AttrRule] = field(default_factory=dict)
     notes: str = ""
     source: str = ""  # file the row is declared in
-    export: str | None = None  # "generic": the exporter may read this (handler) row in reverse like a generic row
+    family: str = ""  # the family of the file's op (or of the decomposition): where its handler lives
+    export: str | None = None  # "generic": the exporter may read this row in reverse (attributes <- parameters)
 
     def covers(self, version: int) -> bool:
         return self.since <= version and (self.until is None or version <= self.until)
 
 
-def _row(source: str, table: dict, nnrt_op: OH_NN_OperationType | None) -> Row:
+def _row(source: str, table: dict, nnrt_op: OH_NN_OperationType | None, family: str) -> Row:
     unknown = set(table) - _ROW_KEYS
     if unknown:
         raise OpTableError(f"{source}: [[onnx]] row has unknown keys {sorted(unknown)}")
@@ -55,8 +55,9 @@ def _row(source: str, table: dict, nnrt_op: OH_NN_OperationType | None) -> Row:
         attrs[name] = AttrRule(name, param, rule.get("default"), rule.get("transform"), rule.get("ignore"),
                                rule.get("require"))
     return Row(op_type=table["op_type"], since=table.get("since", 1), until=table.get("until"), nnrt_op=nnrt_op,
-               handler=table.get("handler"), inputs=tuple(table["inputs"]) if "inputs" in table else None,
-               attrs=attrs, notes=table.get("notes", ""), source=source, export=table.get("export"))
+               inputs=tuple(table["inputs"]) if "inputs" in table else None,
+               attrs=attrs, notes=table.get("notes", ""), source=source, export=table.get("export"),
+               family=family)
 
 
 @cache
@@ -65,14 +66,18 @@ def onnx_rows() -> dict[str, list[Row]]:
     rows: dict[str, list[Row]] = {}
     for entry in op_table().values():
         for table in entry.raw.get("onnx", []):
-            row = _row(entry.file.name, table, entry.op)
+            row = _row(entry.file.name, table, entry.op, entry.family)
             rows.setdefault(row.op_type, []).append(row)
     composite = mappings_dir() / "onnx"
     for path in sorted(composite.glob("*.toml")) if composite.is_dir() else []:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
+        if set(data) - {"family", "onnx"}:
+            raise OpTableError(f"{path.name}: unknown keys {sorted(set(data) - {'family', 'onnx'})}")
+        if data.get("family") not in FAMILIES:
+            raise OpTableError(f"{path.name}: family must be one of {list(FAMILIES)}, got {data.get('family')!r}")
         for table in data.get("onnx", []):
-            row = _row(path.name, table, None)
+            row = _row(path.name, table, None, data["family"])
             rows.setdefault(row.op_type, []).append(row)
     for op_type, found in rows.items():
         found.sort(key=lambda r: r.since)

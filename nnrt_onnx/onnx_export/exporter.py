@@ -176,7 +176,7 @@ def _onnx_attr_value(value: Any, attr_type):
 def export_generic(ctx: ExportContext) -> None:
     """The op's generic mapping row read in reverse: inputs in order, parameters back to attributes."""
     rows = [r for rows in onnx_rows().values() for r in rows
-            if r.nnrt_op == ctx.node.op and (r.handler is None or r.export == "generic") and r.since <= ctx.opset
+            if r.nnrt_op == ctx.node.op and r.export == "generic" and r.since <= ctx.opset
             and (r.until is None or ctx.opset <= r.until)]
     if not rows:
         raise ExportIssue(f"{ctx.node.op.name} has no ONNX export (no export function and no generic mapping row)")

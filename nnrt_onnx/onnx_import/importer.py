@@ -34,8 +34,7 @@ from ..ir.metadata import (
 from ..ir.rows import find_row
 from ..model import Model
 from .context import NodeContext
-from .generic import convert_generic
-from .handlers import get_handler
+from .handlers import handler_for
 from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -256,7 +255,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         ctx = NodeContext(graph, node, row, opset, options)
         emitted_before = len(graph.nodes)
         try:
-            (get_handler(row.handler) if row.handler else convert_generic)(ctx)
+            handler_for(row)(ctx)
             if METADATA_PARAMS in metadata:
                 restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
             unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))

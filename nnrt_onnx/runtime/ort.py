@@ -31,7 +31,7 @@ def exportable(op: OP) -> bool:
 
     if OP(op) in exporters():
         return True
-    return any(r.nnrt_op == op and (r.handler is None or r.export == "generic")
+    return any(r.nnrt_op == op and r.export == "generic"
                for rows in onnx_rows().values() for r in rows)
 
 

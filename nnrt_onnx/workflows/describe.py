@@ -61,6 +61,7 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
     """
     from ..ir.rows import find_row
     from ..onnx_import import ConversionError, from_onnx, load_onnx
+    from ..onnx_import.handlers import handler_for
     from ..onnx_import.importer import DEFAULT_DOMAINS, opset_of
 
     model = load_onnx(path)
@@ -73,7 +74,8 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
         row = find_row(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
         if row is not None:
             entry["targets"] = [row.nnrt_op.name] if row.nnrt_op is not None else []
-            entry["mapping"] = row.notes or (f"handler {row.handler}" if row.handler else "1:1")
+            converter = handler_for(row).__name__
+            entry["mapping"] = row.notes or ("1:1" if converter == "convert_generic" else f"converter {converter}")
         nodes.append(entry)
     by_name = {n["node"]: n for n in nodes}
     problems = []

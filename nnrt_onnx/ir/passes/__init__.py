@@ -274,7 +274,7 @@ def sink_transposes_basic(graph: Graph, allow_reshape_moves: bool = False) -> No
             if perm is None:
                 continue
             out, source = node.outputs[0], node.inputs[0]
-            if _only_moves_unit_dims(graph.values[source].shape, perm):
+            if only_moves_unit_dims(graph.values[source].shape, perm):
                 node.op = OP.OH_NN_OPS_RESHAPE
                 node.inputs = [source, graph.constant(np.asarray(graph.values[out].shape, np.int64), f"{out}.shape")]
                 changed = True
@@ -488,7 +488,7 @@ def _through_reshapes(graph: Graph, choice: int) -> bool:
     return False
 
 
-def _only_moves_unit_dims(shape, perm) -> bool:
+def only_moves_unit_dims(shape, perm) -> bool:
     """A transpose that keeps the non-1 dims in order is a reshape."""
     if shape is None or any(d < 0 for d in shape):
         return False

@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, _only_moves_unit_dims
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, only_moves_unit_dims
 from ...kernels.spatial import bilinear_matrix
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
@@ -133,7 +133,7 @@ def _layout_ok(node, graph) -> bool:
     shapes = [graph.values[node.inputs[0]].shape, graph.values[node.outputs[0]].shape]
     if any(s is None or len(s) != 4 or any(d < 0 for d in s) for s in shapes):
         return False
-    return not any(_only_moves_unit_dims(s, NHWC_TO_NCHW) for s in shapes) and \
+    return not any(only_moves_unit_dims(s, NHWC_TO_NCHW) for s in shapes) and \
         not any(v.quant is not None for v in (graph.values[n] for n in list(node.inputs) + list(node.outputs) if n))
 
 

@@ -1,7 +1,10 @@
-"""Conversion functions for ONNX ops that need more than the generic 1:1 converter.
+"""Conversion functions for ONNX ops, registered by the ONNX op types (and opset rows) they convert.
 
-A mapping row names its handler (``handler = "conv"``); the function of that name registered here with
-``@handler`` converts the node. Modules of this package are imported on first use.
+``@converts("Conv")`` makes the decorated function the converter of every mapping row of ``Conv``;
+``@converts("Add", since=1)`` of the one row starting at opset 1. A row with no registered function goes through
+the generic converter (one NNRt op, inputs and attributes mapped by the row). Modules of this package are named
+after the op families (``FAMILIES`` of the op table) and imported on first use; tests/onnx_import checks both
+ways that every registration has its row and every decomposition row its function.
 """
 from __future__ import annotations
 
@@ -10,28 +13,38 @@ import pkgutil
 from functools import cache
 from typing import Callable
 
-_HANDLERS: dict[str, Callable] = {}
+Key = tuple[str, "int | None"]  # (ONNX op type, the since-version of one row, or None for all its rows)
+_HANDLERS: dict[Key, Callable] = {}
 
 
-def handler(name: str):
+def converts(*op_types: str, since: int | None = None):
+    """Register the decorated function as the converter of ``op_types`` (all their rows, or the row ``since``)."""
     def register(fn):
-        if name in _HANDLERS and _HANDLERS[name] is not fn:
-            raise RuntimeError(f"handler {name} registered twice")
-        _HANDLERS[name] = fn
+        for op_type in op_types:
+            key = (op_type, since)
+            if key in _HANDLERS and _HANDLERS[key] is not fn:
+                raise RuntimeError(f"{op_type} (since {since}) has two converters: {_HANDLERS[key].__name__} and "
+                                   f"{fn.__name__}")
+            _HANDLERS[key] = fn
         return fn
 
     return register
 
 
 @cache
-def handlers() -> dict[str, Callable]:
+def registered() -> dict[Key, Callable]:
+    """Every registration, the modules of this package imported."""
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
     return dict(_HANDLERS)
 
 
-def get_handler(name: str) -> Callable:
-    try:
-        return handlers()[name]
-    except KeyError:
-        raise KeyError(f"mapping row names unknown handler {name!r}") from None
+def handler_for(row) -> Callable:
+    """The function converting nodes of this mapping row: its registered converter, else the generic one."""
+    table = registered()
+    found = table.get((row.op_type, row.since)) or table.get((row.op_type, None))
+    if found is not None:
+        return found
+    from ..generic import convert_generic
+
+    return convert_generic

@@ -28,10 +28,9 @@ from ...ir.issues import (
 )
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.transforms import transform
-from ...optable import op_spec
 from ..context import NodeContext
-from ..generic import convert_generic
-from . import handler
+from ..generic import bshape, check_dtype, check_op_dtype, emit_row
+from . import converts
 
 FLOAT = ("float16", "float32", "float64")
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -41,48 +40,9 @@ NUMERIC = FLOAT + SIGNED + UNSIGNED
 
 # -- helpers ------------------------------------------------------------------------------------------------------
 
-def check_dtype(ctx: NodeContext, name: str, allowed, what: str | None = None, by: str | None = None) -> np.dtype:
-    """The dtype of ``name``; raises UNSUPPORTED_DTYPE unless it is one of ``allowed`` (numpy names)."""
-    dtype = np.dtype(ctx.value(name).dtype)
-    if dtype.name not in allowed:
-        what = what or f"input {name!r}"
-        by = by or f"{ctx.node.op_type} on NNRt"
-        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} has dtype {dtype.name}: {by} supports "
-                                                 f"{', '.join(allowed)}", tensor=name)
-    return dtype
-
-
-def check_op_dtype(ctx: NodeContext, name: str, op: OP, what: str | None = None) -> np.dtype:
-    """Check ``name`` against the dtypes the NNRt op ``op`` computes in (its entry's ``dtypes``)."""
-    allowed = op_spec(op).raw.get("dtypes")
-    if allowed is None:
-        return np.dtype(ctx.value(name).dtype)
-    return check_dtype(ctx, name, allowed, what, by=op.name)
-
-
-def bshape(*shapes):
-    """Numpy broadcast of shapes with -1 for unknown dims; None when a rank is unknown."""
-    if any(s is None for s in shapes):
-        return None
-    rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(rank):
-        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
-        known = [d for d in dims if d > 1]
-        if known:
-            out.append(known[0])
-        elif any(d < 0 for d in dims):
-            out.append(-1)
-        else:
-            out.append(min(dims) if dims else 1)
-    return tuple(out)
-
-
 _BOOL_RESULT = {OP.OH_NN_OPS_EQUAL, OP.OH_NN_OPS_NOT_EQUAL, OP.OH_NN_OPS_LESS, OP.OH_NN_OPS_LESS_EQUAL,
                 OP.OH_NN_OPS_GREATER, OP.OH_NN_OPS_GREATER_EQUAL, OP.OH_NN_OPS_LOGICAL_AND, OP.OH_NN_OPS_LOGICAL_OR,
                 OP.OH_NN_OPS_LOGICAL_NOT}
-
-
 
 
 class _Builder:
@@ -155,18 +115,6 @@ def _float_attr(ctx: NodeContext, name: str, default: float) -> float:
 
 # -- 1:1 ------------------------------------------------------------------------------------------------------------
 
-@handler("elementwise")
-def elementwise(ctx: NodeContext) -> None:
-    """The generic 1:1 conversion, after checking every input's dtype against the NNRt op's dtypes."""
-    op = ctx.row.nnrt_op
-    positions = ctx.row.inputs if ctx.row.inputs is not None else range(len(ctx.node.input))
-    for position in positions:
-        if ctx.has_input(position):
-            check_op_dtype(ctx, ctx.input(position), op, f"input #{position} {ctx.input(position)!r}")
-    ctx.settle(ctx.output(0), bshape(*(ctx.value(ctx.input(p)).shape for p in positions if ctx.has_input(p))))
-    convert_generic(ctx)
-
-
 @transform("gelu_approximate_to_bool", inverse="bool_to_gelu_approximate")
 def gelu_approximate_to_bool(value):
     """ONNX Gelu ``approximate`` ("none" | "tanh") -> OH_NN_GELU_APPROXIMATE."""
@@ -182,7 +130,7 @@ def bool_to_gelu_approximate(value):
 
 # -- unary math ---------------------------------------------------------------------------------------------------
 
-@handler("tan")
+@converts("Tan")
 def tan(ctx: NodeContext) -> None:
     """tan(x) = sin(x) / cos(x)."""
     x = ctx.input(0)
@@ -200,7 +148,7 @@ def _cosh(b: _Builder, x: str, out=None) -> str:
     return b.op(OP.OH_NN_OPS_MUL, [s, b.const(0.5, dt)], out=out)
 
 
-@handler("cosh")
+@converts("Cosh")
 def cosh(ctx: NodeContext) -> None:
     x = ctx.input(0)
     check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
@@ -208,7 +156,7 @@ def cosh(ctx: NodeContext) -> None:
     _cosh(b, x, out=b.out)
 
 
-@handler("sinh")
+@converts("Sinh")
 def sinh(ctx: NodeContext) -> None:
     """sinh(x) = tanh(x / 2) * (1 + cosh(x)): exact near 0, unlike (exp(x) - exp(-x)) / 2."""
     x = ctx.input(0)
@@ -220,7 +168,7 @@ def sinh(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_MUL, [t, c1], out=b.out)
 
 
-@handler("sign")
+@converts("Sign")
 def sign(ctx: NodeContext) -> None:
     """sign(x) = (x > 0) - (x < 0) (as x's dtype); NaN stays NaN."""
     x = ctx.input(0)
@@ -241,7 +189,7 @@ def sign(ctx: NodeContext) -> None:
         b.op(OP.OH_NN_OPS_SUB, [positive, negative], out=b.out)
 
 
-@handler("is_nan")
+@converts("IsNaN")
 def is_nan(ctx: NodeContext) -> None:
     """IsNaN(x) = x != x."""
     x = ctx.input(0)
@@ -249,7 +197,7 @@ def is_nan(ctx: NodeContext) -> None:
     _Builder(ctx).op(OP.OH_NN_OPS_NOT_EQUAL, [x, x], out=ctx.output(0))
 
 
-@handler("is_inf")
+@converts("IsInf")
 def is_inf(ctx: NodeContext) -> None:
     """|x| == inf, x == +inf or x == -inf as detect_positive / detect_negative ask (neither: x > +inf, all false)."""
     x = ctx.input(0)
@@ -267,7 +215,7 @@ def is_inf(ctx: NodeContext) -> None:
         b.op(OP.OH_NN_OPS_GREATER, [x, inf], out=b.out)
 
 
-@handler("bitwise_not")
+@converts("BitwiseNot")
 def bitwise_not(ctx: NodeContext) -> None:
     """~x in two's complement: -1 - x for signed integers, MAX - x for unsigned ones (one SUB, never overflowing)."""
     x = ctx.input(0)
@@ -279,7 +227,7 @@ def bitwise_not(ctx: NodeContext) -> None:
 
 # -- activations ---------------------------------------------------------------------------------------------------
 
-@handler("prelu")
+@converts("PRelu", since=7)
 def prelu(ctx: NodeContext) -> None:
     """PRELU when the slope varies along one axis only and that axis is the last (or, rank 4, the channel axis 1:
     NHWC region); otherwise (x < 0 ? x * slope : x) with numpy broadcasting."""
@@ -310,7 +258,7 @@ def prelu(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_WHERE, [negative, scaled, x], out=b.out)
 
 
-@handler("hard_sigmoid")
+@converts("HardSigmoid")
 def hard_sigmoid(ctx: NodeContext) -> None:
     """max(0, min(1, alpha * x + beta)): NNRt HARD_SIGMOID when alpha = 1/6 and beta = 1/2, else MUL, ADD, CLIP."""
     x = ctx.input(0)
@@ -325,7 +273,7 @@ def hard_sigmoid(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_CLIP, [y], params={"OH_NN_CLIP_MIN": 0.0, "OH_NN_CLIP_MAX": 1.0}, out=b.out)
 
 
-@handler("elu")
+@converts("Elu")
 def elu(ctx: NodeContext) -> None:
     """x < 0 ? alpha * expm1(x) : x."""
     x = ctx.input(0)
@@ -337,7 +285,7 @@ def elu(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_WHERE, [negative, scaled, x], out=b.out)
 
 
-@handler("selu")
+@converts("Selu")
 def selu(ctx: NodeContext) -> None:
     """x > 0 ? gamma * x : gamma * alpha * expm1(x)."""
     x = ctx.input(0)
@@ -351,7 +299,7 @@ def selu(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_WHERE, [positive, linear, exponential], out=b.out)
 
 
-@handler("celu")
+@converts("Celu")
 def celu(ctx: NodeContext) -> None:
     """max(0, x) + min(0, alpha * expm1(x / alpha))."""
     x = ctx.input(0)
@@ -366,7 +314,7 @@ def celu(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_ADD, [b.op(OP.OH_NN_OPS_RELU, [x]), negative_part], out=b.out)
 
 
-@handler("softplus")
+@converts("Softplus")
 def softplus(ctx: NodeContext) -> None:
     x = ctx.input(0)
     check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
@@ -374,7 +322,7 @@ def softplus(ctx: NodeContext) -> None:
     b.softplus(x, out=b.out)
 
 
-@handler("softsign")
+@converts("Softsign")
 def softsign(ctx: NodeContext) -> None:
     """x / (1 + |x|)."""
     x = ctx.input(0)
@@ -384,7 +332,7 @@ def softsign(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_DIV, [x, denominator], out=b.out)
 
 
-@handler("mish")
+@converts("Mish")
 def mish(ctx: NodeContext) -> None:
     """x * tanh(softplus(x))."""
     x = ctx.input(0)
@@ -393,13 +341,13 @@ def mish(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_MUL, [x, b.op(OP.OH_NN_OPS_TANH, [b.softplus(x)])], out=b.out)
 
 
-@handler("gelu")
+@converts("Gelu")
 def gelu(ctx: NodeContext) -> None:
     check_op_dtype(ctx, ctx.input(0), OP.OH_NN_OPS_GELU)
-    convert_generic(ctx)
+    emit_row(ctx)
 
 
-@handler("swish")
+@converts("Swish")
 def swish(ctx: NodeContext) -> None:
     """x * sigmoid(alpha * x): NNRt SWISH when alpha = 1."""
     x = ctx.input(0)
@@ -413,7 +361,7 @@ def swish(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_MUL, [x, gate], out=b.out)
 
 
-@handler("thresholded_relu")
+@converts("ThresholdedRelu")
 def thresholded_relu(ctx: NodeContext) -> None:
     """x > alpha ? x : 0."""
     x = ctx.input(0)
@@ -424,7 +372,7 @@ def thresholded_relu(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_WHERE, [above, x, b.const(0, dt)], out=b.out)
 
 
-@handler("shrink")
+@converts("Shrink")
 def shrink(ctx: NodeContext) -> None:
     """x < -lambd ? x + bias : (x > lambd ? x - bias : 0)."""
     x = ctx.input(0)
@@ -451,7 +399,7 @@ def shrink(ctx: NodeContext) -> None:
         b.op(OP.OH_NN_OPS_WHERE, [below, b.op(OP.OH_NN_OPS_ADD, [x, b.const(bias, dt)]), upper], out=b.out)
 
 
-@handler("clip")
+@converts("Clip")
 def clip(ctx: NodeContext) -> None:
     """CLIP for float16/float32 with constant bounds; MAXIMUM/MINIMUM otherwise (exact for 64-bit and integer
     bounds, and for bounds computed at run time). min > max gives max everywhere in both."""
@@ -514,7 +462,7 @@ def clip(ctx: NodeContext) -> None:
 
 # -- binary / n-ary -------------------------------------------------------------------------------------------------
 
-@handler("pow")
+@converts("Pow", since=7)
 def pow_(ctx: NodeContext) -> None:
     """POW. A float base takes the exponent cast to its dtype; an integer base with a float exponent is computed in
     float64 and truncated back (ONNX's ``pow(x, y)`` cast to x's type); two integer types take x's."""
@@ -542,7 +490,7 @@ def _nary(ctx: NodeContext, op: OP) -> str | None:
     return inputs
 
 
-@handler("max_min")
+@converts("Max", "Min")
 def max_min(ctx: NodeContext) -> None:
     """Max / Min of n inputs: a chain of MAXIMUM / MINIMUM."""
     op = OP.OH_NN_OPS_MAXIMUM if ctx.node.op_type == "Max" else OP.OH_NN_OPS_MINIMUM
@@ -556,7 +504,7 @@ def max_min(ctx: NodeContext) -> None:
         acc = b.op(op, [acc, other], out=b.out if position == len(inputs) - 1 else None)
 
 
-@handler("mean")
+@converts("Mean")
 def mean(ctx: NodeContext) -> None:
     """Mean of n inputs: a chain of ADDs, then DIV by n."""
     inputs = _nary(ctx, OP.OH_NN_OPS_ADD)
@@ -571,7 +519,7 @@ def mean(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_DIV, [acc, b.const(len(inputs), dt)], out=b.out)
 
 
-@handler("mod")
+@converts("Mod")
 def mod(ctx: NodeContext) -> None:
     """fmod=1: MOD (C remainder). fmod=0 (floor modulo, the sign of the divisor): r = MOD(a, b), plus b where r is
     non-zero and its sign differs from b's; a zero result takes b's sign (floats); unsigned: MOD as is."""
@@ -619,7 +567,7 @@ def _target_dtype(elem_type: int) -> np.dtype:
     return dtype
 
 
-@handler("cast")
+@converts("Cast", "CastLike")
 def cast(ctx: NodeContext) -> None:
     """Cast / CastLike -> CAST (C conversion: float -> int truncates, -> bool is != 0). ``saturate`` and
     ``round_mode`` only concern float8 targets, which NNRt has not."""
@@ -646,7 +594,7 @@ def cast(ctx: NodeContext) -> None:
     b.cast(x, target, out=b.out)
 
 
-@handler("expand")
+@converts("Expand")
 def expand(ctx: NodeContext) -> None:
     """Expand -> BROADCAST_TO with the (bidirectional) broadcast of the input shape and the constant shape."""
     x = ctx.input(0)

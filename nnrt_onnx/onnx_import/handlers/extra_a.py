@@ -53,7 +53,7 @@ from ...ir.issues import (
     ConversionIssue,
 )
 from ..context import NodeContext
-from . import handler
+from . import converts
 
 FLOAT = ("float16", "float32", "float64")
 MAX_IO = 200  # AddOperation caps an input/output index list at 200
@@ -422,12 +422,12 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
         _stack(ctx, finals, 1 if layout else 0, output=y_h, hint=f"{ctx.name}.Y_h")
 
 
-@handler("rnn")
+@converts("RNN")
 def rnn(ctx: NodeContext) -> None:
     _recurrent(ctx, 1)
 
 
-@handler("gru")
+@converts("GRU")
 def gru(ctx: NodeContext) -> None:
     _recurrent(ctx, 3)
 
@@ -498,7 +498,7 @@ def _spectral_product(ctx: NodeContext, x: str, axis: int, matrix: np.ndarray, k
     ctx.transpose(spectrum, inverse, output=output)
 
 
-@handler("dft")
+@converts("DFT")
 def dft(ctx: NodeContext) -> None:
     x = ctx.input(0)
     _float_dtype(ctx, x, "input")
@@ -527,7 +527,7 @@ def dft(ctx: NodeContext) -> None:
     _spectral_product(ctx, x, axis, matrix, k_out, c_out, ctx.output(0))
 
 
-@handler("stft")
+@converts("STFT")
 def stft(ctx: NodeContext) -> None:
     x = ctx.input(0)
     dtype = _float_dtype(ctx, x, "signal")
@@ -587,7 +587,7 @@ def window_values(kind: str, size: int, periodic: bool) -> np.ndarray:
         return 0.42 - 0.5 * np.cos(2 * np.pi * n / span) + 0.08 * np.cos(4 * np.pi * n / span)
 
 
-@handler("window")
+@converts("BlackmanWindow", "HammingWindow", "HannWindow")
 def window(ctx: NodeContext) -> None:
     size = _scalar_int(ctx, 0, "the window size")
     periodic = int(ctx.attr("periodic", 1))
@@ -626,7 +626,7 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
     return output
 
 
-@handler("mel_weight_matrix")
+@converts("MelWeightMatrix")
 def mel_weights(ctx: NodeContext) -> None:
     names = ["num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"]
     args = []
@@ -651,7 +651,7 @@ def mel_weights(ctx: NodeContext) -> None:
 
 # -- BitShift --------------------------------------------------------------------------------------------------------
 
-@handler("bit_shift")
+@converts("BitShift")
 def bit_shift(ctx: NodeContext) -> None:
     x = ctx.input(0)
     direction = ctx.attr("direction")
@@ -712,7 +712,7 @@ def bit_shift(ctx: NodeContext) -> None:
 
 # -- ReverseSequence, CenterCropPad, AffineGrid ---------------------------------------------------------------------
 
-@handler("reverse_sequence")
+@converts("ReverseSequence")
 def reverse_sequence(ctx: NodeContext) -> None:
     x = ctx.input(0)
     rank = ctx.rank(x)
@@ -740,7 +740,7 @@ def reverse_sequence(ctx: NodeContext) -> None:
              [ctx.output(0)])
 
 
-@handler("center_crop_pad")
+@converts("CenterCropPad")
 def center_crop_pad(ctx: NodeContext) -> None:
     x = ctx.input(0)
     rank = ctx.rank(x)
@@ -793,7 +793,7 @@ def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
     return (2.0 * np.arange(n) + 1.0) / n - 1.0
 
 
-@handler("affine_grid")
+@converts("AffineGrid")
 def affine_grid(ctx: NodeContext) -> None:
     theta = ctx.input(0)
     dtype = _float_dtype(ctx, theta, "theta")

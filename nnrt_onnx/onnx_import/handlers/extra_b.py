@@ -50,7 +50,7 @@ from ...ir.issues import (
 )
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from . import handler
+from . import converts
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 _ONNX_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # TensorProto codes with an NNRt dtype
@@ -185,7 +185,7 @@ def _wanted(ctx: NodeContext, position: int) -> bool:
 # RMSNormalization, SwiGLU
 # ---------------------------------------------------------------------------------------------------------------
 
-@handler("rms_normalization")
+@converts("RMSNormalization")
 def rms_normalization(ctx: NodeContext) -> None:
     """Y = X / sqrt(mean(X^2 over axis..) + epsilon) * scale; stage one in the stash_type precision."""
     x, scale = ctx.input(0), ctx.input(1)
@@ -220,7 +220,7 @@ def rms_normalization(ctx: NodeContext) -> None:
     _binary(ctx, OP.OH_NN_OPS_MUL, normalized, scale, out, output=out)
 
 
-@handler("swiglu")
+@converts("SwiGLU")
 def swiglu(ctx: NodeContext) -> None:
     """Y = A * sigmoid(alpha * A) * B: SWISH (alpha = 1) or MUL, SIGMOID, MUL; then MUL by B."""
     a, b = ctx.input(0), ctx.input(1)
@@ -246,7 +246,7 @@ def swiglu(ctx: NodeContext) -> None:
 # RotaryEmbedding
 # ---------------------------------------------------------------------------------------------------------------
 
-@handler("rotary_embedding")
+@converts("RotaryEmbedding")
 def rotary_embedding(ctx: NodeContext) -> None:
     """Rotate the first rotary_embedding_dim features of every head by the (gathered) cos/sin caches:
     real = cos x1 - sin x2, imag = sin x1 + cos x2, halves (x1 | x2) or interleaved pairs (x1, x2)."""
@@ -433,7 +433,7 @@ def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, 
                   f"{out}.structural_bias")
 
 
-@handler("attention")
+@converts("Attention")
 def attention(ctx: NodeContext) -> None:
     """ONNX Attention (opset 23..25) as MATMUL / SOFTMAX / ADD / WHERE (see the module docstring)."""
     q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
@@ -603,7 +603,7 @@ def attention(ctx: NodeContext) -> None:
 # TensorScatter
 # ---------------------------------------------------------------------------------------------------------------
 
-@handler("tensor_scatter")
+@converts("TensorScatter")
 def tensor_scatter(ctx: NodeContext) -> None:
     """present = past with update written at write_indices[b] + s (mod max_sequence_length when circular) along
     ``axis``: SCATTER_ND of the update into zeros, WHERE over the mask of written positions."""
@@ -685,7 +685,7 @@ def tensor_scatter(ctx: NodeContext) -> None:
 # DynamicQuantizeLinear
 # ---------------------------------------------------------------------------------------------------------------
 
-@handler("dynamic_quantize_linear")
+@converts("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx: NodeContext) -> None:
     """uint8 quantization with scale = (max(0, max x) - min(0, min x)) / 255 (1 for an all-zero range, as
     onnxruntime; the reference gives 1/255, the function body 0),
@@ -879,7 +879,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
     return _transpose(ctx, y_nhwc, NHWC_TO_NCHW)
 
 
-@handler("conv_integer")
+@converts("ConvInteger")
 def conv_integer(ctx: NodeContext) -> None:
     """ConvInteger: (x - x_zero_point) conv (w - w_zero_point) in float64 (exact), CAST to int32."""
     x, w = ctx.input(0), ctx.input(1)
@@ -889,7 +889,7 @@ def conv_integer(ctx: NodeContext) -> None:
     _cast(ctx, acc, np.int32, output=out)
 
 
-@handler("qlinear_conv")
+@converts("QLinearConv")
 def qlinear_conv(ctx: NodeContext) -> None:
     """QLinearConv: the exact float64 accumulator (+ int32 bias), then as the ONNX reference:
     round_half_even(clip(acc * (x_scale * w_scale / y_scale) + y_zero_point)) cast to the output type."""
@@ -945,7 +945,7 @@ def qlinear_conv(ctx: NodeContext) -> None:
 # MaxUnpool
 # ---------------------------------------------------------------------------------------------------------------
 
-@handler("max_unpool")
+@converts("MaxUnpool")
 def max_unpool(ctx: NodeContext) -> None:
     """Y (inferred shape, zeros) with Y.flat[I] = X, padded with zeros at the end to ``output_shape``.
 

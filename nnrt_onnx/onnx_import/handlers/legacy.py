@@ -18,8 +18,7 @@ import numpy as np
 from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ...ir.rows import find_row
 from ..context import NodeContext
-from ..generic import convert_generic
-from . import get_handler, handler
+from . import converts, handler_for
 
 MODERN = 7  # the first opset with numpy broadcasting
 
@@ -41,7 +40,7 @@ def _delegate(ctx: NodeContext, replaced: dict[int, str]) -> None:
     proxy.row = row
     original_input = ctx.input
     proxy.input = lambda position: replaced[position] if position in replaced else original_input(position)
-    (get_handler(row.handler) if row.handler else convert_generic)(proxy)
+    handler_for(row)(proxy)
 
 
 def _align(ctx: NodeContext, name: str, shape: tuple[int, ...]) -> str:
@@ -55,7 +54,7 @@ def _align(ctx: NodeContext, name: str, shape: tuple[int, ...]) -> str:
     return ctx.reshape(name, shape)
 
 
-@handler("legacy_binary")
+@converts("Add", "Div", "Mul", "Pow", "Sub", since=1)
 def legacy_binary(ctx: NodeContext) -> None:
     """Add/Sub/Mul/Div/Pow before opset 7: ``broadcast``/``axis`` alignment of B, then the opset-7 conversion."""
     _read_consumed_inputs(ctx)
@@ -99,7 +98,7 @@ def legacy_binary(ctx: NodeContext) -> None:
     _delegate(ctx, {1: _align(ctx, b, aligned)})
 
 
-@handler("legacy_prelu")
+@converts("PRelu", since=1)
 def legacy_prelu(ctx: NodeContext) -> None:
     """PRelu-1/6: a slope of one element is shared; a 1-D slope with X.shape[1] elements is per channel (axis 1,
     also for X of rank 3 or 5, where numpy broadcasting would align it with the last axis); any other slope must

@@ -33,7 +33,7 @@ from ...ir.issues import (
 )
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from . import handler
+from . import converts
 
 # -- helpers -------------------------------------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
 
 # -- Split ---------------------------------------------------------------------------------------------------------
 
-@handler("split")
+@converts("Split")
 def split(ctx: NodeContext) -> None:
     """Sizes from the ``split`` input (>= 13) or attribute (< 13), else num_outputs (>= 18, the last piece may be
     smaller) or the output count (equal pieces)."""
@@ -232,7 +232,7 @@ def _onnx_slice_bounds(start: int, end: int, step: int, dim: int) -> tuple[int, 
     return min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
 
 
-@handler("slice")
+@converts("Slice")
 def slice_(ctx: NodeContext) -> None:
     """Static dims: exact bounds, SLICE for unit steps, else STRIDED_SLICE. Dynamic dims: STRIDED_SLICE with
     the ONNX values (its TF clamping agrees with ONNX's)."""
@@ -339,7 +339,7 @@ def _pad_value(ctx: NodeContext, dtype: np.dtype) -> float:
     return as_f32
 
 
-@handler("pad")
+@converts("Pad")
 def pad(ctx: NodeContext) -> None:
     """constant / reflect: PAD (then a crop for negative pads). edge / wrap (and reflect pads too large for PAD):
     one GATHER per padded axis with the numpy-computed source index of every output position."""
@@ -419,7 +419,7 @@ def pad(ctx: NodeContext) -> None:
 
 # -- Tile ----------------------------------------------------------------------------------------------------------
 
-@handler("tile")
+@converts("Tile")
 def tile(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -444,7 +444,7 @@ def tile(ctx: NodeContext) -> None:
 
 # -- Gathers -------------------------------------------------------------------------------------------------------
 
-@handler("gather_nd")
+@converts("GatherND")
 def gather_nd(ctx: NodeContext) -> None:
     """batch_dims b > 0: the batch coordinates (a constant grid) are prepended to every index tuple."""
     if fold_constant_node(ctx):
@@ -481,7 +481,7 @@ def gather_nd(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_GATHER_ND, [data, indices], [out])
 
 
-@handler("gather_elements")
+@converts("GatherElements")
 def gather_elements(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -536,7 +536,7 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
     ctx.emit(OP.OH_NN_OPS_WHERE, [mask, scattered, data], [out])
 
 
-@handler("scatter_nd")
+@converts("ScatterND")
 def scatter_nd(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -558,7 +558,7 @@ def scatter_nd(ctx: NodeContext) -> None:
     _scatter(ctx, data, indices, updates, reduction)
 
 
-@handler("scatter_elements")
+@converts("Scatter", "ScatterElements")
 def scatter_elements(ctx: NodeContext) -> None:
     """ScatterElements, and Scatter (opsets 9-10, the same op without reduction)."""
     if fold_constant_node(ctx):
@@ -576,7 +576,7 @@ def scatter_elements(ctx: NodeContext) -> None:
 
 # -- OneHot --------------------------------------------------------------------------------------------------------
 
-@handler("one_hot")
+@converts("OneHot")
 def one_hot(ctx: NodeContext) -> None:
     """Float indices are truncated to int64; negative indices count from depth (ONNX), NNRt's ONE_HOT gives an
     all-off vector for anything outside [0, depth)."""
@@ -619,7 +619,7 @@ def one_hot(ctx: NodeContext) -> None:
 
 # -- Values that only exist as constants -----------------------------------------------------------------------------
 
-@handler("range")
+@converts("Range")
 def range_(ctx: NodeContext) -> None:
     """A constant: the output length depends on the values, so start/limit/delta must be constants."""
     start, limit, delta = (_scalar(ctx.constant_input(i, what), what)
@@ -645,7 +645,7 @@ def _constant_value(name: str, array: np.ndarray):
     return Value(name, array.dtype, tuple(array.shape), array)
 
 
-@handler("eye_like")
+@converts("EyeLike")
 def eye_like(ctx: NodeContext) -> None:
     x = ctx.input(0)
     shape = ctx.static_shape(x, "EyeLike's input")
@@ -663,14 +663,14 @@ def eye_like(ctx: NodeContext) -> None:
     ctx.graph.add_value(_constant_value(ctx.output(0), np.eye(shape[0], shape[1], k, dtype=dtype)))
 
 
-@handler("non_zero")
+@converts("NonZero")
 def non_zero(ctx: NodeContext) -> None:
     data = ctx.constant_input(0, "NonZero's input (its output shape depends on the values)")
     result = np.asarray(np.nonzero(data), np.int64) if data.ndim else np.zeros((0, int(bool(data))), np.int64)
     ctx.graph.add_value(_constant_value(ctx.output(0), result))
 
 
-@handler("compress")
+@converts("Compress")
 def compress(ctx: NodeContext) -> None:
     """A constant condition becomes a GATHER of the selected positions (the output shape depends on it)."""
     if fold_constant_node(ctx):
@@ -726,7 +726,7 @@ def _mode(ctx: NodeContext) -> str:
     return mode
 
 
-@handler("depth_to_space")
+@converts("DepthToSpace")
 def depth_to_space(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -745,7 +745,7 @@ def depth_to_space(ctx: NodeContext) -> None:
     ctx.transpose(y, NHWC_TO_NCHW, output=out)
 
 
-@handler("space_to_depth")
+@converts("SpaceToDepth")
 def space_to_depth(ctx: NodeContext) -> None:
     """SPACE_TO_DEPTH orders the new channels DCR; CRD (opset 28) re-orders them with a constant channel GATHER."""
     if fold_constant_node(ctx):
@@ -779,7 +779,7 @@ def space_to_depth(ctx: NodeContext) -> None:
 
 # -- Trilu ---------------------------------------------------------------------------------------------------------
 
-@handler("trilu")
+@converts("Trilu")
 def trilu(ctx: NodeContext) -> None:
     """WHERE(constant triangle mask, x, 0) over the last two dims (their sizes must be static)."""
     if fold_constant_node(ctx):

@@ -11,7 +11,8 @@ from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
-from . import handler
+from ..generic import emit_row
+from . import converts
 
 
 def _check_2d(ctx: NodeContext, name: str) -> None:
@@ -55,7 +56,13 @@ def _nhwc_region(ctx: NodeContext, op: OP, extra_inputs, params, out_channels_sh
     ctx.transpose(y_nhwc, NHWC_TO_NCHW, output=out)
 
 
-@handler("gemm")
+@converts("MatMul")
+def matmul(ctx: NodeContext) -> None:
+    """MATMUL 1:1 (numpy matmul semantics on both sides); the output shape is ONNX shape inference's."""
+    emit_row(ctx)
+
+
+@converts("Gemm")
 def gemm(ctx: NodeContext) -> None:
     """Y = alpha * A' B' + beta * C: FULL_CONNECTION when B and C are constants, else MATMUL (+ MUL/ADD)."""
     a, b = ctx.input(0), ctx.input(1)

@@ -28,7 +28,7 @@ from ...ir.issues import (
     ConversionIssue,
 )
 from ..context import NodeContext
-from . import handler
+from . import converts
 from .tensor import axes_from
 
 # float32 smallest normal: a norm floor that only differs from "no floor" for denormal norms
@@ -163,7 +163,9 @@ _REDUCTIONS = {
 }
 
 
-@handler("reduce")
+@converts(
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+    "ReduceSum", "ReduceSumSquare")
 def reduce(ctx: NodeContext) -> None:
     """ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp, axes as attribute (before opset 13 for
     ReduceSum, 18 for the others) or as a constant input."""
@@ -232,7 +234,7 @@ def _arg_max(ctx: NodeContext, x: str, axis: int, keep: bool, index_dtype, hint:
     return ctx.emit_to(OP.OH_NN_OPS_ARG_MAX, [x], index_dtype, shape, hint, params, output)
 
 
-@handler("arg_max")
+@converts("ArgMax", "ArgMin")
 def arg_max(ctx: NodeContext) -> None:
     """ArgMax, and ArgMin as the ArgMax of an order-reversed input; select_last_index reverses the axis."""
     x = ctx.input(0)
@@ -262,7 +264,7 @@ def arg_max(ctx: NodeContext) -> None:
     _binary(ctx, OP.OH_NN_OPS_SUB, _scalar(ctx, n - 1, index_dtype, "last"), idx, out, output=out)
 
 
-@handler("top_k")
+@converts("TopK")
 def top_k(ctx: NodeContext) -> None:
     """TopK: k as attribute (opset < 10) or input; largest=0 via an order-reversed input; always sorted (ONNX
     leaves the order of sorted=0 unspecified)."""
@@ -313,7 +315,7 @@ def top_k(ctx: NodeContext) -> None:
         _reverse_order(ctx, values, values_out, output=values_out)
 
 
-@handler("hardmax")
+@converts("Hardmax")
 def hardmax(ctx: NodeContext) -> None:
     """1 at the first maximum along the axis, 0 elsewhere: ARG_MAX + ONE_HOT. Before opset 13 the input is
     flattened to 2-D at ``axis`` (default 1) first."""
@@ -396,7 +398,7 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
         _binary(ctx, OP.OH_NN_OPS_ADD, y, late_bias, out, output=out)
 
 
-@handler("layer_normalization")
+@converts("LayerNormalization")
 def layer_normalization(ctx: NodeContext) -> None:
     """LAYER_NORM (gamma/beta broadcast to the normalised shape); the optional Mean and InvStdDev outputs are
     computed with REDUCE_MEAN / RSQRT in the stash type."""
@@ -443,7 +445,7 @@ def _channel_last_region(ctx: NodeContext, op: OP, x: str, extra, params, out: s
     _transpose(ctx, y_last, back, output=out)
 
 
-@handler("instance_normalization")
+@converts("InstanceNormalization")
 def instance_normalization(ctx: NodeContext) -> None:
     """INSTANCE_NORM (channel last) between transposes."""
     x = ctx.input(0)
@@ -456,7 +458,7 @@ def instance_normalization(ctx: NodeContext) -> None:
                          {"OH_NN_INSTANCE_NORM_EPSILON": eps}, ctx.output(0))
 
 
-@handler("group_normalization")
+@converts("GroupNormalization")
 def group_normalization(ctx: NodeContext) -> None:
     """(N, C, ...) -> (N, G, C/G * spatial), LAYER_NORM over the last axis, back, then per-channel (opset 21) or
     per-group (opset 18) scale and bias."""
@@ -507,7 +509,7 @@ def group_normalization(ctx: NodeContext) -> None:
         _reshape(ctx, shifted, shape, output=out)
 
 
-@handler("lp_normalization")
+@converts("LpNormalization")
 def lp_normalization(ctx: NodeContext) -> None:
     """p=2: L2_NORMALIZE; p=1: x / max(sum|x|, tiny). A zero vector stays zero (as in onnxruntime)."""
     x = ctx.input(0)
@@ -530,7 +532,7 @@ def lp_normalization(ctx: NodeContext) -> None:
     _binary(ctx, OP.OH_NN_OPS_DIV, x, floor, out, output=out)
 
 
-@handler("mean_variance_normalization")
+@converts("MeanVarianceNormalization")
 def mean_variance_normalization(ctx: NodeContext) -> None:
     """(x - mean) / (sqrt(var) + 1e-9) over ``axes`` (default [0, 2, 3]); var is the centred mean square."""
     x = ctx.input(0)
@@ -668,7 +670,7 @@ def _contract(ctx: NodeContext, a: tuple[str, list[str]], b: tuple[str, list[str
     return _reshape_to(ctx, product, [sizes[label] for label in labels]), labels
 
 
-@handler("einsum")
+@converts("Einsum")
 def einsum(ctx: NodeContext) -> None:
     """Einsum without diagonals: operands summed over private labels, multiplied pairwise with MATMUL
     (batch labels first), then summed and transposed to the output order."""
@@ -710,7 +712,7 @@ def einsum(ctx: NodeContext) -> None:
 _CUMSUM_MAX = 4096  # the triangle has n * n elements
 
 
-@handler("cum_sum")
+@converts("CumSum")
 def cum_sum(ctx: NodeContext) -> None:
     """Cumulative sum along a constant axis as a MATMUL with a constant 0/1 triangle (exact for integers;
     exclusive/reverse pick the triangle)."""
@@ -805,7 +807,7 @@ def _matmul_shape(sa, sb) -> tuple[int, ...]:
     return shape
 
 
-@handler("matmul_integer")
+@converts("MatMulInteger")
 def matmul_integer(ctx: NodeContext) -> None:
     """MatMulInteger: (A - a_zero_point) @ (B - b_zero_point) in int32 (CAST, SUB, int32 MATMUL: exact)."""
     a, b = ctx.input(0), ctx.input(1)
@@ -813,7 +815,7 @@ def matmul_integer(ctx: NodeContext) -> None:
     _integer_product(ctx, a, _zero_point(ctx, 2, a, "row"), b, _zero_point(ctx, 3, b, "column"), out, output=out)
 
 
-@handler("qlinear_matmul")
+@converts("QLinearMatMul")
 def qlinear_matmul(ctx: NodeContext) -> None:
     """QLinearMatMul: exact int32 product, then round(acc * a_scale * b_scale / y_scale) + y_zero_point,
     saturated to the output type (CAST, ROUND half to even, CLIP)."""

@@ -46,7 +46,7 @@ from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...kernels.spatial import bilinear_matrix
 from ...tensor import QuantParam
 from ..context import NodeContext
-from . import handler
+from . import converts
 
 # ----------------------------------------------------------------------------------------------------------------
 # shared helpers
@@ -183,7 +183,7 @@ def _conv_operands(ctx: NodeContext, what: str):
     return x, w_name, w_value, w_shape, nd, kernel
 
 
-@handler("conv")
+@converts("Conv")
 def conv(ctx: NodeContext) -> None:
     """Conv (1-D and 2-D): CONV2D, or DEPTHWISE_CONV2D_NATIVE when every group has one input channel."""
     x, w_name, w_value, w_shape, nd, kernel = _conv_operands(ctx, "convolution")
@@ -233,7 +233,7 @@ def conv(ctx: NodeContext) -> None:
     _out_of_nhwc(ctx, y, nd, out)
 
 
-@handler("conv_transpose")
+@converts("ConvTranspose")
 def conv_transpose(ctx: NodeContext) -> None:
     """ConvTranspose (1-D and 2-D) -> CONV2D_TRANSPOSE; weight [C, O/g, kH, kW] -> [O, kH, kW, C/g]."""
     x, w_name, w_value, w_shape, nd, kernel = _conv_operands(ctx, "transposed convolution")
@@ -485,13 +485,13 @@ def _no_indices(ctx: NodeContext) -> None:
         raise _unsupported("the Indices output of MaxPool is not supported")
 
 
-@handler("max_pool")
+@converts("MaxPool")
 def max_pool(ctx: NodeContext) -> None:
     _no_indices(ctx)
     _pool_common(ctx, "max", ctx.input(0), ctx.output(0))
 
 
-@handler("average_pool")
+@converts("AveragePool")
 def average_pool(ctx: NodeContext) -> None:
     _pool_common(ctx, "avg", ctx.input(0), ctx.output(0))
 
@@ -530,7 +530,7 @@ def _root(ctx: NodeContext, summed: str, p: float, out: str) -> None:
         ctx.emit(OP.OH_NN_OPS_POW, [summed, ctx.constant(np.asarray(1.0 / p, dtype))], [out])
 
 
-@handler("lp_pool")
+@converts("LpPool")
 def lp_pool(ctx: NodeContext) -> None:
     """LpPool: (sum over the window of |x|^p)^(1/p); padded cells add nothing."""
     p = _lp_p(ctx)
@@ -556,7 +556,7 @@ def _global_reduce(ctx: NodeContext, op: OP, prefix: str, x: str, out: str) -> N
              {f"{prefix}_KEEP_DIMS": True})
 
 
-@handler("global_average_pool")
+@converts("GlobalAveragePool")
 def global_average_pool(ctx: NodeContext) -> None:
     x = ctx.input(0)
     if ctx.rank(x) == 4:
@@ -569,7 +569,7 @@ def global_average_pool(ctx: NodeContext) -> None:
     _global_reduce(ctx, OP.OH_NN_OPS_REDUCE_MEAN, "OH_NN_REDUCE_MEAN", x, ctx.output(0))
 
 
-@handler("global_max_pool")
+@converts("GlobalMaxPool")
 def global_max_pool(ctx: NodeContext) -> None:
     x = ctx.input(0)
     if ctx.rank(x) == 4:
@@ -582,7 +582,7 @@ def global_max_pool(ctx: NodeContext) -> None:
     _global_reduce(ctx, OP.OH_NN_OPS_REDUCE_MAX, "OH_NN_REDUCE_MAX", x, ctx.output(0))
 
 
-@handler("global_lp_pool")
+@converts("GlobalLpPool")
 def global_lp_pool(ctx: NodeContext) -> None:
     p = _lp_p(ctx)
     x = ctx.input(0)
@@ -600,7 +600,7 @@ def global_lp_pool(ctx: NodeContext) -> None:
 # BatchNormalization, LRN
 
 
-@handler("batch_normalization")
+@converts("BatchNormalization")
 def batch_normalization(ctx: NodeContext) -> None:
     """Inference BatchNormalization on the channel axis 1 (NNRt's BATCH_NORM normalises the last axis).
 
@@ -645,7 +645,7 @@ def batch_normalization(ctx: NodeContext) -> None:
     ctx.transpose(y_last, back, output=out)
 
 
-@handler("lrn")
+@converts("LRN")
 def lrn(ctx: NodeContext) -> None:
     """ONNX LRN sums x^2 over channels [c - floor((size-1)/2), c + ceil((size-1)/2)] and divides alpha by size.
 
@@ -877,7 +877,7 @@ def _float_list(array) -> list[float]:
     return [float(v) for v in np.asarray(array, np.float64).reshape(-1)]
 
 
-@handler("resize")
+@converts("Resize")
 def resize(ctx: NodeContext) -> None:
     """Resize (opset 10..19+): every attribute; scales/sizes (and roi for tf_crop_and_resize) must be constants."""
     x = ctx.input(0)
@@ -963,7 +963,7 @@ def resize(ctx: NodeContext) -> None:
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
 
 
-@handler("upsample")
+@converts("Upsample")
 def upsample(ctx: NodeContext) -> None:
     """Upsample (opset 7: scales attribute; 9: scales input): asymmetric coordinates, nearest truncates (ORT)."""
     x = ctx.input(0)
@@ -1016,7 +1016,7 @@ def _time_reverse(ctx: NodeContext, name: str, steps: int) -> str:
     return out
 
 
-@handler("lstm")
+@converts("LSTM")
 def lstm(ctx: NodeContext) -> None:
     """ONNX LSTM -> NNRt LSTM (one layer; gates iofc and bias [Wb | Rb] are the same in both).
 
@@ -1205,7 +1205,7 @@ def _op(ctx: NodeContext, op: OP, inputs, dtype, shape, hint: str, out: str | No
     return target
 
 
-@handler("quantize_linear")
+@converts("QuantizeLinear")
 def quantize_linear(ctx: NodeContext) -> None:
     """y = saturate(round_half_even(x / scale) + zero_point).
 
@@ -1268,7 +1268,7 @@ def quantize_linear(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_CAST, [clipped, ctx.constant(np.asarray(int(from_numpy(target)), np.int32))], [out])
 
 
-@handler("dequantize_linear")
+@converts("DequantizeLinear")
 def dequantize_linear(ctx: NodeContext) -> None:
     """y = (x - zero_point) * scale: folded for constants; QUANT_DTYPE_CAST when x carries these quant params;
     otherwise CAST, SUB zero point, MUL scale on the raw integers (exact)."""

@@ -15,7 +15,7 @@ from ...ir.issues import (
     ConversionIssue,
 )
 from ..context import NodeContext
-from . import handler
+from . import converts
 from .movement import fold_constant_node
 
 
@@ -33,7 +33,7 @@ def normalize_axes(axes, rank: int) -> list[int]:
     return [a + rank if a < 0 else a for a in axes]
 
 
-@handler("constant")
+@converts("Constant")
 def constant(ctx: NodeContext) -> None:
     attrs = {k: ctx.attr(k) for k in list(ctx.attrs)}
     if "value" in attrs:
@@ -67,7 +67,7 @@ def constant(ctx: NodeContext) -> None:
     ctx.graph.add_value(Value(out, array.dtype, tuple(array.shape), np.ascontiguousarray(array).reshape(array.shape)))
 
 
-@handler("identity")
+@converts("Dropout", "Identity")
 def identity(ctx: NodeContext) -> None:
     """Identity, and Dropout at inference: the output is the input (no op)."""
     ctx.attr("ratio")
@@ -85,7 +85,7 @@ def identity(ctx: NodeContext) -> None:
     ctx.alias(ctx.input(0), ctx.output(0))
 
 
-@handler("shape")
+@converts("Shape")
 def shape(ctx: NodeContext) -> None:
     """A constant when the shape is static (or the sliced dims are); else SHAPE (+ SLICE for start/end)."""
     x = ctx.input(0)
@@ -112,7 +112,7 @@ def shape(ctx: NodeContext) -> None:
                                   ctx.constant(np.asarray([len(sliced)], np.int64))], [out])
 
 
-@handler("size")
+@converts("Size")
 def size(ctx: NodeContext) -> None:
     dims = ctx.static_shape(ctx.input(0))
     ctx.graph.add_value(Value(ctx.output(0), np.dtype(np.int64), (), np.asarray(int(np.prod(dims)), np.int64)))
@@ -135,7 +135,7 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     return target
 
 
-@handler("reshape")
+@converts("Reshape")
 def reshape(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -154,7 +154,7 @@ def reshape(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, ctx.constant(np.asarray(target, np.int64))], [ctx.output(0)])
 
 
-@handler("flatten")
+@converts("Flatten")
 def flatten(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -172,7 +172,7 @@ def flatten(ctx: NodeContext) -> None:
         ctx.emit(OP.OH_NN_OPS_FLATTEN, [x], [ctx.output(0)], {"OH_NN_FLATTEN_AXIS": axis})
 
 
-@handler("squeeze")
+@converts("Squeeze")
 def squeeze(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -189,7 +189,7 @@ def squeeze(ctx: NodeContext) -> None:
     _reshape_or(ctx, x, target, OP.OH_NN_OPS_SQUEEZE, {"OH_NN_SQUEEZE_AXIS": axes})
 
 
-@handler("unsqueeze")
+@converts("Unsqueeze")
 def unsqueeze(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -223,7 +223,7 @@ def _reshape_or(ctx: NodeContext, x: str, target, op, params) -> None:
         raise ConversionIssue(DYNAMIC_SHAPE, f"target shape {target} has several dynamic dims")
 
 
-@handler("transpose")
+@converts("Transpose")
 def transpose(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -238,7 +238,7 @@ def transpose(ctx: NodeContext) -> None:
     ctx.transpose(x, perm, output=ctx.output(0))
 
 
-@handler("gather")
+@converts("Gather")
 def gather(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
@@ -265,7 +265,7 @@ def gather(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_GATHER, [x, indices, ctx.constant(np.asarray([axis], np.int64))], [ctx.output(0)])
 
 
-@handler("constant_of_shape")
+@converts("ConstantOfShape")
 def constant_of_shape(ctx: NodeContext) -> None:
     from onnx import helper
 
@@ -286,7 +286,7 @@ def constant_of_shape(ctx: NodeContext) -> None:
     _ = helper
 
 
-@handler("sum")
+@converts("Sum")
 def sum_(ctx: NodeContext) -> None:
     """Sum of n inputs: a chain of ADDs."""
     inputs = [ctx.input(i) for i in range(len(ctx.node.input))]
@@ -302,7 +302,7 @@ def sum_(ctx: NodeContext) -> None:
         acc = target
 
 
-@handler("softmax")
+@converts("LogSoftmax", "Softmax")
 def softmax(ctx: NodeContext) -> None:
     """Softmax/LogSoftmax: opset >= 13 normalises one axis; older opsets flatten from ``axis`` on."""
     op = OP.OH_NN_OPS_SOFTMAX if ctx.node.op_type == "Softmax" else OP.OH_NN_OPS_LOG_SOFTMAX
@@ -322,7 +322,7 @@ def softmax(ctx: NodeContext) -> None:
     ctx.reshape(flat_out, shape, output=ctx.output(0))
 
 
-@handler("concat")
+@converts("Concat")
 def concat(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
