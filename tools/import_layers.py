@@ -4,7 +4,8 @@ across packages that the architecture forbids.
     python tools/import_layers.py            # layers, one line per module, then cycles
     python tools/import_layers.py --summary  # module count, layer count, cycles
 
-Every import counts, at module level or inside a function (a lazy import is still a dependency).
+Every import counts, at module level or inside a function (a lazy import is still a dependency), except those under
+``if TYPE_CHECKING:`` (annotations only).
 """
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", getattr(block.test, "attr", "")) == "TYPE_CHECKING"
+                   for statement in block.body for n in ast.walk(statement)}
     for node in ast.walk(tree):
+        if id(node) in typing_only:  # annotations only: not a dependency at run time
+            continue
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
