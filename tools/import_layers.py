@@ -51,7 +51,9 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 prefix = ".".join(base + ([node.module] if node.module else []))
             else:
                 prefix = node.module or ""
-            targets = [f"{prefix}.{a.name}" for a in node.names] + [prefix]
+            targets = [f"{prefix}.{a.name}" for a in node.names]
+            if any(t not in known for t in targets):  # names of the module itself, not only submodules of a package
+                targets.append(prefix)
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]
