@@ -6,6 +6,9 @@ the executor fills every keyword from the entry's ``[defaults]`` when the model 
 The fused activation keyword (``params.fuse`` in the entry) is *not* passed: the executor applies it.
 A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext`.
 It returns one array, or a tuple of arrays for multi-output ops.
+
+Each kernel lives in the module of its op's family (``<family>.py``, see ``optable.FAMILIES``); private helpers
+shared by several families are in ``_common.py``. :func:`kernels` imports every module of this package.
 """
 from __future__ import annotations
 

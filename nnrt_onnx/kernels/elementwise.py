@@ -1,6 +1,6 @@
-"""Element-wise kernels: broadcasting binary arithmetic, unary math, activations, comparisons, logic, selection.
+"""Element-wise kernels: broadcasting binary arithmetic, unary math, comparisons, logic, selection, and CAST.
 
-Conventions shared by every kernel here:
+Conventions shared by the arithmetic kernels here (the activation kernels, activation.py, follow them too):
 
 * Binary ops broadcast numpy-style. Two inputs of different dtypes are combined in the dtype "with the higher
   precision" (the header's wording): a float beats an integer, a wider float beats a narrower one, BOOL yields to
@@ -14,44 +14,16 @@ Conventions shared by every kernel here:
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..dtypes import from_numpy
 from ..errors import invalid, unsupported
 from . import kernel
+from ._common import (_FI, _agree, _check, _declared, _dtype_name, _erf, _kind, _one_int, _out,
+                      _output_quantized, _type_code, _unary_float)
 
-# Kinds of dtypes an op accepts.
-_F = frozenset({"float"})
-_FI = frozenset({"float", "int", "uint"})
+# More kinds of dtypes an op accepts (_F and _FI: _common).
 _FS = frozenset({"float", "int"})  # floats and signed integers
 _ANY = frozenset({"float", "int", "uint", "bool"})
-
-
-def _kind(dtype: np.dtype) -> str:
-    if dtype == np.bool_:
-        return "bool"
-    if np.issubdtype(dtype, np.floating):
-        return "float"
-    if np.issubdtype(dtype, np.signedinteger):
-        return "int"
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return "uint"
-    return "other"
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    try:
-        return from_numpy(dtype).name
-    except ValueError:
-        return str(dtype)
-
-
-def _check(op: str, dtype: np.dtype, kinds: frozenset[str], what: str = "input") -> None:
-    if _kind(np.dtype(dtype)) not in kinds:
-        accepted = ", ".join(k for k in ("float", "int", "uint", "bool") if k in kinds)
-        raise unsupported(f"OH_NN_OPS_{op}: {what} dtype {_dtype_name(dtype)} is not supported (accepts {accepted})")
 
 
 def _common_dtype(op: str, da: np.dtype, db: np.dtype) -> np.dtype:
@@ -82,11 +54,6 @@ def _broadcast_shape(op: str, *arrays: np.ndarray) -> tuple[int, ...]:
         raise invalid(f"OH_NN_OPS_{op}: input shapes {shapes} are not broadcastable") from None
 
 
-def _out(value, dtype) -> np.ndarray:
-    """Always an ndarray of exactly ``dtype`` (ufuncs on 0-d arrays return numpy scalars)."""
-    return np.asarray(value).astype(dtype, copy=False)
-
-
 def _binary(op: str, a, b, kinds: frozenset[str]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     a, b = np.asarray(a), np.asarray(b)
     dtype = _common_dtype(op, a.dtype, b.dtype)
@@ -100,57 +67,9 @@ def _not_both_bool(op: str, a, b) -> None:
         raise unsupported(f"OH_NN_OPS_{op}: the two inputs cannot both be OH_NN_BOOL")
 
 
-def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    """float16 is evaluated in float32 for transcendental functions, then rounded back once."""
-    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
-
-
-def _unary_float(op: str, x, fn) -> np.ndarray:
-    x = np.asarray(x)
-    _check(op, x.dtype, _F)
-    with np.errstate(all="ignore"):
-        y = fn(x.astype(_compute_dtype(x.dtype), copy=False))
-    return _out(y, x.dtype)
-
-
 def _no_int_zero_divisor(op: str, b: np.ndarray) -> None:
     if _kind(b.dtype) in ("int", "uint") and np.any(b == 0):
         raise invalid(f"OH_NN_OPS_{op}: integer division by zero")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Special functions
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_SQRT_PI = math.sqrt(math.pi)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf in float64 (relative error < 2e-15): Maclaurin series for |x| < 2, erfc continued fraction beyond."""
-    x64 = np.asarray(x, dtype=np.float64)
-    ax = np.abs(x64)
-    out = np.empty_like(ax)
-    small = ax < 2.0
-    xs = ax[small]
-    x2 = xs * xs
-    term = xs.copy()
-    acc = xs.copy()
-    for n in range(1, 60):
-        term = term * (-x2) / n
-        acc = acc + term / (2 * n + 1)
-    out[small] = acc * _TWO_OVER_SQRT_PI
-    xl = ax[~small]
-    with np.errstate(all="ignore"):
-        cf = xl.copy()
-        for k in range(80, 0, -1):
-            cf = xl + (k / 2.0) / cf
-        out[~small] = 1.0 - np.exp(-xl * xl) / (_SQRT_PI * cf)
-    return np.copysign(out, x64)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -389,106 +308,6 @@ def round_(input):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Activations
-
-
-@kernel("OH_NN_OPS_RELU")
-def relu(input):
-    x = np.asarray(input)
-    _check("RELU", x.dtype, _FI)
-    return _out(np.maximum(x, x.dtype.type(0)), x.dtype)
-
-
-@kernel("OH_NN_OPS_RELU6")
-def relu6(input):
-    x = np.asarray(input)
-    _check("RELU6", x.dtype, _FI)
-    return _out(np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6)), x.dtype)
-
-
-@kernel("OH_NN_OPS_SIGMOID")
-def sigmoid(input):
-    return _unary_float("SIGMOID", input, _sigmoid)
-
-
-@kernel("OH_NN_OPS_TANH")
-def tanh(input):
-    return _unary_float("TANH", input, np.tanh)
-
-
-@kernel("OH_NN_OPS_HSWISH")
-def hswish(input):
-    """x * relu6(x + 3) / 6 (nnacl HSwish, ONNX HardSwish)."""
-    return _unary_float("HSWISH", input, lambda x: x * np.clip(x + 3, 0, 6) / 6)
-
-
-@kernel("OH_NN_OPS_HARD_SIGMOID")
-def hard_sigmoid(input):
-    """relu6(x + 3) / 6 = max(0, min(1, x/6 + 1/2)) (nnacl HSigmoid; ONNX HardSigmoid alpha=1/6, beta=0.5)."""
-    return _unary_float("HARD_SIGMOID", input, lambda x: np.clip(x + 3, 0, 6) / 6)
-
-
-@kernel("OH_NN_OPS_SWISH")
-def swish(input):
-    """x * sigmoid(x) (nnacl Swish)."""
-    return _unary_float("SWISH", input, lambda x: x * _sigmoid(x))
-
-
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
-@kernel("OH_NN_OPS_GELU")
-def gelu(input, *, approximate):
-    """approximate=False: 0.5x(1 + erf(x/sqrt 2)); True: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))."""
-    if approximate:
-        fn = lambda x: 0.5 * x * (1 + np.tanh(x.dtype.type(_SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)))
-    else:
-        fn = lambda x: (0.5 * x * (1 + _erf(x.astype(np.float64) / math.sqrt(2.0)))).astype(x.dtype)
-    return _unary_float("GELU", input, fn)
-
-
-@kernel("OH_NN_OPS_LEAKY_RELU")
-def leaky_relu(input, *, negative_slope):
-    return _unary_float("LEAKY_RELU", input, lambda x: np.where(x >= 0, x, x * x.dtype.type(negative_slope)))
-
-
-@kernel("OH_NN_OPS_PRELU")
-def prelu(input, weight):
-    """f(x) = x for x >= 0, weight[c] * x for x < 0; the channel c is the last (NHWC) axis."""
-    x, w = np.asarray(input), np.asarray(weight)
-    _check("PRELU", x.dtype, _F)
-    _check("PRELU", w.dtype, _F, what="weight")
-    channels = x.shape[-1] if x.ndim >= 2 else None
-    if w.size == 1:
-        w = w.reshape(())
-    elif channels is not None and w.ndim == 1 and w.shape[0] == channels:
-        pass
-    else:
-        raise invalid(f"OH_NN_OPS_PRELU: weight shape {list(w.shape)} must have 1 element or be 1-D with the "
-                      f"channel count (last input dim"
-                      f"{' ' + str(channels) if channels is not None else '; input rank < 2 allows only 1'})")
-    w = w.astype(x.dtype, copy=False)
-    return _out(np.where(x >= 0, x, x * w), x.dtype)
-
-
-@kernel("OH_NN_OPS_CLIP")
-def clip(input, *, max, min):  # noqa: A002 - the op table's keywords
-    """min(max_bound, max(input, min_bound)); min > max gives max everywhere (ONNX Clip)."""
-    x = np.asarray(input)
-    _check("CLIP", x.dtype, _FI)
-    lo, hi = float(min), float(max)
-    if _kind(x.dtype) == "float":
-        lo_t, hi_t = x.dtype.type(lo), x.dtype.type(hi)
-    else:
-        info = np.iinfo(x.dtype)
-        # the integers within [lo, hi] are exactly those within [ceil(lo), floor(hi)]
-        lo_i = int(np.clip(math.ceil(lo) if math.isfinite(lo) else (info.min if lo < 0 else info.max), info.min, info.max))
-        hi_i = int(np.clip(math.floor(hi) if math.isfinite(hi) else (info.max if hi > 0 else info.min), info.min, info.max))
-        lo_t, hi_t = x.dtype.type(lo_i), x.dtype.type(hi_i)
-    return _out(np.minimum(np.maximum(x, lo_t), hi_t), x.dtype)
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # Comparisons (numbers and BOOL in, BOOL out)
 
 
@@ -590,3 +409,26 @@ def select(condition, input1, input2):
 @kernel("OH_NN_OPS_WHERE")
 def where(condition, input1, input2):
     return _select("WHERE", condition, input1, input2, rank1_rows=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Conversion
+
+
+@kernel("OH_NN_OPS_CAST")
+def cast(x, target, *, ctx):
+    """C conversion to the OH_NN_DataType held by input #1 (float -> int truncates toward zero, anything -> bool is
+    "!= 0"); OH_NN_UNKNOWN means the declared output type. A quantized output receives the real values (the executor
+    quantizes them)."""
+    op = "CAST"
+    x = np.asarray(x)
+    wanted = _type_code(_one_int(target, op, "type (input #1)"), op, "target data type")
+    if wanted is None and _declared(ctx) is None:
+        raise invalid(f"{op}: target data type is OH_NN_UNKNOWN and no output type is declared")
+    dtype = _agree(op, "target data type", wanted, _declared(ctx))
+    if _output_quantized(ctx):
+        return x.astype(np.float32)
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(dtype)
+    return x.astype(dtype)

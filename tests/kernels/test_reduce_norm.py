@@ -22,7 +22,7 @@ from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.errors import NNRtError
-from nnrt_onnx.kernels import reduce_norm
+from nnrt_onnx.kernels import normalization
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing.single_op import run_op
 
@@ -441,7 +441,7 @@ def test_layer_norm_param_axis_broadcast():
     rng = rng_for("layer_norm-param_axis-broadcast")
     x = rand(rng, (2, 3, 4), F32)
     gamma, beta = rand(rng, (4,), F32), rand(rng, (4,), F32)
-    out = reduce_norm.layer_norm(x, gamma, beta, begin_norm_axis=1, epsilon=1e-5, begin_param_axis=2)
+    out = normalization.layer_norm(x, gamma, beta, begin_norm_axis=1, epsilon=1e-5, begin_param_axis=2)
     xd = x.astype(F64)
     mu = xd.mean(axis=(1, 2), keepdims=True)
     var = ((xd - mu) ** 2).mean(axis=(1, 2), keepdims=True)

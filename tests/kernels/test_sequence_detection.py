@@ -19,7 +19,7 @@ from support import ort_session
 from nnrt_onnx.dtypes import dequantize, quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode
 from nnrt_onnx.errors import NNRtError
-from nnrt_onnx.kernels.sequence_detection import lstm_forward
+from nnrt_onnx.kernels.recurrent import lstm_forward
 from nnrt_onnx.tensor import QuantParam
 from nnrt_onnx.testing.single_op import run_op
 

@@ -579,7 +579,7 @@ def test_strided_slice_vs_ort(seed, rng):
 def test_strided_slice_negative_stride_begin_below_bounds_is_empty():
     """TF/Python: begin -7 on a dim of 6 with stride -1 clamps to -1, so nothing is selected (list(range(6))[-7::-1]
     is []). An empty output cannot be declared in a model (dims must be >= 1), so the kernel is called directly."""
-    from nnrt_onnx.kernels.shape import strided_slice
+    from nnrt_onnx.kernels.indexing import strided_slice
 
     x = np.arange(12, dtype=np.int32).reshape(2, 6)
     out = strided_slice(x, i64(0, -7), i64(2, -9), i64(1, -1), begin_mask=0, end_mask=0, ellipsis_mask=0,

@@ -325,7 +325,7 @@ def slice_(ctx: ExportContext) -> None:
 def _strided_plan(shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
     """The kernel's TF StridedSlice reading as one ONNX Slice per input dim: (starts, ends, steps)."""
     from ...errors import NNRtError
-    from ...kernels.shape import strided_slice_index
+    from ...kernels.indexing import strided_slice_index
 
     try:
         index = strided_slice_index(shape, b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask,

@@ -1,0 +1,278 @@
+"""Private helpers shared by the kernels of several families (a helper used by one family lives in its module).
+
+Grouped by their users: the dtype kinds and checks, OH_NN dtype names, float16 work dtype and erf of the elementwise
+and activation kernels (the float check and names also serve recurrent and detection); the axis and parameter helpers
+of the linear, normalization and reduce kernels; the integer-tensor, axis and data-type-code helpers of the shape,
+indexing and quantization kernels and CAST; the NHWC geometry of the conv and pool kernels (whose float check also
+serves resize, LRN and PAD).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..dtypes import from_numpy, to_numpy
+from ..enums import OH_NN_DataType
+from ..errors import invalid, unsupported
+
+# ---------------------------------------------------------------------------------------------------------------
+# dtype kinds and names, float work dtype, erf (elementwise, activation; recurrent, detection)
+
+# Kinds of dtypes an op accepts.
+_F = frozenset({"float"})
+_FI = frozenset({"float", "int", "uint"})
+_FLOATS_16_32 = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+def _kind(dtype: np.dtype) -> str:
+    if dtype == np.bool_:
+        return "bool"
+    if np.issubdtype(dtype, np.floating):
+        return "float"
+    if np.issubdtype(dtype, np.signedinteger):
+        return "int"
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return "uint"
+    return "other"
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    try:
+        return from_numpy(dtype).name
+    except ValueError:
+        return str(dtype)
+
+
+def _check(op: str, dtype: np.dtype, kinds: frozenset[str], what: str = "input") -> None:
+    if _kind(np.dtype(dtype)) not in kinds:
+        accepted = ", ".join(k for k in ("float", "int", "uint", "bool") if k in kinds)
+        raise unsupported(f"OH_NN_OPS_{op}: {what} dtype {_dtype_name(dtype)} is not supported (accepts {accepted})")
+
+
+def _out(value, dtype) -> np.ndarray:
+    """Always an ndarray of exactly ``dtype`` (ufuncs on 0-d arrays return numpy scalars)."""
+    return np.asarray(value).astype(dtype, copy=False)
+
+
+def _work_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a float computation runs in: float16 is widened to float32."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _unary_float(op: str, x, fn) -> np.ndarray:
+    """``fn`` on a float tensor: float16 is evaluated in float32 (the work dtype), then rounded back once."""
+    x = np.asarray(x)
+    _check(op, x.dtype, _F)
+    with np.errstate(all="ignore"):
+        y = fn(x.astype(_work_dtype(x.dtype), copy=False))
+    return _out(y, x.dtype)
+
+
+def _need_float(op: str, what: str, array: np.ndarray) -> None:
+    if array.dtype not in _FLOATS_16_32:
+        raise unsupported(f"{op}: {what} dtype {_dtype_name(array.dtype)} is not supported "
+                          f"(FLOAT32 or FLOAT16; quantized tensors are dequantized by the executor)")
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (relative error < 2e-15): Maclaurin series for |x| < 2, erfc continued fraction beyond."""
+    x64 = np.asarray(x, dtype=np.float64)
+    ax = np.abs(x64)
+    out = np.empty_like(ax)
+    small = ax < 2.0
+    xs = ax[small]
+    x2 = xs * xs
+    term = xs.copy()
+    acc = xs.copy()
+    for n in range(1, 60):
+        term = term * (-x2) / n
+        acc = acc + term / (2 * n + 1)
+    out[small] = acc * _TWO_OVER_SQRT_PI
+    xl = ax[~small]
+    with np.errstate(all="ignore"):
+        cf = xl.copy()
+        for k in range(80, 0, -1):
+            cf = xl + (k / 2.0) / cf
+        out[~small] = 1.0 - np.exp(-xl * xl) / (_SQRT_PI * cf)
+    return np.copysign(out, x64)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# axes and parameters (linear, normalization, reduce)
+
+_FLOAT_KINDS = "f"
+_INT_KINDS = "iu"
+
+
+def _axis_index(op: str, axis: Any, rank: int, what: str = "axis", allow_end: bool = False) -> int:
+    try:
+        a = int(axis)
+    except (TypeError, ValueError):
+        raise invalid(f"{op}: {what} {axis!r} is not an integer") from None
+    hi = rank + 1 if allow_end else rank
+    if not -rank <= a < hi:
+        raise invalid(f"{op}: {what} {a} is out of range [{-rank}, {hi}) for an input of rank {rank}")
+    return a + rank if a < 0 else a
+
+
+def _scalar(value: Any) -> Any:
+    """A parameter declared scalar may still reach a direct caller as a one-element list/array."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        flat = np.asarray(value).reshape(-1)
+        return None if flat.size == 0 else flat[0].item()
+    return value
+
+
+def _axes_list(op: str, axes: Sequence[int], rank: int) -> list[int]:
+    out: list[int] = []
+    for a in axes:
+        n = _axis_index(op, a, rank)
+        if n in out:
+            raise invalid(f"{op}: axis {a} is given twice in {list(axes)}")
+        out.append(n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# integer tensors, axes, data type codes (shape, indexing, quantization, CAST)
+
+# MindIR TypeId codes (the HDI's data type numbering) accepted as aliases of OH_NN_DataType codes wherever a
+# parameter carries a data type code the runtime forwards to the HDI untranslated (ConstantOfShape, QuantDTypeCast).
+_MINDIR_TYPES = {30: np.bool_, 32: np.int8, 33: np.int16, 34: np.int32, 35: np.int64, 37: np.uint8, 38: np.uint16,
+                 39: np.uint32, 40: np.uint64, 42: np.float16, 43: np.float32, 44: np.float64}
+
+
+def _np_dtype_name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def _int_values(arr: Any, op: str, what: str) -> list[int]:
+    """The elements of an integer shape/axis/index tensor as python ints (any integer dtype)."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "iu":
+        raise unsupported(f"{op}: {what} must be an integer tensor, got {_np_dtype_name(arr.dtype)}")
+    return [int(v) for v in arr.reshape(-1).tolist()]
+
+
+def _one_int(arr: Any, op: str, what: str) -> int:
+    values = _int_values(arr, op, what)
+    if len(values) != 1:
+        raise invalid(f"{op}: {what} must hold exactly one value, got {len(values)}")
+    return values[0]
+
+
+def _norm_axis(axis: int, rank: int, op: str, what: str = "axis") -> int:
+    """axis in [-rank, rank) -> [0, rank)."""
+    if not -rank <= axis < rank:
+        raise invalid(f"{op}: {what} {axis} is out of range [{-rank}, {rank}) for a rank-{rank} input")
+    return axis + rank if axis < 0 else axis
+
+
+def _check_dims(dims: Sequence[int], op: str, what: str) -> tuple[int, ...]:
+    for d in dims:
+        if d < 0:
+            raise invalid(f"{op}: {what} {list(dims)} has a negative dimension")
+    return tuple(dims)
+
+
+def _declared(ctx, index: int = 0) -> np.dtype | None:
+    if ctx is None or index >= len(ctx.output_dtypes) or ctx.output_dtypes[index] is None:
+        return None
+    return np.dtype(ctx.output_dtypes[index])
+
+
+def _output_quantized(ctx, index: int = 0) -> bool:
+    return ctx is not None and index < len(ctx.output_quant) and ctx.output_quant[index] is not None
+
+
+def _type_code(code: int, op: str, what: str, mindir: bool = False) -> np.dtype | None:
+    """OH_NN_DataType code (or, with ``mindir``, an HDI/MindIR TypeId) -> numpy dtype; None for OH_NN_UNKNOWN."""
+    if code == OH_NN_DataType.OH_NN_UNKNOWN:
+        return None
+    if 0 < code <= OH_NN_DataType.OH_NN_FLOAT64:
+        return to_numpy(code)
+    if mindir and code in _MINDIR_TYPES:
+        return np.dtype(_MINDIR_TYPES[code])
+    accepted = "an OH_NN_DataType (1..12)" + (" or a MindIR TypeId (30..44)" if mindir else "")
+    raise invalid(f"{op}: {what} {code} is not {accepted}")
+
+
+def _agree(op: str, what: str, wanted: np.dtype | None, declared: np.dtype | None) -> np.dtype:
+    """Reconcile a requested output type with the declared one (float16 under EnableFloat16 replaces float32)."""
+    if wanted is None and declared is None:
+        return np.dtype(np.float32)
+    if wanted is None or declared is None:
+        return wanted if declared is None else declared
+    if wanted == declared or (declared == np.float16 and wanted.kind == "f"):
+        return declared
+    raise invalid(f"{op}: {what} {_np_dtype_name(wanted)} disagrees with the declared output type {_np_dtype_name(declared)}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NHWC geometry (conv, pool; the float check also for resize, LRN, PAD)
+
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compute_dtype(op: str, *arrays: np.ndarray) -> np.dtype:
+    """float32 for float16/float32 data, float64 for float64; anything else is unsupported."""
+    for a in arrays:
+        if a.dtype not in _FLOATS:
+            raise unsupported(f"{op}: data type {a.dtype} is not supported (float16/float32/float64, or quantized "
+                              f"int8/uint8 with quant params)")
+    return np.dtype(np.float64) if any(a.dtype == np.float64 for a in arrays) else np.dtype(np.float32)
+
+
+def _check_rank(op: str, x: np.ndarray, rank: int = 4, what: str = "input") -> None:
+    if x.ndim != rank:
+        raise invalid(f"{op}: {what} must be a {rank}-D NHWC tensor, got shape {list(x.shape)}")
+
+
+def _pair(op: str, name: str, values, minimum: int) -> tuple[int, int]:
+    vals = [int(v) for v in np.asarray(values).reshape(-1).tolist()]
+    if len(vals) == 1:
+        vals = vals * 2
+    if len(vals) != 2:
+        raise invalid(f"{op}: {name} needs 2 values [h, w] (or 1 for both), got {vals}")
+    if any(v < minimum for v in vals):
+        raise invalid(f"{op}: {name} values must be >= {minimum}, got {vals}")
+    return vals[0], vals[1]
+
+
+def _pad_list(op: str, pad_list) -> tuple[int, int, int, int]:
+    vals = [int(v) for v in np.asarray(pad_list).reshape(-1).tolist()]
+    if len(vals) == 0:
+        vals = [0, 0, 0, 0]
+    if len(vals) != 4:
+        raise invalid(f"{op}: pad list needs 4 values [top, bottom, left, right], got {vals}")
+    if any(v < 0 for v in vals):
+        raise invalid(f"{op}: pad list values must be >= 0, got {vals}")
+    return vals[0], vals[1], vals[2], vals[3]
+
+
+def _check_pad_mode(op: str, pad_mode) -> int:
+    mode = int(pad_mode)
+    if mode not in (-1, 0, 1, 2):
+        raise invalid(f"{op}: pad mode {mode} is not 0 (same) or 1/2 (valid)")
+    return mode
+
+
+def _same_pads(size: int, stride: int, extent: int) -> tuple[int, int, int]:
+    """NNAPI/TF SAME: output ceil(size/stride); the odd padding unit goes to the end (bottom/right)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + extent - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _tap_range(out_size: int, size: int, stride: int, offset: int) -> tuple[int, int, int]:
+    """Output positions [r0, r1) whose kernel tap at input position r * stride + offset lies inside [0, size),
+    and the input position of r0 (the other taps read padding)."""
+    r0 = max(0, -(offset // stride))
+    r1 = min(out_size, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    return r0, max(r0, r1), r0 * stride + offset

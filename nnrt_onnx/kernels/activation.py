@@ -1,0 +1,116 @@
+"""Activation kernels: RELU, RELU6, SIGMOID, TANH, HSWISH, HARD_SIGMOID, SWISH, GELU, LEAKY_RELU, PRELU, CLIP.
+
+They follow the element-wise conventions (elementwise.py): float16 in, float16 out, with transcendental functions
+evaluated in float32 and rounded back once; float-only activations on an integer or BOOL tensor raise
+``OH_NN_UNSUPPORTED``. A fused activation (``activation_type`` of another op) is applied by the executor, not here.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import invalid
+from . import kernel
+from ._common import _F, _FI, _check, _erf, _kind, _out, _unary_float
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+@kernel("OH_NN_OPS_RELU")
+def relu(input):
+    x = np.asarray(input)
+    _check("RELU", x.dtype, _FI)
+    return _out(np.maximum(x, x.dtype.type(0)), x.dtype)
+
+
+@kernel("OH_NN_OPS_RELU6")
+def relu6(input):
+    x = np.asarray(input)
+    _check("RELU6", x.dtype, _FI)
+    return _out(np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6)), x.dtype)
+
+
+@kernel("OH_NN_OPS_SIGMOID")
+def sigmoid(input):
+    return _unary_float("SIGMOID", input, _sigmoid)
+
+
+@kernel("OH_NN_OPS_TANH")
+def tanh(input):
+    return _unary_float("TANH", input, np.tanh)
+
+
+@kernel("OH_NN_OPS_HSWISH")
+def hswish(input):
+    """x * relu6(x + 3) / 6 (nnacl HSwish, ONNX HardSwish)."""
+    return _unary_float("HSWISH", input, lambda x: x * np.clip(x + 3, 0, 6) / 6)
+
+
+@kernel("OH_NN_OPS_HARD_SIGMOID")
+def hard_sigmoid(input):
+    """relu6(x + 3) / 6 = max(0, min(1, x/6 + 1/2)) (nnacl HSigmoid; ONNX HardSigmoid alpha=1/6, beta=0.5)."""
+    return _unary_float("HARD_SIGMOID", input, lambda x: np.clip(x + 3, 0, 6) / 6)
+
+
+@kernel("OH_NN_OPS_SWISH")
+def swish(input):
+    """x * sigmoid(x) (nnacl Swish)."""
+    return _unary_float("SWISH", input, lambda x: x * _sigmoid(x))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@kernel("OH_NN_OPS_GELU")
+def gelu(input, *, approximate):
+    """approximate=False: 0.5x(1 + erf(x/sqrt 2)); True: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))."""
+    if approximate:
+        fn = lambda x: 0.5 * x * (1 + np.tanh(x.dtype.type(_SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)))
+    else:
+        fn = lambda x: (0.5 * x * (1 + _erf(x.astype(np.float64) / math.sqrt(2.0)))).astype(x.dtype)
+    return _unary_float("GELU", input, fn)
+
+
+@kernel("OH_NN_OPS_LEAKY_RELU")
+def leaky_relu(input, *, negative_slope):
+    return _unary_float("LEAKY_RELU", input, lambda x: np.where(x >= 0, x, x * x.dtype.type(negative_slope)))
+
+
+@kernel("OH_NN_OPS_PRELU")
+def prelu(input, weight):
+    """f(x) = x for x >= 0, weight[c] * x for x < 0; the channel c is the last (NHWC) axis."""
+    x, w = np.asarray(input), np.asarray(weight)
+    _check("PRELU", x.dtype, _F)
+    _check("PRELU", w.dtype, _F, what="weight")
+    channels = x.shape[-1] if x.ndim >= 2 else None
+    if w.size == 1:
+        w = w.reshape(())
+    elif channels is not None and w.ndim == 1 and w.shape[0] == channels:
+        pass
+    else:
+        raise invalid(f"OH_NN_OPS_PRELU: weight shape {list(w.shape)} must have 1 element or be 1-D with the "
+                      f"channel count (last input dim"
+                      f"{' ' + str(channels) if channels is not None else '; input rank < 2 allows only 1'})")
+    w = w.astype(x.dtype, copy=False)
+    return _out(np.where(x >= 0, x, x * w), x.dtype)
+
+
+@kernel("OH_NN_OPS_CLIP")
+def clip(input, *, max, min):  # noqa: A002 - the op table's keywords
+    """min(max_bound, max(input, min_bound)); min > max gives max everywhere (ONNX Clip)."""
+    x = np.asarray(input)
+    _check("CLIP", x.dtype, _FI)
+    lo, hi = float(min), float(max)
+    if _kind(x.dtype) == "float":
+        lo_t, hi_t = x.dtype.type(lo), x.dtype.type(hi)
+    else:
+        info = np.iinfo(x.dtype)
+        # the integers within [lo, hi] are exactly those within [ceil(lo), floor(hi)]
+        lo_i = int(np.clip(math.ceil(lo) if math.isfinite(lo) else (info.min if lo < 0 else info.max), info.min, info.max))
+        hi_i = int(np.clip(math.floor(hi) if math.isfinite(hi) else (info.max if hi > 0 else info.min), info.min, info.max))
+        lo_t, hi_t = x.dtype.type(lo_i), x.dtype.type(hi_i)
+    return _out(np.minimum(np.maximum(x, lo_t), hi_t), x.dtype)

@@ -1,0 +1,236 @@
+"""Convolution kernels (NHWC): CONV2D, DEPTHWISE_CONV2D_NATIVE, CONV2D_TRANSPOSE.
+
+Conventions shared by the convolution and pooling kernels (header + NNAPI, see docs/deviations.md):
+
+* Layout NHWC; conv weights ``[outC, kH, kW, inC/group]`` (also for the transposed convolution, as in NNAPI
+  TRANSPOSE_CONV_2D); pad lists ``[top, bottom, left, right]``.
+* ``pad_mode``: 0 = SAME, 1 or 2 = VALID, -1 (the table default, "no pad mode given") = the explicit pad list.
+  SAME follows NNAPI/TF: output = ceil(in / stride), total padding split evenly with the odd unit at bottom/right.
+* Lists of two values ([h, w]) also accept a single value meaning both.
+* float16 data is accumulated in float32 and returned as float16; float64 stays float64.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import invalid, unsupported
+from . import kernel
+from ._common import _FLOATS, _check_pad_mode, _check_rank, _compute_dtype, _pad_list, _pair, _same_pads, _tap_range
+
+
+def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list):
+    """Output size and pads of a (dilated) convolution; ek = effective (dilated) kernel extent."""
+    mode = _check_pad_mode(op, pad_mode)
+    if mode == 0:
+        oh, pt, pb = _same_pads(h, s_h, ek_h)
+        ow, pl, pr = _same_pads(w, s_w, ek_w)
+    else:
+        pt, pb, pl, pr = (0, 0, 0, 0) if mode in (1, 2) else _pad_list(op, pad_list)
+        oh = (h + pt + pb - ek_h) // s_h + 1 if h + pt + pb >= ek_h else 0
+        ow = (w + pl + pr - ek_w) // s_w + 1 if w + pl + pr >= ek_w else 0
+    if oh <= 0 or ow <= 0:
+        raise invalid(f"{op}: kernel extent [{ek_h}, {ek_w}] does not fit the padded input "
+                      f"[{h + pt + pb}, {w + pl + pr}]")
+    return oh, ow, (pt, pb, pl, pr)
+
+
+def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray:
+    """The bias as real values in the compute dtype; an integer bias is the quantized INT32 bias of the header
+    (scale = input scale * weight scale per output channel, zero point 0)."""
+    if bias.ndim != 1 or bias.shape[0] != n_out:
+        raise invalid(f"{op}: bias must be 1-D of length outChannel={n_out}, got shape {list(bias.shape)}")
+    if bias.dtype in _FLOATS:
+        return bias.astype(cdtype, copy=False)
+    if not np.issubdtype(bias.dtype, np.integer):
+        raise unsupported(f"{op}: bias data type {bias.dtype} is not supported")
+    in_q = ctx.input_quant[0] if ctx is not None and len(ctx.input_quant) > 1 else None
+    w_q = ctx.input_quant[1] if ctx is not None and len(ctx.input_quant) > 1 else None
+    if in_q is None or w_q is None:
+        raise invalid(f"{op}: an integer ({bias.dtype}) bias needs quantized input and weight "
+                      f"(its scale is input scale * weight scale)")
+    w_scales = np.asarray(w_q.scales, dtype=np.float64)
+    if w_scales.size not in (1, n_out):
+        raise invalid(f"{op}: weight has {w_scales.size} scales, expected 1 or outChannel={n_out}")
+    return (bias.astype(np.float64) * (in_q.scales[0] * w_scales)).astype(cdtype)
+
+
+def _depthwise_core(x, w, strides, dilation, pads):
+    """Depthwise convolution (weight [C * mult, kH, kW, 1]), accumulated one kernel tap at a time in row-major tap
+    order into the output buffer, as ``out = 0; out += x_tap * w_tap``. Taps that would read padding are skipped
+    for those output positions (adding 0 * w changes nothing for finite weights), so no padded copy is made.
+    The weights of a tap are tiled along the output width, so every multiply/add runs over whole (W, C) rows
+    instead of C-long pieces. A channel multiplier repeats the input channels once (output channel k reads input
+    channel k // mult): viewing the output as [N, OH, OW, C, mult] instead, without the copy, was ~2x slower
+    (mult-long inner loops)."""
+    o, kh, kw, _ = w.shape
+    if o != x.shape[3]:  # channel multiplier: output channel k reads input channel k // mult
+        x = np.repeat(x, o // x.shape[3], axis=3)  # one copy; faster than mult-long inner loops over a view
+    n, h, wd, c = x.shape
+    s_h, s_w = strides
+    d_h, d_w = dilation
+    pt, pb, pl, pr = pads
+    oh = (h + pt + pb - (kh - 1) * d_h - 1) // s_h + 1
+    ow = (wd + pl + pr - (kw - 1) * d_w - 1) // s_w + 1
+    # [kH, kW, OW, C]: each tap's weights repeated along the output width
+    wt = np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, c)))
+    out = np.empty((n, oh, ow, c), dtype=x.dtype)
+    tmp = None
+    started = False
+    for i in range(kh):
+        r0, r1, a = _tap_range(oh, h, s_h, i * d_h - pt)
+        if r1 <= r0:
+            continue
+        for j in range(kw):
+            q0, q1, b = _tap_range(ow, wd, s_w, j * d_w - pl)
+            if q1 <= q0:
+                continue
+            src = x[:, a: a + (r1 - r0 - 1) * s_h + 1: s_h, b: b + (q1 - q0 - 1) * s_w + 1: s_w]
+            wtap = wt[i, j, q0:q1]
+            where = (slice(None), slice(r0, r1), slice(q0, q1))
+            if not started:
+                if r1 - r0 < oh or q1 - q0 < ow:
+                    out.fill(0)
+                else:  # 0 + x * w == x * w (up to the sign of a zero): write the first full tap directly
+                    np.multiply(src, wtap, out=out)
+                    started = True
+                    continue
+                started = True
+            if tmp is None:
+                tmp = np.empty_like(out)
+            np.multiply(src, wtap, out=tmp[where])
+            np.add(out[where], tmp[where], out=out[where])
+    if not started:  # every tap reads padding only (a 1x1 kernel over pads): the sum is 0
+        out.fill(0)
+    return out
+
+
+def _conv_core(x, w, strides, dilation, pads, group, op):
+    """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]: im2col + one batched matmul over groups."""
+    n, h, wd, c = x.shape
+    o, kh, kw, cg = w.shape
+    if cg == 1 and group > 1 and np.isfinite(w).all():  # depthwise; non-finite weights: padded path below
+        return _depthwise_core(x, w, strides, dilation, pads)
+    s_h, s_w = strides
+    d_h, d_w = dilation
+    pt, pb, pl, pr = pads
+    if any(pads):
+        x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    ek_h, ek_w = (kh - 1) * d_h + 1, (kw - 1) * d_w + 1
+    oh = (x.shape[1] - ek_h) // s_h + 1
+    ow = (x.shape[2] - ek_w) // s_w + 1
+    og = o // group
+    if cg == 1 and group > 1:  # depthwise with a non-finite weight (0 * inf in the padding must stay NaN)
+        xs = x if og == 1 else np.repeat(x, og, axis=3)  # output channel k reads input channel k // og
+        out = np.zeros((n, oh, ow, o), dtype=x.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                out += xs[:, i * d_h: i * d_h + (oh - 1) * s_h + 1: s_h, j * d_w: j * d_w + (ow - 1) * s_w + 1: s_w] \
+                    * w[:, i, j, 0]
+        return out
+    win = sliding_window_view(x, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
+    win = win[:, : (oh - 1) * s_h + 1 : s_h, : (ow - 1) * s_w + 1 : s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
+    cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
+    cols = cols.reshape(group, n * oh * ow, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
+    wg = w.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)  # [G, K, Og]
+    out = np.matmul(cols, wg)  # [G, M, Og]
+    return out.transpose(1, 0, 2).reshape(n, oh, ow, o)
+
+
+def _conv_shapes(op, x, weight, group):
+    """Checked NHWC input and [out, kH, kW, in/group] weight of a (transposed) convolution: compute dtype,
+    input dims, weight dims, group."""
+    _check_rank(op, x)
+    _check_rank(op, weight, what="weight")
+    cdtype = _compute_dtype(op, x, weight)
+    c = x.shape[3]
+    o, _, _, cg = weight.shape
+    group = int(group)
+    if group < 1:
+        raise invalid(f"{op}: group must be >= 1, got {group}")
+    if cg * group != c:
+        raise invalid(f"{op}: input has {c} channels but weight inChannel/group={cg} x group={group} = {cg * group}")
+    if o % group:
+        raise invalid(f"{op}: outChannel={o} is not divisible by group={group}")
+    return cdtype, x.shape, weight.shape, group
+
+
+def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group):
+    cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
+    s = _pair(op, "stride", strides, 1)
+    d = _pair(op, "dilation", dilation, 1)
+    oh, ow, pads = _conv_geometry(op, h, w, (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1, s[0], s[1], pad_mode, pad_list)
+    b = _real_bias(op, bias, o, ctx, cdtype)
+    out = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, op)
+    # the bias tiled along the width, so the add runs over whole (W, C) rows rather than C-long pieces
+    np.add(out, np.tile(b, out.shape[2]).reshape(out.shape[2], o), out=out)
+    return out.astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# convolutions
+
+
+@kernel("OH_NN_OPS_CONV2D")
+def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx):
+    return _conv_common("CONV2D", x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group)
+
+
+@kernel("OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
+def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dilation, ctx):
+    op = "DEPTHWISE_CONV2D_NATIVE"
+    _check_rank(op, x)
+    _check_rank(op, weight, what="weight")
+    c = x.shape[3]
+    if weight.shape[3] != 1:
+        raise invalid(f"{op}: weight must be [outChannel, kH, kW, 1], got {list(weight.shape)}")
+    if weight.shape[0] % c:
+        raise invalid(f"{op}: outChannel={weight.shape[0]} is not a multiple (channelMultiplier) of inChannel={c}")
+    return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, c)
+
+
+@kernel("OH_NN_OPS_CONV2D_TRANSPOSE")
+def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, output_paddings, group, ctx):
+    """Transposed convolution; weight [outC, kH, kW, inC/group] (NNAPI TRANSPOSE_CONV_2D layout).
+
+    Full output F = (in-1)*stride + (k-1)*dilation + 1, then cropped: explicit pads -> F - top - bottom; VALID -> F;
+    SAME -> in*stride (crop start = max(F - in*stride, 0) // 2, TF). outputPads rows/cols are appended at the
+    bottom/right (PyTorch/ONNX meaning) and must be < stride.
+    """
+    op = "CONV2D_TRANSPOSE"
+    cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
+    s_h, s_w = _pair(op, "stride", strides, 1)
+    d_h, d_w = _pair(op, "dilation", dilation, 1)
+    op_vals = list(np.asarray(output_paddings).reshape(-1).tolist())
+    op_h, op_w = _pair(op, "output paddings", op_vals or [0], 0)
+    if op_h >= s_h or op_w >= s_w:
+        raise invalid(f"{op}: output paddings [{op_h}, {op_w}] must be smaller than the stride [{s_h}, {s_w}]")
+    ek_h, ek_w = (kh - 1) * d_h + 1, (kw - 1) * d_w + 1
+    full_h, full_w = (h - 1) * s_h + ek_h, (w - 1) * s_w + ek_w
+    mode = _check_pad_mode(op, pad_mode)
+    if mode == 0:
+        out_h, out_w = h * s_h, w * s_w
+        top, left = max(full_h - out_h, 0) // 2, max(full_w - out_w, 0) // 2
+    elif mode in (1, 2):
+        out_h, out_w, top, left = full_h, full_w, 0, 0
+    else:
+        pt, pb, pl, pr = _pad_list(op, pad_list)
+        out_h, out_w, top, left = full_h - pt - pb, full_w - pl - pr, pt, pl
+    out_h, out_w = out_h + op_h, out_w + op_w
+    if out_h <= 0 or out_w <= 0:
+        raise invalid(f"{op}: the pads crop the whole output (full size [{full_h}, {full_w}])")
+    b = _real_bias(op, bias, o, ctx, cdtype)
+
+    og = o // group
+    xg = x.astype(cdtype, copy=False).reshape(n * h * w, group, cg).transpose(1, 0, 2)  # [G, M, Cg]
+    wg = weight.astype(cdtype, copy=False).reshape(group, og, kh, kw, cg).transpose(0, 4, 2, 3, 1)
+    wg = wg.reshape(group, cg, kh * kw * og)  # [G, Cg, kH*kW*Og]
+    cols = np.matmul(xg, wg).reshape(group, n, h, w, kh, kw, og).transpose(1, 2, 3, 4, 5, 0, 6)
+    cols = cols.reshape(n, h, w, kh, kw, o)
+    full = np.zeros((n, max(full_h, top + out_h), max(full_w, left + out_w), o), dtype=cdtype)
+    for i in range(kh):  # col2im: scatter-add each kernel tap (loop over the small kernel window only)
+        for j in range(kw):
+            full[:, i * d_h: i * d_h + (h - 1) * s_h + 1: s_h, j * d_w: j * d_w + (w - 1) * s_w + 1: s_w, :] += \
+                cols[:, :, :, i, j, :]
+    out = full[:, top: top + out_h, left: left + out_w, :] + b
+    return out.astype(x.dtype, copy=False)

@@ -1,0 +1,215 @@
+"""Normalization kernels: SOFTMAX, LOG_SOFTMAX, BATCH_NORM, LAYER_NORM, INSTANCE_NORM, L2_NORMALIZE and LRN.
+
+Conventions (shared with the linear and reduce kernels):
+* float16 inputs are accumulated in float32 and the result is returned as float16; float32 stays float32 and
+  float64 stays float64 (never a silent float64 result).
+* Axis values are normalised against the input rank; out-of-range or duplicated axes raise INVALID_PARAMETER.
+* Semantics that the header leaves open follow MindSpore Lite, the engine behind the real NNRt HDI
+  primitives (``L2NormalizeFusion``, ``LayerNormFusion`` ...); every place where we deliberately differ from it is
+  stated in a docstring. LRN follows TF/NNAPI across the last (channel) axis of an NHWC tensor.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import invalid, unsupported
+from . import kernel
+from ._common import _FLOAT_KINDS, _axes_list, _axis_index, _compute_dtype, _scalar, _work_dtype
+
+
+def _require_float(op: str, x: np.ndarray, what: str = "input") -> None:
+    if x.dtype.kind not in _FLOAT_KINDS:
+        raise unsupported(f"{op}: {what} dtype {x.dtype} is not supported (float16, float32 or float64 only)")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# softmax family
+# ----------------------------------------------------------------------------------------------------------------
+
+def _softmax_axis(op: str, axis: Any, rank: int) -> int:
+    if rank == 0:
+        raise invalid(f"{op}: input must have rank >= 1")
+    a = _scalar(axis)
+    if a is None:  # the builder's "omitted" value is an empty list: the last axis (ONNX/NNAPI/TFLite default)
+        a = -1
+    return _axis_index(op, a, rank)
+
+
+@kernel("OH_NN_OPS_SOFTMAX")
+def softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (in ``[-n, n)``)."""
+    op = "SOFTMAX"
+    x = np.asarray(input)
+    _require_float(op, x)
+    ax = _softmax_axis(op, axis, x.ndim)
+    xw = x.astype(_work_dtype(x.dtype), copy=False)
+    # one work buffer, updated in place: subtract the max, exp, divide by the sum (no further temporaries)
+    e = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
+    np.exp(e, out=e)
+    np.divide(e, np.sum(e, axis=ax, keepdims=True), out=e)
+    return e.astype(x.dtype, copy=False)
+
+
+@kernel("OH_NN_OPS_LOG_SOFTMAX")
+def log_softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
+    """``x - max - log(sum(exp(x - max)))`` along ``axis`` (-1 = last)."""
+    op = "LOG_SOFTMAX"
+    x = np.asarray(input)
+    _require_float(op, x)
+    ax = _softmax_axis(op, axis, x.ndim)
+    xw = x.astype(_work_dtype(x.dtype), copy=False)
+    shifted = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
+    lse = np.sum(np.exp(shifted), axis=ax, keepdims=True)
+    np.log(lse, out=lse)
+    np.subtract(shifted, lse, out=shifted)
+    return shifted.astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# normalisations
+# ----------------------------------------------------------------------------------------------------------------
+
+def _per_channel(op: str, name: str, t: np.ndarray, c: int, work: np.dtype) -> np.ndarray:
+    t = np.asarray(t)
+    if t.dtype.kind not in _FLOAT_KINDS:
+        raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
+    if t.size != c:
+        raise invalid(f"{op}: {name} has shape {list(t.shape)}, expected [{c}] (one value per channel)")
+    return t.reshape(c).astype(work)
+
+
+@kernel("OH_NN_OPS_BATCH_NORM")
+def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray, variance: np.ndarray, *,
+               epsilon: float) -> np.ndarray:
+    """Inference batch norm, channel last: ``(x - mean) / sqrt(variance + epsilon) * scale + offset``."""
+    op = "BATCH_NORM"
+    x = np.asarray(input)
+    _require_float(op, x)
+    if x.ndim == 0:
+        raise invalid(f"{op}: input must have rank >= 1 ([N, ..., C])")
+    work = _work_dtype(x.dtype)
+    c = x.shape[-1]
+    s, o, m, v = (_per_channel(op, n, t, c, work) for n, t in
+                  (("scale", scale), ("offset", offset), ("mean", mean), ("variance", variance)))
+    inv = s / np.sqrt(v + work.type(epsilon))
+    return (x.astype(work, copy=False) * inv + (o - m * inv)).astype(x.dtype, copy=False)
+
+
+def _mean(a: np.ndarray, axes: tuple[int, ...], count: np.intp) -> np.ndarray:
+    """``np.mean(a, axis=axes, keepdims=True)`` for a float array, without its Python-level overhead: the same
+    sum, then the same division by the intp element count (so the same result, bit for bit)."""
+    s = np.add.reduce(a, axis=axes, keepdims=True)
+    return np.true_divide(s, count, out=s, casting="unsafe")
+
+
+@kernel("OH_NN_OPS_LAYER_NORM")
+def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_norm_axis: int, epsilon: float,
+               begin_param_axis: int) -> np.ndarray:
+    """Normalise over axes ``begin_norm_axis..`` (in ``[1, rank)``), then ``* gamma + beta``.
+
+    gamma/beta have shape ``input.shape[begin_param_axis:]`` and broadcast over the leading axes
+    (MindSpore LayerNormFusion). The builder only accepts gamma/beta shaped ``input.shape[begin_norm_axis:]``,
+    so the two axes must in practice agree (or select equal shapes).
+    """
+    op = "LAYER_NORM"
+    x = np.asarray(input)
+    _require_float(op, x)
+    rank = x.ndim
+    bna = int(_scalar(begin_norm_axis))
+    if not 1 <= bna < rank:
+        raise invalid(f"{op}: begin_norm_axis {bna} is out of range [1, {rank}) for an input of rank {rank}")
+    bpa = _axis_index(op, _scalar(begin_param_axis), rank, what="begin_param_axis")
+    g, b = np.asarray(gamma), np.asarray(beta)
+    want = x.shape[bpa:]
+    for name, t in (("gamma", g), ("beta", b)):
+        if t.dtype.kind not in _FLOAT_KINDS:
+            raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
+        if t.shape != want:
+            hint = (f" (begin_param_axis {bpa} differs from begin_norm_axis {bna}: AddOperation requires gamma/beta "
+                    "dims == input.shape[begin_norm_axis:], so set OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS to match)"
+                    if bpa != bna else "")
+            raise invalid(f"{op}: {name} has shape {list(t.shape)}, expected input.shape[{bpa}:] = {list(want)}{hint}")
+    work = _work_dtype(x.dtype)
+    xw = x.astype(work, copy=False)
+    axes = tuple(range(bna, rank))
+    count = np.intp(prod(x.shape[bna:]))
+    # two work buffers (centred values, squares), then scale and shift in place: no further temporaries
+    centred = np.subtract(xw, _mean(xw, axes, count), out=xw if xw is not x else None)
+    var = _mean(np.square(centred), axes, count)
+    np.add(var, work.type(epsilon), out=var)
+    np.sqrt(var, out=var)
+    np.divide(centred, var, out=centred)
+    np.multiply(centred, g.astype(work, copy=False), out=centred)
+    np.add(centred, b.astype(work, copy=False), out=centred)
+    return centred.astype(x.dtype, copy=False)
+
+
+@kernel("OH_NN_OPS_INSTANCE_NORM")
+def instance_norm(input: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, epsilon: float) -> np.ndarray:
+    """NHWC instance norm: per sample and channel, normalise over the spatial axes ``1..rank-2``, then
+    ``* scale[c] + bias[c]``. Input rank must be >= 3 (``[N, D1, ..., C]``)."""
+    op = "INSTANCE_NORM"
+    x = np.asarray(input)
+    _require_float(op, x)
+    if x.ndim < 3:
+        raise invalid(f"{op}: input must be [N, spatial..., C] with rank >= 3, got shape {list(x.shape)}")
+    work = _work_dtype(x.dtype)
+    c = x.shape[-1]
+    s = _per_channel(op, "scale", scale, c, work)
+    b = _per_channel(op, "bias", bias, c, work)
+    xw = x.astype(work, copy=False)
+    axes = tuple(range(1, x.ndim - 1))
+    mu = np.mean(xw, axis=axes, keepdims=True)
+    centred = xw - mu
+    var = np.mean(np.square(centred), axis=axes, keepdims=True)
+    return (centred / np.sqrt(var + work.type(epsilon)) * s + b).astype(x.dtype, copy=False)
+
+
+@kernel("OH_NN_OPS_L2_NORMALIZE")
+def l2_normalize(input: np.ndarray, *, axis: Sequence[int], epsilon: float) -> np.ndarray:
+    """``x / sqrt(max(sum(x^2 over axis), epsilon))`` (MindSpore L2NormalizeFusion / TFLite formula).
+
+    ``axis`` is a list of axes; an empty list means every axis (MindSpore). The fused activation is applied by
+    the executor.
+    """
+    op = "L2_NORMALIZE"
+    x = np.asarray(input)
+    _require_float(op, x)
+    axes_in = [axis] if np.isscalar(axis) else list(np.asarray(axis).reshape(-1).tolist())
+    axes = tuple(_axes_list(op, axes_in, x.ndim)) if axes_in else tuple(range(x.ndim))
+    work = _work_dtype(x.dtype)
+    xw = x.astype(work, copy=False)
+    sq = np.sum(np.square(xw), axis=axes, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = xw / np.sqrt(np.maximum(sq, work.type(epsilon)))
+    return out.astype(x.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# LRN
+
+
+@kernel("OH_NN_OPS_LRN")
+def lrn(x, *, depth_radius, bias, alpha, beta, norm_region):
+    """TF/NNAPI LRN across the last (channel) axis:
+    out = x / (bias + alpha * sum(x[c-r .. c+r]^2)) ** beta   (alpha is NOT divided by the window size)."""
+    op = "LRN"
+    if x.ndim < 1:
+        raise invalid(f"{op}: input must have rank >= 1")
+    cdtype = _compute_dtype(op, x)
+    if int(norm_region) != 0:
+        raise invalid(f"{op}: norm region {norm_region} is not 0 (ACROSS_CHANNELS)")
+    r = int(depth_radius)
+    if r < 0:
+        raise invalid(f"{op}: depth radius must be >= 0, got {r}")
+    xc = x.astype(cdtype, copy=False)
+    sq = np.square(xc)
+    pad = [(0, 0)] * (x.ndim - 1) + [(r, r)]
+    sqr_sum = sliding_window_view(np.pad(sq, pad), 2 * r + 1, axis=-1).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = xc / np.power(cdtype.type(bias) + cdtype.type(alpha) * sqr_sum, cdtype.type(beta))
+    return out.astype(x.dtype, copy=False)

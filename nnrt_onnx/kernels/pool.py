@@ -1,0 +1,141 @@
+"""Pooling kernels (NHWC): AVG_POOL and MAX_POOL, windowed or global.
+
+They follow the conventions of the convolution kernels (conv.py): layout NHWC, pad lists ``[top, bottom, left,
+right]``, ``pad_mode`` 0 = SAME (NNAPI/TF), 1 or 2 = VALID, -1 = the explicit pad list, two-value lists that also
+accept one value for both, float16 accumulated in float32. AVG_POOL divides by the number of real (unpadded) cells.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import invalid, unsupported
+from . import kernel
+from ._common import _check_pad_mode, _check_rank, _compute_dtype, _pad_list, _pair, _same_pads, _tap_range
+
+
+def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):
+    """(full, out view, input view) for each kernel tap in row-major order: the output block whose window reads a
+    real (non-padding) cell at this tap, and the strided input view of those cells. No padded copy is made."""
+    h, w = x.shape[1], x.shape[2]
+    taps = []
+    for i in range(k_h):
+        r0, r1, a = _tap_range(oh, h, s_h, i - pt)
+        for j in range(k_w):
+            q0, q1, b = _tap_range(ow, w, s_w, j - pl)
+            if r1 > r0 and q1 > q0:
+                src = x[:, a: a + (r1 - r0 - 1) * s_h + 1: s_h, b: b + (q1 - q0 - 1) * s_w + 1: s_w]
+                full = r0 == 0 and r1 == oh and q0 == 0 and q1 == ow
+                taps.append((full, (slice(None), slice(r0, r1), slice(q0, q1)), src))
+    return taps
+
+
+def _max_1d(x, axis, out_size, k, s, p0, fill):
+    """Max pooling along one axis (1 = height, 2 = width) of an NHWC array: one np.maximum per kernel tap over a
+    strided view, into the output buffer; taps reading padding are skipped (the max with the fill changes
+    nothing)."""
+    if k == 1 and s == 1 and p0 == 0 and x.shape[axis] == out_size:
+        return x
+    size = x.shape[axis]
+    shape = list(x.shape)
+    shape[axis] = out_size
+    out = np.empty(shape, dtype=x.dtype)
+    pre = (slice(None),) * axis
+    taps = []
+    for i in range(k):
+        r0, r1, a = _tap_range(out_size, size, s, i - p0)
+        if r1 > r0:
+            src = x[pre + (slice(a, a + (r1 - r0 - 1) * s + 1, s),)]
+            taps.append((r0 == 0 and r1 == out_size, pre + (slice(r0, r1),), src))
+    first = next((t for t in taps if t[0]), None)  # start from a tap that covers every output position
+    if first is None:
+        out.fill(fill)
+    else:
+        np.copyto(out, first[2])
+    for t in taps:
+        if t is not first:
+            np.maximum(out[t[1]], t[2], out=out[t[1]])
+    return out
+
+
+def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
+    _check_rank(op, x)
+    if kind == "avg":
+        cdtype = _compute_dtype(op, x)
+    else:
+        if x.dtype == np.bool_ or not (np.issubdtype(x.dtype, np.number)):
+            raise unsupported(f"{op}: data type {x.dtype} is not supported")
+        cdtype = x.dtype
+    n, h, w, c = x.shape
+    if bool(global_pool):
+        xc = x.astype(cdtype, copy=False)
+        out = xc.mean(axis=(1, 2), keepdims=True) if kind == "avg" else xc.max(axis=(1, 2), keepdims=True)
+        return out.astype(x.dtype, copy=False)
+    if len(np.asarray(kernel_size).reshape(-1)) == 0:
+        raise invalid(f"{op}: kernel size is required (or set global pooling)")
+    k_h, k_w = _pair(op, "kernel size", kernel_size, 1)
+    s_h, s_w = _pair(op, "stride", stride, 1)
+    round_mode = int(round_mode)
+    if round_mode not in (0, 1):
+        raise invalid(f"{op}: round mode {round_mode} is not 0 (floor) or 1 (ceil)")
+    mode = _check_pad_mode(op, pad_mode)
+
+    def axis_geometry(size, k, s, p0, p1, name):
+        if mode == 0:
+            return _same_pads(size, s, k)
+        if p0 >= k or p1 >= k:
+            raise invalid(f"{op}: {name} pads [{p0}, {p1}] must be smaller than the kernel size {k}")
+        span = size + p0 + p1 - k
+        if span < 0:
+            raise invalid(f"{op}: kernel size {k} does not fit the padded {name} extent {size + p0 + p1}")
+        out = (-(-span // s) if round_mode == 1 else span // s) + 1
+        if round_mode == 1 and (out - 1) * s >= size + p0:  # a last window starting in the end padding is dropped
+            out -= 1
+        return out, p0, p1
+
+    pt, pb, pl, pr = (0, 0, 0, 0) if mode != -1 else _pad_list(op, pad_list)
+    oh, pt, pb = axis_geometry(h, k_h, s_h, pt, pb, "height")
+    ow, pl, pr = axis_geometry(w, k_w, s_w, pl, pr, "width")
+    # padding actually touched by the windows (ceil mode may reach past the declared end pad)
+    pb = max((oh - 1) * s_h + k_h - h - pt, 0)
+    pr = max((ow - 1) * s_w + k_w - w - pl, 0)
+    xc = x.astype(cdtype, copy=False)
+    # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
+    # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
+    if kind == "max":  # max is exact and order-free: separable, the width taps first, then the height taps
+        fill = -np.inf if np.issubdtype(cdtype, np.floating) else np.iinfo(cdtype).min
+        out = _max_1d(_max_1d(xc, 2, ow, k_w, s_w, pl, fill), 1, oh, k_h, s_h, pt, fill)
+        return out.copy() if out is x else out.astype(x.dtype, copy=False)  # never hand back the input itself
+    out = np.empty((n, oh, ow, c), dtype=cdtype)
+    taps = _pool_taps(xc, oh, ow, k_h, k_w, s_h, s_w, pt, pl)
+    # Taps are added in row-major order, the order of the window sum this replaces (bit-identical results).
+    if len(taps) > 1 and taps[0][0] and taps[1][0]:
+        np.add(taps[0][2], taps[1][2], out=out)
+        rest = taps[2:]
+    elif taps[0][0]:
+        np.copyto(out, taps[0][2])
+        rest = taps[1:]
+    else:
+        out.fill(0)
+        rest = taps
+    for _, where, src in rest:
+        np.add(out[where], src, out=out[where])
+    if pt + pb + pl + pr:  # padded cells are not counted (NNAPI): count = valid rows x valid columns
+        rows = np.arange(oh) * s_h - pt
+        cols = np.arange(ow) * s_w - pl
+        cnt_h = np.minimum(rows + k_h, h) - np.maximum(rows, 0)
+        cnt_w = np.minimum(cols + k_w, w) - np.maximum(cols, 0)
+        count = (cnt_h[:, None] * cnt_w[None, :]).astype(cdtype)[None, :, :, None]
+    else:
+        count = cdtype.type(k_h * k_w)
+    np.divide(out, count, out=out)
+    return out.astype(x.dtype, copy=False)
+
+
+@kernel("OH_NN_OPS_AVG_POOL")
+def avg_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
+    return _pool("AVG_POOL", "avg", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool)
+
+
+@kernel("OH_NN_OPS_MAX_POOL")
+def max_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
+    return _pool("MAX_POOL", "max", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool)

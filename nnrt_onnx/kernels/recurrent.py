@@ -1,0 +1,160 @@
+"""Recurrent kernels: LSTM (stacked, uni- or bidirectional), with the math in :func:`lstm_forward`.
+
+LSTM
+  Inputs (header order): ``input`` [seqLen, batch, inputSize], ``wIh`` [dirs*layers, 4*hidden, inputSize],
+  ``wHh`` [dirs*layers, 4*hidden, hidden], ``bias`` [dirs*layers, 8*hidden], ``hx`` and ``cx``
+  [dirs*layers, batch, hidden]. The first axis of the weights and states is ``layer * dirs + direction``
+  (direction 0 = forward, 1 = backward), as in MindSpore / PyTorch.
+
+  * Gate order of the 4*hidden rows: ``i, o, f, g`` (input, output, forget, cell candidate). The header does
+    not say; this is what the real runtime's six-input LSTM kernel uses (MindSpore Lite ``LstmNonMindir``,
+    "order IOFG") and ONNX's ``iofc``. ``bias`` is ``[input bias (4H) | hidden bias (4H)]`` in the same order.
+  * ``output`` is [seqLen, batch, dirs*hidden] (header), forward half first; ``hy``/``cy`` the final states.
+  * Several layers: layer k > 0 reads the previous layer's output, so its ``wIh`` slice needs
+    ``inputSize == dirs*hidden`` (the header gives every layer the same ``inputSize`` columns).
+  * ``dropout`` acts only in training: at inference it is the identity (any value in [0, 1] accepted).
+  * ``zoneout_cell`` / ``zoneout_hidden`` at inference use the expectation of the zoneout mask (Krueger et al.
+    2016): the carried states are ``c = zc*c_prev + (1-zc)*c_new`` and ``h = zh*h_prev + (1-zh)*h_new``; ``h_new``
+    is computed from the un-mixed ``c_new`` and the ``output`` sequence holds ``h_new`` (the cell's output before
+    zoneout), as in MindSpore Lite's kernel and the widely used ZoneoutLSTMCell.
+  * ``proj_size > 0`` (LSTM with projections) needs a projection weight [dirs*layers, proj, hidden], and the
+    six-input signature has no input for it: OH_NN_UNSUPPORTED. (The real runtime also reads the INT64 value
+    as a float32, so any ordinary proj_size reaches its primitive as 0.) The math is implemented in
+    :func:`lstm_forward` (``w_proj``) for a future seven-input form.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import invalid, unsupported
+from . import kernel
+from ._common import _need_float
+
+_LSTM = "OH_NN_OPS_LSTM"
+
+# Position of each gate's block of `hidden` rows inside the 4*hidden axis (i, o, f, g = ONNX iofc / MindSpore Lite IOFG).
+GATE_ROWS = {"i": 0, "o": 1, "f": 2, "g": 3}
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # tanh form: no overflow in exp for large |x|, also in float16.
+    half = x.dtype.type(0.5)
+    return half * np.tanh(half * x) + half
+
+
+def _rate(name: str, value) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise invalid(f"{_LSTM}: {name} {value} must be a probability in [0, 1]")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LSTM
+# ---------------------------------------------------------------------------------------------------------------
+def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zoneout_cell: float = 0.0,
+                 zoneout_hidden: float = 0.0, w_proj=None):
+    """Stacked (bi)directional LSTM on validated arrays, all of one float dtype.
+
+    x [T, B, I]; w_ih [D*L, 4H, I]; w_hh [D*L, 4H, R]; b [D*L, 4H] (input + hidden bias, or None);
+    h0 [D*L, B, R]; c0 [D*L, B, H]; w_proj [D*L, R, H] or None (then R = H). Returns (output [T, B, D*R], hy, cy).
+    Per time step: one batched matmul over the directions for the recurrence (plus one for the projection).
+    """
+    dtype = x.dtype
+    steps, batch = x.shape[0], x.shape[1]
+    hidden = w_ih.shape[1] // 4
+    real = w_hh.shape[2]
+    one = dtype.type(1)
+    zc, zh = dtype.type(zoneout_cell), dtype.type(zoneout_hidden)
+    rows = {g: slice(k * hidden, (k + 1) * hidden) for g, k in GATE_ROWS.items()}
+    hy = np.empty((directions * layers, batch, real), dtype)
+    cy = np.empty((directions * layers, batch, hidden), dtype)
+    dirs = np.arange(directions)
+    seq = x
+    for layer in range(layers):
+        idx = layer * directions + dirs
+        # Input contributions of every time step at once: [D, T*B, 4H].
+        pre = np.matmul(seq.reshape(steps * batch, -1), np.swapaxes(w_ih[idx], 1, 2))
+        if b is not None:
+            pre += b[idx][:, None, :]
+        pre = pre.reshape(directions, steps, batch, 4 * hidden)
+        recur = np.swapaxes(w_hh[idx], 1, 2)  # [D, R, 4H]
+        proj = None if w_proj is None else np.swapaxes(w_proj[idx], 1, 2)  # [D, H, R]
+        h = h0[idx].copy()
+        c = c0[idx].copy()
+        out = np.empty((steps, batch, directions, real), dtype)
+        for s in range(steps):
+            times = np.array([s, steps - 1 - s][:directions])  # forward reads t = s, backward t = T-1-s
+            gates = pre[dirs, times] + np.matmul(h, recur)  # [D, B, 4H]
+            i = _sigmoid(gates[..., rows["i"]])
+            o = _sigmoid(gates[..., rows["o"]])
+            f = _sigmoid(gates[..., rows["f"]])
+            g = np.tanh(gates[..., rows["g"]])
+            c_new = f * c + i * g
+            h_new = o * np.tanh(c_new)
+            if proj is not None:
+                h_new = np.matmul(h_new, proj)
+            out[times, :, dirs, :] = h_new
+            c = c_new if zc == 0 else zc * c + (one - zc) * c_new
+            h = h_new if zh == 0 else zh * h + (one - zh) * h_new
+        hy[idx] = h
+        cy[idx] = c
+        seq = out.reshape(steps, batch, directions * real)
+    return seq, hy, cy
+
+
+@kernel(_LSTM)
+def lstm(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hidden_size, num_layers,
+         num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size):
+    for what, array in (("input", x), ("wIh", w_ih), ("wHh", w_hh), ("hx", hx), ("cx", cx)) + (
+            (("bias", bias),) if has_bias else ()):
+        _need_float(_LSTM, what, array)
+    directions = 2 if bidirectional else 1
+    if num_directions not in (0, directions):
+        raise invalid(f"{_LSTM}: num_directions {num_directions} contradicts bidirectional={bool(bidirectional)} "
+                      f"(needs {directions})")
+    _rate("dropout", dropout)  # training-only: identity at inference
+    zc, zh = _rate("zoneout_cell", zoneout_cell), _rate("zoneout_hidden", zoneout_hidden)
+    if proj_size < 0:
+        raise invalid(f"{_LSTM}: proj_size {proj_size} must be >= 0")
+    if proj_size > 0:
+        raise unsupported(f"{_LSTM}: proj_size {proj_size} > 0 (LSTM with projection) needs a projection weight, "
+                          f"and the six-input LSTM has no input for it")
+    if x.ndim != 3:
+        raise invalid(f"{_LSTM}: input must be [seqLen, batch, inputSize], got shape {list(x.shape)}")
+    steps, batch, features = x.shape
+    if input_size not in (0, features):
+        raise invalid(f"{_LSTM}: input_size {input_size} does not match the input's last dim {features}")
+    if w_ih.ndim != 3 or w_ih.shape[1] % 4 or w_ih.shape[0] % directions:
+        raise invalid(f"{_LSTM}: wIh must be [dirs*layers, 4*hidden, inputSize], got shape {list(w_ih.shape)}")
+    hidden = w_ih.shape[1] // 4
+    if hidden_size not in (0, hidden):
+        raise invalid(f"{_LSTM}: hidden_size {hidden_size} does not match wIh {list(w_ih.shape)} (4*hidden rows)")
+    layers = num_layers or w_ih.shape[0] // directions
+    if num_layers < 0 or layers < 1:
+        raise invalid(f"{_LSTM}: num_layers {num_layers} must be >= 1")
+    stack = directions * layers
+    expected = {
+        "wIh": (w_ih, (stack, 4 * hidden, features)),
+        "wHh": (w_hh, (stack, 4 * hidden, hidden)),
+        "hx": (hx, (stack, batch, hidden)),
+        "cx": (cx, (stack, batch, hidden)),
+    }
+    if has_bias:
+        expected["bias"] = (bias, (stack, 8 * hidden))
+    for what, (array, shape) in expected.items():
+        if tuple(array.shape) != shape:
+            raise invalid(f"{_LSTM}: {what} has shape {list(array.shape)}, expected {list(shape)} "
+                          f"(seqLen={steps}, batch={batch}, inputSize={features}, hidden={hidden}, "
+                          f"layers={layers}, directions={directions})")
+    if layers > 1 and features != directions * hidden:
+        raise invalid(f"{_LSTM}: with {layers} layers every wIh slice has inputSize={features} columns, but layers "
+                      f"after the first read dirs*hidden={directions * hidden} features; they must be equal")
+    dtype = x.dtype
+    b = None
+    if has_bias:
+        bias = bias.astype(dtype, copy=False)
+        b = bias[:, : 4 * hidden] + bias[:, 4 * hidden:]
+    return lstm_forward(x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b,
+                        hx.astype(dtype, copy=False), cx.astype(dtype, copy=False),
+                        directions=directions, layers=layers, zoneout_cell=zc, zoneout_hidden=zh)

@@ -1,0 +1,236 @@
+"""Reduce kernels: REDUCE_{MEAN,PROD,ALL,MAX,MIN,SUM,L2}, ALL, ARG_MAX and TOP_K.
+
+Conventions (shared with the linear and normalization kernels):
+* float16 inputs are accumulated in float32 and the result is returned as float16; float32 stays float32 and
+  float64 stays float64 (never a silent float64 result).
+* Axis values are normalised against the input rank; out-of-range or duplicated axes raise INVALID_PARAMETER.
+* Semantics that the header leaves open follow MindSpore Lite, the engine behind the real NNRt HDI
+  primitives (``ReduceFusion``, ``ArgMaxFusion``, ``TopKFusion`` ...); every place where we deliberately differ
+  from it is stated in a docstring.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..errors import invalid, unsupported
+from . import OpContext, kernel
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axes_list, _axis_index, _scalar, _work_dtype
+
+
+def _axis_tensor(op: str, axis: np.ndarray, rank: int) -> list[int]:
+    """Axes from an axis *input* tensor (scalar or 1-D, integer dtype)."""
+    axis = np.asarray(axis)
+    if axis.dtype.kind not in _INT_KINDS:
+        raise invalid(f"{op}: the axis input must hold integers, got {axis.dtype}")
+    if axis.ndim > 1:
+        raise invalid(f"{op}: the axis input must be a scalar or 1-D, got shape {list(axis.shape)}")
+    return _axes_list(op, axis.reshape(-1).tolist(), rank)
+
+
+def _descending_order(x: np.ndarray, axis: int) -> np.ndarray:
+    """Indices that sort ``x`` along ``axis`` by descending value; equal values keep ascending index order."""
+    n = x.shape[axis]
+    # A stable ascending sort of the reversed array, read backwards, is a descending sort in which ties keep
+    # their original (ascending) index order -- no negation, so it is safe for unsigned ints.
+    order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(order, axis)
+
+
+def _index_dtype(op: str, ctx: OpContext, index: int) -> np.dtype:
+    dt = np.dtype(ctx.output_dtypes[index])
+    if dt.kind not in _INT_KINDS:
+        raise invalid(f"{op}: output {index} holds indices and must be declared with an integer type, not {dt}")
+    return dt
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# reductions
+# ----------------------------------------------------------------------------------------------------------------
+
+def _apply_coeff(op: str, out: np.ndarray, coeff: float, dtype: np.dtype) -> np.ndarray:
+    """Scale the reduced result by ``coeff`` (header: "scale factor of the output")."""
+    coeff = float(coeff)
+    if coeff == 1.0:
+        return out
+    if dtype.kind in _FLOAT_KINDS:
+        return out * _work_dtype(dtype).type(coeff)
+    if dtype.kind in _INT_KINDS and coeff.is_integer():
+        return out * dtype.type(int(coeff))
+    raise unsupported(f"{op}: coeff {coeff} cannot scale a {dtype} output exactly "
+                      "(integer outputs accept integral coeff only, bool outputs only 1.0)")
+
+
+def _reduce_axes(op: str, x: np.ndarray, axis: np.ndarray, reduce_to_end: bool) -> tuple[int, ...]:
+    axes = _axis_tensor(op, axis, x.ndim)
+    if reduce_to_end:
+        if len(axes) != 1:
+            raise invalid(f"{op}: reduce_to_end needs exactly one axis (the first reduced one), got {len(axes)}")
+        axes = list(range(axes[0], x.ndim))
+    return tuple(axes) if axes else tuple(range(x.ndim))  # no axis at all: reduce everything
+
+
+def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: bool, reduce_to_end: bool,
+            coeff: float) -> np.ndarray:
+    x = np.asarray(input)
+    dtype = x.dtype
+    axes = _reduce_axes(op, x, axis, bool(reduce_to_end))
+    keep = bool(keep_dims)
+    kind = dtype.kind
+    if mode in ("mean", "l2") and kind not in _FLOAT_KINDS + (_INT_KINDS if mode == "mean" else ""):
+        raise unsupported(f"{op}: input dtype {dtype} is not supported")
+    if mode in ("sum", "prod") and kind not in _FLOAT_KINDS + _INT_KINDS:
+        raise unsupported(f"{op}: input dtype {dtype} is not supported (numeric types only)")
+    if mode in ("max", "min") and kind not in _FLOAT_KINDS + _INT_KINDS + "b":
+        raise unsupported(f"{op}: input dtype {dtype} is not supported")
+    if mode == "all" and kind not in _FLOAT_KINDS + _INT_KINDS + "b":
+        raise unsupported(f"{op}: input dtype {dtype} is not supported")
+
+    if kind in _FLOAT_KINDS:
+        xw = x.astype(_work_dtype(dtype), copy=False)
+        if mode == "mean":
+            out = np.mean(xw, axis=axes, keepdims=keep)
+        elif mode == "sum":
+            out = np.sum(xw, axis=axes, keepdims=keep)
+        elif mode == "prod":
+            out = np.prod(xw, axis=axes, keepdims=keep)
+        elif mode == "l2":
+            out = np.sqrt(np.sum(np.square(xw), axis=axes, keepdims=keep))
+        elif mode == "max":
+            out = np.max(xw, axis=axes, keepdims=keep)
+        elif mode == "min":
+            out = np.min(xw, axis=axes, keepdims=keep)
+        else:  # all
+            out = np.all(xw != 0, axis=axes, keepdims=keep).astype(xw.dtype)
+    else:
+        if mode == "mean":  # integer mean truncates toward zero (C division, MindSpore IntReduceMean)
+            n = prod(x.shape[a] for a in axes)
+            acc = np.sum(x, axis=axes, keepdims=keep, dtype=np.uint64 if kind == "u" else np.int64)
+            out = (np.sign(acc) * (np.abs(acc) // n)) if kind == "i" else acc // n
+        elif mode == "sum":
+            out = np.sum(x, axis=axes, keepdims=keep, dtype=dtype)
+        elif mode == "prod":
+            out = np.prod(x, axis=axes, keepdims=keep, dtype=dtype)
+        elif mode == "max":
+            out = np.max(x, axis=axes, keepdims=keep)
+        elif mode == "min":
+            out = np.min(x, axis=axes, keepdims=keep)
+        else:  # all
+            out = np.all(x != 0, axis=axes, keepdims=keep)
+    out = _apply_coeff(op, np.asarray(out), coeff, dtype)
+    return np.asarray(out).astype(dtype, copy=False)
+
+
+_REDUCE_DOC = """Reduce over the axes of the ``axis`` input ({what}).
+
+    * ``reduce_to_end``: ``axis`` holds one axis ``a``; the reduced axes are ``a..rank-1``.
+    * ``keep_dims`` keeps reduced axes as size 1 (honoured together with reduce_to_end; MindSpore's shape
+      inference forces keep_dims=false there).
+    * ``coeff`` multiplies the result (header meaning; MindSpore applies it only with reduce_to_end and
+      |coeff| > 1e-5, which is why the builder's 0.0 default means "no scaling" there: our default is 1.0).
+    * An empty axis list reduces every axis.
+    """
+
+
+def _reduce_kernel(op_name: str, mode: str, what: str):
+    short = op_name[len("OH_NN_OPS_"):]
+
+    def fn(input: np.ndarray, axis: np.ndarray, *, keep_dims: bool, reduce_to_end: bool, coeff: float) -> np.ndarray:
+        return _reduce(short, mode, input, axis, keep_dims, reduce_to_end, coeff)
+
+    fn.__name__ = fn.__qualname__ = short.lower()
+    fn.__doc__ = _REDUCE_DOC.format(what=what)
+    return kernel(op_name)(fn)
+
+
+reduce_mean = _reduce_kernel("OH_NN_OPS_REDUCE_MEAN", "mean", "mean; integer inputs truncate toward zero")
+reduce_prod = _reduce_kernel("OH_NN_OPS_REDUCE_PROD", "prod", "product; integers wrap like C")
+reduce_all = _reduce_kernel("OH_NN_OPS_REDUCE_ALL", "all",
+                            "logical AND of x != 0, returned in the input dtype (true = 1)")
+reduce_max = _reduce_kernel("OH_NN_OPS_REDUCE_MAX", "max", "maximum")
+reduce_min = _reduce_kernel("OH_NN_OPS_REDUCE_MIN", "min", "minimum")
+reduce_sum = _reduce_kernel("OH_NN_OPS_REDUCE_SUM", "sum", "sum; integers wrap like C")
+reduce_l2 = _reduce_kernel("OH_NN_OPS_REDUCE_L2", "l2", "sqrt(sum(x^2)); float only")
+
+
+@kernel("OH_NN_OPS_ALL")
+def all_(input: np.ndarray, axis: np.ndarray, *, keep_dims: int, ctx: OpContext) -> np.ndarray:
+    """``all(x != 0)`` over the axes of the ``axis`` input (scalar or 1-D; empty = every axis);
+    ``keep_dims`` is an INT64 flag (non-zero = keep). Output: the declared dtype (BOOL)."""
+    op = "ALL"
+    x = np.asarray(input)
+    if x.dtype.kind not in _FLOAT_KINDS + _INT_KINDS + "b":
+        raise unsupported(f"{op}: input dtype {x.dtype} is not supported")
+    axes = _axis_tensor(op, axis, x.ndim)
+    out = np.all(x != 0, axis=tuple(axes) if axes else None, keepdims=bool(_scalar(keep_dims)))
+    return np.asarray(out).astype(ctx.output_dtypes[0], copy=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# arg max / top k
+# ----------------------------------------------------------------------------------------------------------------
+
+def _require_sortable(op: str, x: np.ndarray) -> None:
+    if x.dtype.kind not in _FLOAT_KINDS + _INT_KINDS:
+        raise unsupported(f"{op}: input dtype {x.dtype} is not supported (numeric types only)")
+
+
+@kernel("OH_NN_OPS_ARG_MAX")
+def arg_max(input: np.ndarray, *, axis: int, keep_dims: bool, top_k: int, out_max_value: bool,
+            ctx: OpContext) -> np.ndarray:
+    """Index (or, with ``out_max_value``, value) of the maximum along ``axis``.
+
+    ``top_k > 1`` returns the ``top_k`` largest, in descending order (ties: lower index first), and the axis
+    keeps size ``top_k`` whatever ``keep_dims`` says; with ``top_k == 1`` the axis is dropped unless
+    ``keep_dims`` (MindSpore ArgMaxFusion shape rule). Indices take the declared output dtype.
+    """
+    op = "ARG_MAX"
+    x = np.asarray(input)
+    _require_sortable(op, x)
+    if x.ndim == 0:
+        raise invalid(f"{op}: input must have rank >= 1")
+    ax = _axis_index(op, _scalar(axis), x.ndim)
+    k = int(_scalar(top_k))
+    n = x.shape[ax]
+    if not 1 <= k <= n:
+        raise invalid(f"{op}: top_k {k} is out of range [1, {n}] (size of axis {ax})")
+    if k == 1:
+        idx = np.argmax(x, axis=ax, keepdims=True)  # first occurrence on ties
+    else:
+        idx = np.take(_descending_order(x, ax), np.arange(k), axis=ax)
+    out = np.take_along_axis(x, idx, axis=ax) if out_max_value else idx.astype(_index_dtype(op, ctx, 0))
+    if k == 1 and not keep_dims:
+        out = np.squeeze(out, axis=ax)
+    return out
+
+
+@kernel("OH_NN_OPS_TOP_K")
+def top_k(input: np.ndarray, k: np.ndarray, *, sorted: bool, axis: int,
+          ctx: OpContext) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest entries along ``axis`` (default -1, the last axis) and their indices.
+
+    ``sorted=true``: descending values; ``sorted=false``: the same k entries in ascending value order (header
+    meaning; MindSpore instead returns them in input-index order). Ties: lower index first.
+    """
+    op = "TOP_K"
+    x = np.asarray(input)
+    _require_sortable(op, x)
+    if x.ndim == 0:
+        raise invalid(f"{op}: input must have rank >= 1")
+    kt = np.asarray(k)
+    if kt.dtype.kind not in _INT_KINDS or kt.size != 1:
+        raise invalid(f"{op}: k must be a single integer, got dtype {kt.dtype} shape {list(kt.shape)}")
+    kv = int(kt.reshape(-1)[0])
+    ax = _axis_index(op, _scalar(axis), x.ndim)
+    n = x.shape[ax]
+    if not 0 <= kv <= n:
+        raise invalid(f"{op}: k {kv} is out of range [0, {n}] (size of axis {ax})")
+    idx = np.take(_descending_order(x, ax), np.arange(kv), axis=ax)
+    values = np.take_along_axis(x, idx, axis=ax)
+    if not sorted:
+        # the k largest, ascending; a stable sort keeps equal values in ascending index order
+        order = np.argsort(values, axis=ax, kind="stable")
+        idx = np.take_along_axis(idx, order, axis=ax)
+        values = np.take_along_axis(values, order, axis=ax)
+    return values, idx.astype(_index_dtype(op, ctx, 1))
