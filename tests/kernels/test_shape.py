@@ -1,139 +1,25 @@
-"""Shape / indexing / data movement / type conversion kernels, run end to end through ``run_op``.
+"""Shape family: reshape, transpose, concat/split, stack/unstack, squeeze/unsqueeze/expand_dims, flatten, tile,
+broadcast_to, pad, fill, shape, rank, range, constant_of_shape and assert, run end to end through ``run_op``.
 
 Oracles: onnxruntime on single-node ONNX models (onnx.reference where ORT has no kernel for a dtype), and
-hand-written expected values for STRIDED_SLICE masks, SPARSE_TO_DENSE, FILL, RANK, ASSERT, STACK/UNSTACK and
-the header's own examples.
+hand-written expected values for FILL, RANK, ASSERT, STACK/UNSTACK, the mirror PAD modes (TF documentation examples,
+a naive index formula) and the header's own examples.
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
-import onnx
 import pytest
+from kernels.kernel_support import (DTYPES, INVALID, SHORT, UNSUPPORTED, check, check_tol, dequant,
+                                    dequantize_ref, expect_error, i32, i64, oracle, ort1, ort_node, quant,
+                                    quantize_ref, raises, rand_any, rng_for_request, run)
 from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
-from support import ort_session
 
 from nnrt_onnx.enums import OH_NN_DataType, OH_NN_ReturnCode
-from nnrt_onnx.errors import NNRtError
+from nnrt_onnx.enums import OH_NN_ReturnCode as RC
+from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.tensor import QuantParam
-from nnrt_onnx.testing.single_op import run_op
 
-# Tolerances (rtol, atol) per output dtype. Data movement is exact; the floats only matter for
-# dequantization, float16 compute mode and Range.
-TOL = {
-    "float64": (1e-12, 0.0),
-    "float32": (1e-6, 1e-7),
-    "float16": (1e-3, 1e-3),
-}
-EXACT = (0.0, 0.0)  # every integer and bool dtype
-
-DTYPES = ["float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "bool"]
-SHORT = {"float32": "f32", "float16": "f16", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
-         "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool"}
-OH_CODE = {np.dtype(getattr(np, n) if n != "bool" else np.bool_): getattr(OH_NN_DataType, f"OH_NN_{n.upper()}")
-           for n in DTYPES}
-
-INVALID = OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER
-UNSUPPORTED = OH_NN_ReturnCode.OH_NN_UNSUPPORTED
 FAILED = OH_NN_ReturnCode.OH_NN_FAILED
-
-
-# ------------------------------------------------------------------------------------------------------- helpers
-
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
-
-
-def rand(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind == "u":
-        return rng.integers(0, 100, shape).astype(dtype)
-    return rng.integers(-50, 50, shape).astype(dtype)
-
-
-def run(op, inputs, params=None, **kw):
-    return run_op(f"OH_NN_OPS_{op}", [np.asarray(a) for a in inputs], params or {}, **kw)
-
-
-def check(actual, expected):
-    expected = np.asarray(expected)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    rtol, atol = TOL.get(expected.dtype.name, EXACT)
-    if rtol == atol == 0.0:
-        np.testing.assert_array_equal(actual, expected)
-    else:
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
-
-
-def raises(code, fn, *args, match=None, **kw):
-    with pytest.raises(NNRtError) as info:
-        fn(*args, **kw)
-    assert info.value.code == code, info.value
-    if match:
-        assert match in str(info.value), info.value
-    return info.value
-
-
-def _onnx_type(dtype):
-    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-
-
-def oracle(nodes, feeds, outputs, opset=21, initializers=()):
-    """Run an ONNX graph: onnxruntime, or onnx.reference when ORT has no kernel for the dtypes."""
-    if isinstance(nodes, onnx.NodeProto):
-        nodes = [nodes]
-    graph = helper.make_graph(
-        nodes, "oracle",
-        [helper.make_tensor_value_info(n, _onnx_type(a.dtype), a.shape) for n, a in feeds.items()],
-        [helper.make_tensor_value_info(n, _onnx_type(d), None) for n, d in outputs],
-        initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    try:
-        session = ort_session(model)
-    except Exception as exc:  # noqa: BLE001 - ORT reports a missing typed kernel in several ways
-        if "NOT_IMPLEMENTED" not in str(exc) and "Could not find an implementation" not in str(exc):
-            raise
-        return [np.asarray(r) for r in ReferenceEvaluator(model).run(None, feeds)]
-    return session.run(None, feeds)
-
-
-def ort1(op_type, inputs, attrs=None, out_dtypes=None, opset=21):
-    """One ONNX node; ``inputs`` is a list of arrays (None for an omitted optional input)."""
-    names = ["" if a is None else f"in{i}" for i, a in enumerate(inputs)]
-    feeds = {n: np.asarray(a) for n, a in zip(names, inputs) if a is not None}
-    out_dtypes = out_dtypes or [next(a for a in inputs if a is not None).dtype]
-    outs = [f"out{i}" for i in range(len(out_dtypes))]
-    node = helper.make_node(op_type, names, outs, **(attrs or {}))
-    result = oracle(node, feeds, list(zip(outs, out_dtypes)), opset)
-    return result if len(result) > 1 else result[0]
-
-
-def quantize_ref(real, dtype, scale, zero):
-    """The header's formula q = clamp(round(r / s + z), qmin, qmax)."""
-    info = np.iinfo(dtype)
-    return np.clip(np.rint(np.asarray(real, np.float64) / scale + zero), info.min, info.max).astype(dtype)
-
-
-def dequantize_ref(q, scale, zero):
-    return ((q.astype(np.float64) - zero) * scale).astype(np.float32)
-
-
-def i64(*values):
-    return np.array(values, dtype=np.int64)
-
-
-def i32(*values):
-    return np.array(values, dtype=np.int32)
 
 
 # ------------------------------------------------------------------------------------------------------- RESHAPE
@@ -151,14 +37,14 @@ RESHAPE_CASES = [
 @pytest.mark.parametrize("case", RESHAPE_CASES, ids=[c[0] for c in RESHAPE_CASES])
 def test_reshape(case, rng):
     _, dims, dtype, target, int32_shape = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     shape = np.array(target, dtype=np.int32 if int32_shape else np.int64)
     expected = ort1("Reshape", [x, shape.astype(np.int64)])
     check(run("RESHAPE", [x, shape], constant_inputs=[1])[0], expected)
 
 
 def test_reshape_fp16_mode(rng):
-    x = rand(rng, (4, 6), "float32")
+    x = rand_any(rng, (4, 6), "float32")
     out = run("RESHAPE", [x, i64(2, 12)], constant_inputs=[1], float16=True)[0]
     check(out, x.astype(np.float16).astype(np.float32).reshape(2, 12))
 
@@ -196,7 +82,7 @@ TRANSPOSE_CASES = [
 @pytest.mark.parametrize("case", TRANSPOSE_CASES, ids=[c[0] for c in TRANSPOSE_CASES])
 def test_transpose(case, rng):
     _, dims, dtype, perm = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     expected = ort1("Transpose", [x], {"perm": [p % len(dims) for p in perm]})
     check(run("TRANSPOSE", [x, i32(*perm)], constant_inputs=[1])[0], expected)
 
@@ -229,7 +115,7 @@ CONCAT_CASES = [
 @pytest.mark.parametrize("case", CONCAT_CASES, ids=[c[0] for c in CONCAT_CASES])
 def test_concat(case, rng):
     _, shapes, dtype, axis = case
-    xs = [rand(rng, s, dtype) for s in shapes]
+    xs = [rand_any(rng, s, dtype) for s in shapes]
     params = {} if axis is None else {"OH_NN_CONCAT_AXIS": axis}
     expected = ort1("Concat", xs, {"axis": 0 if axis is None else axis})
     check(run("CONCAT", xs, params)[0], expected)
@@ -270,7 +156,7 @@ SPLIT_CASES = [
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
 def test_split(case, rng):
     _, dims, dtype, params, n_out, sizes, axis = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     expected = ort1("Split", [x, np.array(sizes, np.int64)], {"axis": axis}, out_dtypes=[x.dtype] * n_out)
     outs = run("SPLIT", [x], params, output_dtypes=[x.dtype] * n_out)
     assert len(outs) == n_out
@@ -310,7 +196,7 @@ def test_stack_hand_axis_neg1_f16():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[f"stack-dtype-{SHORT[d]}" for d in DTYPES])
 def test_stack_dtypes(dtype, rng):
-    xs = [rand(rng, (2, 3), dtype) for _ in range(3)]
+    xs = [rand_any(rng, (2, 3), dtype) for _ in range(3)]
     nodes = [helper.make_node("Unsqueeze", [f"x{i}", "ax"], [f"u{i}"]) for i in range(3)]
     nodes.append(helper.make_node("Concat", ["u0", "u1", "u2"], ["out"], axis=1))
     expected = oracle(nodes, {f"x{i}": x for i, x in enumerate(xs)}, [("out", xs[0].dtype)],
@@ -347,7 +233,7 @@ def test_unstack_hand_axis1_f32():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[f"unstack-dtype-{SHORT[d]}" for d in DTYPES])
 def test_unstack_dtypes(dtype, rng):
-    x = rand(rng, (2, 3, 2), dtype)
+    x = rand_any(rng, (2, 3, 2), dtype)
     expected = ort1("Split", [x, i64(1, 1, 1)], {"axis": 1}, out_dtypes=[x.dtype] * 3)
     outs = run("UNSTACK", [x], {"OH_NN_UNSTACK_AXIS": 1}, output_dtypes=[x.dtype] * 3)
     for out, exp in zip(outs, expected):
@@ -371,7 +257,7 @@ SQUEEZE_CASES = [
 @pytest.mark.parametrize("case", SQUEEZE_CASES, ids=[c[0] for c in SQUEEZE_CASES])
 def test_squeeze(case, rng):
     _, dims, dtype, axis, onnx_axes = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     params = {} if axis is None else {"OH_NN_SQUEEZE_AXIS": axis}
     check(run("SQUEEZE", [x], params)[0], ort1("Squeeze", [x, np.array(onnx_axes, np.int64)]))
 
@@ -398,12 +284,12 @@ UNSQUEEZE_CASES = [
 @pytest.mark.parametrize("case", UNSQUEEZE_CASES, ids=[c[0] for c in UNSQUEEZE_CASES])
 def test_unsqueeze(case, rng):
     _, dims, dtype, axis = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     check(run("UNSQUEEZE", [x], {"OH_NN_UNSQUEEZE_AXIS": axis})[0], ort1("Unsqueeze", [x, i64(axis)]))
 
 
 def test_unsqueeze_omitted_axis_is_identity(rng):
-    x = rand(rng, (2, 3), "float32")
+    x = rand_any(rng, (2, 3), "float32")
     check(run("UNSQUEEZE", [x])[0], x)
 
 
@@ -422,7 +308,7 @@ EXPAND_DIMS_CASES = [
 @pytest.mark.parametrize("case", EXPAND_DIMS_CASES, ids=[c[0] for c in EXPAND_DIMS_CASES])
 def test_expand_dims(case, rng):
     _, dims, dtype, axis = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     check(run("EXPAND_DIMS", [x, i32(axis)], constant_inputs=[1])[0], ort1("Unsqueeze", [x, i64(axis)]))
 
 
@@ -444,172 +330,13 @@ FLATTEN_CASES = [
 @pytest.mark.parametrize("case", FLATTEN_CASES, ids=[c[0] for c in FLATTEN_CASES])
 def test_flatten(case, rng):
     _, dims, dtype, axis = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     params = {} if axis is None else {"OH_NN_FLATTEN_AXIS": axis}
     check(run("FLATTEN", [x], params)[0], ort1("Flatten", [x], {"axis": 1 if axis is None else axis}))
 
 
 def test_flatten_err_axis():
     raises(INVALID, run, "FLATTEN", [np.zeros((2, 3), np.float32)], {"OH_NN_FLATTEN_AXIS": 3}, match="FLATTEN")
-
-
-# --------------------------------------------------------------------------------------------------------- SLICE
-
-SLICE_CASES = [
-    ("slice-default-axes-f32", (4, 5, 6), "float32", [1, 2], [2, 3], None),
-    ("slice-all-dims-f16", (4, 5, 6), "float16", [0, 1, 2], [4, 3, 1], None),
-    ("slice-axes-i32", (4, 5, 6), "int32", [3, 1], [2, 3], [2, 0]),
-    ("slice-neg-axes-u8", (4, 5, 6), "uint8", [1], [2], [-2]),
-    ("slice-size-neg1-bool", (4, 5, 6), "bool", [2, 1], [-1, -1], [1, 2]),
-] + [(f"slice-dtype-{SHORT[d]}", (3, 4), d, [1, 1], [2, 2], None) for d in DTYPES]
-
-
-@pytest.mark.parametrize("case", SLICE_CASES, ids=[c[0] for c in SLICE_CASES])
-def test_slice(case, rng):
-    _, dims, dtype, begin, size, axes = case
-    x = rand(rng, dims, dtype)
-    onnx_axes = axes if axes is not None else list(range(len(begin)))
-    ends = [np.iinfo(np.int64).max if s == -1 else b + s for b, s in zip(begin, size)]
-    expected = ort1("Slice", [x, i64(*begin), i64(*ends), i64(*onnx_axes)])
-    params = {} if axes is None else {"OH_NN_SLICE_AXES": axes}
-    check(run("SLICE", [x, i32(*begin), i32(*size)], params)[0], expected)
-
-
-@pytest.mark.parametrize("begin,size,axes", [([-1], [1], None), ([2], [3], None), ([0, 0], [1, 1], [0]),
-                                             ([0], [1], [2])],
-                         ids=["slice-err-neg-begin", "slice-err-past-end", "slice-err-axes-length",
-                              "slice-err-axis-bounds"])
-def test_slice_errors(begin, size, axes):
-    params = {} if axes is None else {"OH_NN_SLICE_AXES": axes}
-    raises(INVALID, run, "SLICE", [np.zeros((4, 2), np.float32), i64(*begin), i64(*size)], params, match="SLICE")
-
-
-# -------------------------------------------------------------------------------------------------- STRIDED_SLICE
-
-X24 = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
-# X24[0] = [[ 0,  1,  2,  3], [ 4,  5,  6,  7], [ 8,  9, 10, 11]]
-# X24[1] = [[12, 13, 14, 15], [16, 17, 18, 19], [20, 21, 22, 23]]
-TF_DOC = np.array([[[1, 1, 1], [2, 2, 2]], [[3, 3, 3], [4, 4, 4]], [[5, 5, 5], [6, 6, 6]]], np.int32)
-MASKS = {"begin": "BEGIN_MASK", "end": "END_MASK", "ellipsis": "ELLIPSIS_MASK", "new_axis": "NEW_AXIS_MASK",
-         "shrink": "SHRINK_AXIS_MASK"}
-
-# id, input, begin, end, strides, masks, expected (written out by hand)
-STRIDED_CASES = [
-    ("strided_slice-plain", X24, [0, 1, 1], [2, 3, 3], [1, 1, 1], {},
-     [[[5, 6], [9, 10]], [[17, 18], [21, 22]]]),
-    ("strided_slice-neg-strides", X24, [1, 2, 3], [0, -4, 0], [-1, -2, -2], {},
-     [[[23, 21], [15, 13]]]),
-    ("strided_slice-clamp", X24, [-10, 1, 0], [10, 100, -1], [1, 1, 1], {},
-     [[[4, 5, 6], [8, 9, 10]], [[16, 17, 18], [20, 21, 22]]]),
-    ("strided_slice-begin-mask", X24, [1, 1, 1], [2, 3, 3], [1, 1, 1], {"begin": 0b101},
-     [[[4, 5, 6], [8, 9, 10]], [[16, 17, 18], [20, 21, 22]]]),
-    ("strided_slice-end-mask", X24, [1, 0, 2], [0, 1, 0], [1, 1, 1], {"end": 0b101},
-     [[[14, 15]]]),
-    ("strided_slice-reverse-masks", X24, [0, 0, 0], [0, 0, 0], [1, -1, -1], {"begin": 0b110, "end": 0b111},
-     [[[11, 10, 9, 8], [7, 6, 5, 4], [3, 2, 1, 0]], [[23, 22, 21, 20], [19, 18, 17, 16], [15, 14, 13, 12]]]),
-    ("strided_slice-shrink", X24, [1, 0, 2], [2, 3, 3], [1, 1, 1], {"shrink": 0b101},
-     [14, 18, 22]),
-    ("strided_slice-shrink-negative", X24, [-1, -1], [0, 0], [1, 1], {"shrink": 0b11},
-     [20, 21, 22, 23]),
-    ("strided_slice-shrink-all", X24, [1, 2, 3], [0, 0, 0], [1, 1, 1], {"shrink": 0b111},
-     23),
-    ("strided_slice-ellipsis-front", X24, [0, 1], [0, 3], [1, 1], {"ellipsis": 0b01},
-     [[[1, 2], [5, 6], [9, 10]], [[13, 14], [17, 18], [21, 22]]]),
-    ("strided_slice-ellipsis-middle-shrink", X24, [1, 0, 2], [2, 0, 3], [1, 1, 1], {"ellipsis": 0b010, "shrink": 0b100},
-     [[14, 18, 22]]),
-    ("strided_slice-new-axis", X24, [0, 0, 1], [1, 0, 3], [1, 1, 1], {"new_axis": 0b010},
-     [[[[4, 5, 6, 7], [8, 9, 10, 11]]]]),
-    ("strided_slice-new-axis-beats-shrink", X24, [0, 0], [1, 1], [1, 1], {"new_axis": 0b01, "shrink": 0b11},
-     [[[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]]),
-    ("strided_slice-ellipsis-then-new-axis", X24[:1, :2, :2], [0, 0], [0, 0], [1, 1], {"ellipsis": 0b01, "new_axis": 0b10},
-     [[[[0], [1]], [[4], [5]]]]),
-    ("strided_slice-ellipsis-beats-new-axis", X24, [0, 1], [0, 2], [1, 1], {"ellipsis": 0b01, "new_axis": 0b01},
-     [[[1], [5], [9]], [[13], [17], [21]]]),
-    ("strided_slice-mask-all-ones", X24, [0, 0, 0], [0, 0, 0], [2, 2, 3], {"begin": -1, "end": -1},
-     [[[0, 3], [8, 11]]]),
-    ("strided_slice-tfdoc-1", TF_DOC, [1, 0, 0], [2, 1, 3], [1, 1, 1], {},
-     [[[3, 3, 3]]]),
-    ("strided_slice-tfdoc-2", TF_DOC, [1, 0, 0], [2, 2, 3], [1, 1, 1], {},
-     [[[3, 3, 3], [4, 4, 4]]]),
-    ("strided_slice-tfdoc-3", TF_DOC, [1, -1, 0], [2, -3, 3], [1, -1, 1], {},
-     [[[4, 4, 4], [3, 3, 3]]]),
-    ("strided_slice-1d-stride3", np.arange(10, dtype=np.int64), [1], [9], [3], {},
-     [1, 4, 7]),
-    ("strided_slice-1d-reverse-stride3", np.arange(10, dtype=np.int64), [0], [0], [-3], {"begin": 1},
-     [9, 6, 3]),
-]
-
-
-@pytest.mark.parametrize("case", STRIDED_CASES, ids=[c[0] for c in STRIDED_CASES])
-def test_strided_slice_hand(case):
-    _, x, begin, end, strides, masks, expected = case
-    params = {f"OH_NN_STRIDED_SLICE_{MASKS[m]}": v for m, v in masks.items()}
-    out = run("STRIDED_SLICE", [x, i64(*begin), i64(*end), i64(*strides)], params, constant_inputs=[1, 2, 3])[0]
-    check(out, np.array(expected, dtype=x.dtype))
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=[f"strided_slice-dtype-{SHORT[d]}" for d in DTYPES])
-def test_strided_slice_dtypes(dtype):
-    """The reverse-masks case in every dtype (expected values derived from the hand-written int ones)."""
-    x = (X24 % 7).astype(dtype)  # small values, fine in every dtype
-    expected = np.array([[[4, 3, 2, 1], [0, 6, 5, 4], [3, 2, 1, 0]], [[2, 1, 0, 6], [5, 4, 3, 2], [1, 0, 6, 5]]])
-    params = {"OH_NN_STRIDED_SLICE_BEGIN_MASK": 0b110, "OH_NN_STRIDED_SLICE_END_MASK": 0b111}
-    out = run("STRIDED_SLICE", [x, i64(0, 0, 0), i64(0, 0, 0), i64(1, -1, -1)], params, constant_inputs=[1, 2, 3])[0]
-    check(out, expected.astype(dtype))
-
-
-@pytest.mark.parametrize("seed", range(12), ids=[f"strided_slice-ort-random-{i}" for i in range(12)])
-def test_strided_slice_vs_ort(seed, rng):
-    """No masks: TF StridedSlice equals ONNX Slice, except that ONNX clamps a negative-stride begin below -dim to 0
-    where TF (and Python) clamp it to -1 (an empty slice): such begins are not drawn here."""
-    x = rand(rng, (5, 6, 7), "float32")
-    for _ in range(100):
-        strides = [int(rng.choice([-3, -2, -1, 1, 2, 3])) for _ in range(3)]
-        begin = [int(v) for v in rng.integers(-9, 10, 3)]
-        end = [int(v) for v in rng.integers(-9, 10, 3)]
-        if any(s < 0 and b < -n for s, b, n in zip(strides, begin, x.shape)):
-            continue
-        expected = ort1("Slice", [x, i64(*begin), i64(*end), i64(0, 1, 2), i64(*strides)])
-        if expected.size:
-            break
-    out = run("STRIDED_SLICE", [x, i64(*begin), i64(*end), i64(*strides)], constant_inputs=[1, 2, 3])[0]
-    check(out, expected)
-
-
-def test_strided_slice_negative_stride_begin_below_bounds_is_empty():
-    """TF/Python: begin -7 on a dim of 6 with stride -1 clamps to -1, so nothing is selected (list(range(6))[-7::-1]
-    is []). An empty output cannot be declared in a model (dims must be >= 1), so the kernel is called directly."""
-    from nnrt_onnx.kernels.indexing import strided_slice
-
-    x = np.arange(12, dtype=np.int32).reshape(2, 6)
-    out = strided_slice(x, i64(0, -7), i64(2, -9), i64(1, -1), begin_mask=0, end_mask=0, ellipsis_mask=0,
-                        new_axis_mask=0, shrink_axis_mask=0)
-    assert out.shape == (2, 0) and out.dtype == np.int32
-
-
-def test_strided_slice_fp16_mode():
-    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(2, 3, 4)
-    out = run("STRIDED_SLICE", [x, i64(1, 0), i64(2, 3), i64(1, 2)], {"OH_NN_STRIDED_SLICE_SHRINK_AXIS_MASK": 1},
-              constant_inputs=[1, 2, 3], float16=True)[0]
-    check(out, x.astype(np.float16).astype(np.float32)[1, 0:3:2])
-
-
-@pytest.mark.parametrize("begin,end,strides,params,code", [
-    ([0, 0], [1, 1], [1, 0], {}, INVALID),
-    ([0, 0], [1, 1], [1, 1], {"OH_NN_STRIDED_SLICE_ELLIPSIS_MASK": 0b11}, INVALID),
-    ([2, 0], [3, 1], [1, 1], {"OH_NN_STRIDED_SLICE_SHRINK_AXIS_MASK": 1}, INVALID),
-    ([0, 0, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1], {}, INVALID),
-    ([0, 0], [1, 1], [1], {}, INVALID),
-], ids=["strided_slice-err-zero-stride", "strided_slice-err-two-ellipses", "strided_slice-err-shrink-oob",
-        "strided_slice-err-too-many-dims", "strided_slice-err-lengths"])
-def test_strided_slice_errors(begin, end, strides, params, code):
-    raises(code, run, "STRIDED_SLICE", [np.zeros((2, 3, 4), np.float32), i64(*begin), i64(*end), i64(*strides)],
-           params, constant_inputs=[1, 2, 3], match="STRIDED_SLICE")
-
-
-def test_strided_slice_err_float_begin():
-    raises(UNSUPPORTED, run, "STRIDED_SLICE", [np.zeros((2, 3), np.float32), np.zeros(2, np.float32), i64(1, 1),
-                                               i64(1, 1)], constant_inputs=[1, 2, 3], match="begin")
 
 
 # ---------------------------------------------------------------------------------------------- TILE/BROADCAST_TO
@@ -627,7 +354,7 @@ TILE_CASES = [
 @pytest.mark.parametrize("case", TILE_CASES, ids=[c[0] for c in TILE_CASES])
 def test_tile(case, rng):
     _, dims, dtype, multiples, tile_dims = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     padded = x.reshape((1,) * (len(multiples) - x.ndim) + x.shape)
     expected = ort1("Tile", [padded, i64(*multiples)])
     params = {} if tile_dims is None else {"OH_NN_TILE_DIMS": tile_dims}
@@ -653,7 +380,7 @@ BROADCAST_CASES = [
 @pytest.mark.parametrize("case", BROADCAST_CASES, ids=[c[0] for c in BROADCAST_CASES])
 def test_broadcast_to(case, rng):
     _, dims, dtype, shape, resolved = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     check(run("BROADCAST_TO", [x], {"OH_NN_BROADCAST_TO_SHAPE": shape})[0], ort1("Expand", [x, i64(*resolved)]))
 
 
@@ -664,191 +391,105 @@ def test_broadcast_to_errors():
     raises(INVALID, run, "BROADCAST_TO", [x], {"OH_NN_BROADCAST_TO_SHAPE": [1, 3]}, match="BROADCAST_TO")
 
 
-# ------------------------------------------------------------------------------------------------ GATHER/GATHER_ND
+# ---------------------------------------------------------------------------------------------------------------
+# pad
 
-GATHER_CASES = [
-    ("gather-axis0-f32", (5, 3), "float32", (4,), 0, "int32"),
-    ("gather-axis1-2d-idx-f16", (2, 6, 3), "float16", (2, 3), 1, "int64"),
-    ("gather-axis-neg1-i16", (2, 3, 7), "int16", (5,), -1, "int32"),
-    ("gather-scalar-idx-u8", (4, 3), "uint8", (), 0, "int64"),
-    ("gather-repeats-bool", (6,), "bool", (8,), 0, "int32"),
-] + [(f"gather-dtype-{SHORT[d]}", (4, 3), d, (2, 2), 0, "int32") for d in DTYPES]
-
-
-@pytest.mark.parametrize("case", GATHER_CASES, ids=[c[0] for c in GATHER_CASES])
-def test_gather(case, rng):
-    _, dims, dtype, idx_shape, axis, idx_dtype = case
-    x = rand(rng, dims, dtype)
-    idx = rng.integers(0, dims[axis], idx_shape).astype(idx_dtype)
-    expected = ort1("Gather", [x, idx], {"axis": axis})
-    check(run("GATHER", [x, idx, i32(axis)], constant_inputs=[2])[0], expected)
-
-
-def test_gather_quantized(rng):
-    q = rng.integers(-128, 128, (5, 3)).astype(np.int8)
-    idx = i32(4, 0, 2)
-    out = run("GATHER", [q, idx, i32(0)], constant_inputs=[2], input_quant={0: QuantParam.per_tensor(0.1, 1)},
-              output_quant={0: QuantParam.per_tensor(0.1, 1)}, output_dtypes=[np.int8])[0]
-    check(out, quantize_ref(ort1("Gather", [dequantize_ref(q, 0.1, 1), idx], {"axis": 0}), np.int8, 0.1, 1))
+def naive_mirror_pad(x, pads, symmetric):
+    """Index formula: position p in [-p0, n+p1) maps to reflect (no edge repeat) or symmetric (edge repeated)."""
+    def source(p, n):
+        if p < 0:
+            return -p - 1 if symmetric else -p
+        if p >= n:
+            return 2 * n - p - 1 if symmetric else 2 * n - p - 2
+        return p
+    out_shape = [n + a + b for n, (a, b) in zip(x.shape, pads)]
+    out = np.empty(out_shape, x.dtype)
+    for index in np.ndindex(*out_shape):
+        src = tuple(source(i - a, n) for i, (a, _), n in zip(index, pads, x.shape))
+        out[index] = x[src]
+    return out
 
 
-@pytest.mark.parametrize("idx,axis,code", [(i32(0, 5), 0, INVALID), (i32(-1), 0, INVALID), (i32(0), 2, INVALID),
-                                           (np.array([0.0], np.float32), 0, UNSUPPORTED)],
-                         ids=["gather-err-index-bounds", "gather-err-negative-index", "gather-err-axis",
-                              "gather-err-float-indices"])
-def test_gather_errors(idx, axis, code):
-    raises(code, run, "GATHER", [np.zeros((5, 3), np.float32), idx, i32(axis)], constant_inputs=[2], match="GATHER")
+def test_pad_tf_mirror_examples():
+    """tf.pad documentation: t=[[1,2,3],[4,5,6]], paddings [[1,1],[2,2]]."""
+    t = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    paddings = np.array([[1, 1], [2, 2]], np.int32)
+    reflect = [[6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1], [6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1]]
+    symmetric = [[2, 1, 1, 2, 3, 3, 2], [2, 1, 1, 2, 3, 3, 2], [5, 4, 4, 5, 6, 6, 5], [5, 4, 4, 5, 6, 6, 5]]
+    constant = [[0] * 7, [0, 0, 1, 2, 3, 0, 0], [0, 0, 4, 5, 6, 0, 0], [0] * 7]
+    for mode, expected in ((1, reflect), (2, symmetric), (0, constant)):
+        (y,) = run("OH_NN_OPS_PAD", [t, paddings], {T.OH_NN_PAD_PADDING_MODE: mode}, constant_inputs=[1])
+        np.testing.assert_array_equal(y, expected)
 
 
-GATHER_ND_CASES = [
-    ("gather_nd-full-index-f32", (3, 4), "float32", (5, 2), "int32"),
-    ("gather_nd-rows-f16", (3, 4, 2), "float16", (2, 1), "int64"),
-    ("gather_nd-batched-idx-i32", (3, 4, 2), "int32", (2, 3, 2), "int32"),
-    ("gather_nd-bool", (2, 2, 2), "bool", (3, 3), "int64"),
-] + [(f"gather_nd-dtype-{SHORT[d]}", (3, 4), d, (2, 2), "int64") for d in DTYPES]
+PAD_CASES = {
+    # id: (shape, paddings, mode, constant, dtype)
+    "pad-constant-f32": ((2, 3, 4, 2), [[0, 1], [2, 0], [1, 1], [0, 0]], 0, 1.5, np.float32),
+    "pad-constant-default-value-f16": ((3, 4), [[1, 2], [0, 3]], 0, None, np.float16),
+    "pad-constant-int32": ((2, 3, 2), [[1, 0], [0, 2], [1, 1]], 0, -7.0, np.int32),
+    "pad-constant-bool": ((2, 3), [[1, 1], [0, 2]], 0, 1.0, np.bool_),
+    "pad-reflect-f32": ((1, 4, 5, 3), [[0, 0], [3, 2], [1, 4], [0, 0]], 1, None, np.float32),
+    "pad-reflect-int8": ((3, 4), [[2, 1], [3, 0]], 1, None, np.int8),
+    "pad-symmetric-f32": ((1, 4, 5, 3), [[0, 0], [4, 2], [5, 1], [1, 0]], 2, None, np.float32),
+    "pad-symmetric-f16-1d": ((5,), [[5, 3]], 2, None, np.float16),
+}
 
 
-@pytest.mark.parametrize("case", GATHER_ND_CASES, ids=[c[0] for c in GATHER_ND_CASES])
-def test_gather_nd(case, rng):
-    _, dims, dtype, idx_shape, idx_dtype = case
-    x = rand(rng, dims, dtype)
-    k = idx_shape[-1]
-    idx = np.stack([rng.integers(0, dims[i], idx_shape[:-1]) for i in range(k)], axis=-1).astype(idx_dtype)
-    check(run("GATHER_ND", [x, idx])[0], ort1("GatherND", [x, idx.astype(np.int64)]))
+@pytest.mark.parametrize("case", list(PAD_CASES))
+def test_pad(request, case):
+    shape, paddings, mode, value, dtype = PAD_CASES[case]
+    rng = rng_for_request(request)
+    x = (rng.standard_normal(shape) * 20).astype(dtype) if dtype != np.bool_ else rng.integers(0, 2, shape).astype(bool)
+    pads = np.array(paddings, np.int64)
+    params = {T.OH_NN_PAD_PADDING_MODE: mode}
+    if value is not None:
+        params[T.OH_NN_PAD_CONSTANT_VALUE] = value
+    if mode == 2:
+        expected = naive_mirror_pad(x, paddings, symmetric=True)
+    else:
+        onnx_pads = np.concatenate([pads[:, 0], pads[:, 1]]).astype(np.int64)
+        cval = None if mode == 1 else np.array(value or 0, dtype=dtype)
+        expected = ort_node("Pad", [x, onnx_pads, cval], mode="reflect" if mode == 1 else "constant")
+        if mode == 1:  # cross-check the ORT reflect oracle with the naive index formula
+            np.testing.assert_array_equal(expected, naive_mirror_pad(x, paddings, symmetric=False))
+    (y,) = run("OH_NN_OPS_PAD", [x, pads], params, constant_inputs=[1])
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, expected)
 
 
-def test_gather_nd_errors():
-    x = np.zeros((3, 4), np.float32)
-    raises(INVALID, run, "GATHER_ND", [x, i64(3, 0).reshape(1, 2)], match="GATHER_ND")
-    raises(INVALID, run, "GATHER_ND", [x, i64(0, 0, 0).reshape(1, 3)], match="GATHER_ND")
+def test_pad_quantized():
+    x_real = np.random.default_rng(11).uniform(0, 2, (1, 3, 3, 2)).astype(np.float32)
+    qp = QuantParam([2 / 255], [20], [8])
+    xq = quant(x_real, qp, np.uint8)
+    pads = np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)
+    (y,) = run("OH_NN_OPS_PAD", [xq, pads], {T.OH_NN_PAD_CONSTANT_VALUE: 0.5}, input_quant={0: qp},
+               output_quant={0: qp}, output_dtypes=[np.uint8], constant_inputs=[1])
+    expected = np.pad(dequant(xq, qp), [(0, 0), (1, 1), (1, 1), (0, 0)], constant_values=0.5)
+    check_tol(y, quant(expected, qp, np.uint8), "quant")
+    assert y[0, 0, 0, 0] == 20 + round(0.5 / (2 / 255))  # padded real 0.5 -> q = z + 0.5/s
 
 
-# ---------------------------------------------------------------------------------------------------- SCATTER_ND
-
-SCATTER_CASES = [
-    ("scatter_nd-elements-f32", [4, 5], "float32", (3, 2), "int32"),
-    ("scatter_nd-rows-f16", [4, 5], "float16", (2, 1), "int64"),
-    ("scatter_nd-slices-i32", [5, 4, 2], "int32", (2, 2, 1), "int32"),
-] + [(f"scatter_nd-dtype-{SHORT[d]}", [5, 3], d, (3, 1), "int64") for d in DTYPES]
-
-
-@pytest.mark.parametrize("case", SCATTER_CASES, ids=[c[0] for c in SCATTER_CASES])
-def test_scatter_nd(case, rng):
-    _, shape, dtype, idx_shape, idx_dtype = case
-    k = idx_shape[-1]
-    n = int(np.prod(idx_shape[:-1]))
-    cells = rng.permutation(int(np.prod(shape[:k])))[:n]  # unique positions
-    idx = np.stack(np.unravel_index(cells, shape[:k]), axis=-1).reshape(idx_shape).astype(idx_dtype)
-    updates = rand(rng, idx_shape[:-1] + tuple(shape[k:]), dtype)
-    expected = ort1("ScatterND", [np.zeros(shape, updates.dtype), idx.astype(np.int64), updates])
-    out = run("SCATTER_ND", [idx, updates, np.array(shape, idx_dtype)], constant_inputs=[2])[0]
-    check(out, expected)
-
-
-def test_scatter_nd_duplicates_accumulate():
-    idx = i64(1, 3, 1).reshape(3, 1)
-    updates = np.array([1.5, 2.0, 4.0], np.float32)
-    expected = ort1("ScatterND", [np.zeros(5, np.float32), idx, updates], {"reduction": "add"})
-    check(run("SCATTER_ND", [idx, updates, i64(5)], constant_inputs=[2])[0], expected)
-    check(expected, np.array([0, 5.5, 0, 2.0, 0], np.float32))
-
-
-def test_scatter_nd_errors():
-    raises(INVALID, run, "SCATTER_ND", [i64(5).reshape(1, 1), np.ones(1, np.float32), i64(5)], constant_inputs=[2],
-           match="SCATTER_ND")
-    raises(INVALID, run, "SCATTER_ND", [i64(1).reshape(1, 1), np.ones((1, 2), np.float32), i64(5, 3)],
-           constant_inputs=[2], match="updates")
-
-
-# ----------------------------------------------------------------------------------------------- SPARSE_TO_DENSE
-
-def test_sparse_to_dense_hand_f32():
-    idx = i32(0, 1, 2, 3, 1, 0).reshape(3, 2)
-    values = np.array([1.5, -2.0, 7.0], np.float32)
-    out = run("SPARSE_TO_DENSE", [idx, values, i32(3, 4)], constant_inputs=[2])[0]
-    check(out, np.array([[0, 1.5, 0, 0], [7.0, 0, 0, 0], [0, 0, 0, -2.0]], np.float32))
-
-
-def test_sparse_to_dense_hand_i64_scalar_value():
-    idx = i64(0, 0, 1, 1).reshape(2, 2)
-    out = run("SPARSE_TO_DENSE", [idx, i64(9), i64(2, 3)], constant_inputs=[2])[0]
-    check(out, np.array([[9, 0, 0], [0, 9, 0]], np.int64))
-
-
-def test_sparse_to_dense_hand_1d_f16():
-    out = run("SPARSE_TO_DENSE", [i32(4, 1), np.array([0.5, 3.0], np.float16), i32(5)], constant_inputs=[2])[0]
-    check(out, np.array([0, 3.0, 0, 0, 0.5], np.float16))
-
-
-def test_sparse_to_dense_hand_bool():
-    out = run("SPARSE_TO_DENSE", [i32(1, 0).reshape(1, 2), np.array([True]), i32(2, 2)], constant_inputs=[2])[0]
-    check(out, np.array([[False, False], [True, False]]))
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=[f"sparse_to_dense-dtype-{SHORT[d]}" for d in DTYPES])
-def test_sparse_to_dense_dtypes(dtype):
-    idx = i32(0, 2, 1, 0).reshape(2, 2)
-    values = np.array([1, 1], dtype=dtype)
-    expected = np.array([[0, 0, 1], [1, 0, 0]], dtype=dtype)
-    check(run("SPARSE_TO_DENSE", [idx, values, i32(2, 3)], constant_inputs=[2])[0], expected)
-
-
-def test_sparse_to_dense_errors():
-    raises(INVALID, run, "SPARSE_TO_DENSE", [i32(0, 3).reshape(1, 2), np.ones(1, np.float32), i32(2, 3)],
-           constant_inputs=[2], match="SPARSE_TO_DENSE")
-    raises(INVALID, run, "SPARSE_TO_DENSE", [i32(0, 1, 0, 1).reshape(2, 2), np.ones(2, np.float32), i32(2, 3)],
-           constant_inputs=[2], match="repeated")
-    raises(INVALID, run, "SPARSE_TO_DENSE", [i32(0, 1, 1, 1).reshape(2, 2), np.ones(3, np.float32), i32(2, 3)],
-           constant_inputs=[2], match="values")
-
-
-# ------------------------------------------------------------------------------------------------------- ONE_HOT
-
-ONE_HOT_CASES = [
-    ("one_hot-default-axis-f32", (2, 3), 5, None, "float32"),
-    ("one_hot-axis0-i64", (2, 3), 4, 0, "int64"),
-    ("one_hot-axis1-f32", (2, 3), 4, 1, "float32"),
-    ("one_hot-1d-f32", (6,), 3, -1, "float32"),
-]
-
-
-@pytest.mark.parametrize("case", ONE_HOT_CASES, ids=[c[0] for c in ONE_HOT_CASES])
-def test_one_hot(case, rng):
-    _, dims, depth, axis, dtype = case
-    idx = rng.integers(0, depth + 2, dims).astype(np.int64)  # some >= depth: all-off vectors
-    on, off = np.array(3, dtype), np.array(-1, dtype)
-    expected = ort1("OneHot", [idx, np.array(depth, np.int64), np.array([-1, 3], dtype)], {"axis": -1 if axis is None else axis},
-                    out_dtypes=[np.dtype(dtype)])
-    params = {} if axis is None else {"OH_NN_ONE_HOT_AXIS": axis}
-    out = run("ONE_HOT", [idx.astype(np.int32), i32(depth), on, off], params, constant_inputs=[1, 2, 3],
-              output_dtypes=[np.dtype(dtype)])[0]
-    check(out, expected)
-
-
-def test_one_hot_hand_negative_index_is_off_f16():
-    idx = i32(0, -1, 2)
-    out = run("ONE_HOT", [idx, i32(3), np.array(1.5, np.float16), np.array(0, np.float16)], constant_inputs=[1, 2, 3],
-              output_dtypes=[np.float16])[0]
-    check(out, np.array([[1.5, 0, 0], [0, 0, 0], [0, 0, 1.5]], np.float16))
-
-
-def test_one_hot_hand_int32_axis1():
-    out = run("ONE_HOT", [i32(2, 0, 5).reshape(3, 1), i32(3), i32(7), i32(-7)], {"OH_NN_ONE_HOT_AXIS": 1},
-              constant_inputs=[1, 2, 3], output_dtypes=[np.int32])[0]
-    check(out, np.array([[[-7], [-7], [7]], [[7], [-7], [-7]], [[-7], [-7], [-7]]], np.int32))
-
-
-def test_one_hot_hand_bool():
-    out = run("ONE_HOT", [i64(1, 0), i64(2), np.array(True), np.array(False)], {"OH_NN_ONE_HOT_AXIS": 0},
-              constant_inputs=[1, 2, 3], output_dtypes=[np.bool_])[0]
-    check(out, np.array([[False, True], [True, False]]))
-
-
-def test_one_hot_errors():
-    raises(INVALID, run, "ONE_HOT", [i32(0), i32(0), np.float32(1), np.float32(0)], constant_inputs=[1, 2, 3],
-           output_dtypes=[np.float32], match="depth")
-    raises(INVALID, run, "ONE_HOT", [i32(0), i32(2), np.float32(1), np.float32(0)], {"OH_NN_ONE_HOT_AXIS": 3},
-           constant_inputs=[1, 2, 3], output_dtypes=[np.float32], match="ONE_HOT")
+@pytest.mark.parametrize("case", ["pad-err-reflect-too-big", "pad-err-symmetric-too-big", "pad-err-negative",
+                                  "pad-err-shape", "pad-err-reserved-mode", "pad-err-int-fractional-constant"])
+def test_pad_errors(case):
+    x = np.zeros((2, 3), np.float32)
+    kw = dict(output_dtypes=[np.float32], output_shapes=[(-1, -1)], constant_inputs=[1])
+    pads = np.array([[0, 0], [3, 0]], np.int64)
+    if case.endswith("reflect-too-big"):
+        expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_PAD", [x, pads], {T.OH_NN_PAD_PADDING_MODE: 1}, **kw)
+    elif case.endswith("symmetric-too-big"):
+        expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_PAD", [x, np.array([[0, 0], [4, 0]])],
+                     {T.OH_NN_PAD_PADDING_MODE: 2}, **kw)
+    elif case.endswith("negative"):
+        expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_PAD", [x, np.array([[0, -1], [0, 0]])], {}, **kw)
+    elif case.endswith("shape"):
+        expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_PAD", [x, np.array([[0, 1]])], {}, **kw)
+    elif case.endswith("reserved-mode"):
+        expect_error(RC.OH_NN_UNSUPPORTED, "OH_NN_OPS_PAD", [x, pads], {T.OH_NN_PAD_PADDING_MODE: 3}, **kw)
+    else:
+        expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_PAD", [x.astype(np.int32), pads],
+                     {T.OH_NN_PAD_CONSTANT_VALUE: 0.5}, output_dtypes=[np.int32], output_shapes=[(-1, -1)],
+                     constant_inputs=[1])
 
 
 # ------------------------------------------------------------------------------------------ FILL / SHAPE / RANK
@@ -881,7 +522,7 @@ SHAPE_CASES = [
 @pytest.mark.parametrize("case", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
 def test_shape(case, rng):
     _, dims, dtype, out_dtype = case
-    x = rand(rng, dims, dtype)
+    x = rand_any(rng, dims, dtype)
     expected = ort1("Shape", [x], out_dtypes=[np.int64]).astype(out_dtype)
     check(run("SHAPE", [x], output_dtypes=[np.dtype(out_dtype)])[0], expected)
 
@@ -1002,171 +643,6 @@ def test_constant_of_shape_errors():
            output_dtypes=[np.float32], match="value")
     raises(INVALID, run, "CONSTANT_OF_SHAPE", [i64(2)], {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": 99},
            output_dtypes=[np.float32], match="dataType")
-
-
-# --------------------------------------------------------------------------------------------------------- CAST
-
-def _cast_source(rng, src, dst):
-    src, dst = np.dtype(src), np.dtype(dst)
-    if src == np.bool_:
-        return rng.random((3, 4)) < 0.5
-    low = 0 if (src.kind == "u" or dst.kind in "ub") else -60
-    values = rng.uniform(low, 100, (3, 4))
-    values[0, :2] = [0, 1]
-    if src.kind == "f":
-        return values.astype(src)  # fractions: float -> int truncates toward zero
-    return np.round(values).astype(src)
-
-
-def run_cast(x, code, dtype, **kw):
-    """Cast's input #1 is a constant holding the target OH_NN_DataType (an INT32 scalar, as the runtime's tests use)."""
-    return run("CAST", [x, np.array(int(code), np.int32)], constant_inputs=[1], output_dtypes=[np.dtype(dtype)],
-               output_shapes=[np.shape(x)], **kw)[0]
-
-
-CAST_PAIRS = [(s, d) for s in DTYPES for d in DTYPES]
-
-
-@pytest.mark.parametrize("pair", CAST_PAIRS, ids=[f"cast-{SHORT[s]}-to-{SHORT[d]}" for s, d in CAST_PAIRS])
-def test_cast(pair, rng):
-    src, dst = pair
-    x = _cast_source(rng, src, dst)
-    dt = np.dtype(dst)
-    expected = ort1("Cast", [x], {"to": _onnx_type(dt)}, out_dtypes=[dt])
-    out = run_cast(x, OH_CODE[dt], dt)
-    check(out, expected)
-
-
-def test_cast_hand_truncation():
-    x = np.array([-2.7, -0.5, 0.5, 2.7, 3.0], np.float32)
-    out = run_cast(x, OH_NN_DataType.OH_NN_INT32, np.int32)
-    check(out, i32(-2, 0, 0, 2, 3))
-
-
-def test_cast_unknown_uses_declared():
-    out = run_cast(i32(1, 2), OH_NN_DataType.OH_NN_UNKNOWN, np.float32)
-    check(out, np.array([1, 2], np.float32))
-
-
-def test_cast_fp16_mode(rng):
-    x = rng.integers(-50, 50, (2, 5)).astype(np.int32)
-    out = run_cast(x, OH_NN_DataType.OH_NN_FLOAT32, np.float32, float16=True)
-    check(out, x.astype(np.float32))
-
-
-def test_cast_errors():
-    raises(INVALID, run_cast, i32(1), OH_NN_DataType.OH_NN_INT8, np.float32, match="disagrees")
-    raises(INVALID, run_cast, i32(1), 40, np.float32, match="CAST")
-
-
-# ---------------------------------------------------------------------------------------------- QUANT_DTYPE_CAST
-
-QDC = "OH_NN_QUANT_DTYPE_CAST"
-
-
-def _qdc(x, src, dst, out_dtype, axis=None, input_quant=None, output_quant=None, float16=False):
-    params = {f"{QDC}_SRC_T": int(src), f"{QDC}_DST_T": int(dst)}
-    if axis is not None:
-        params[f"{QDC}_AXIS"] = axis
-    return run("QUANT_DTYPE_CAST", [x], params, input_quant=input_quant or {}, output_quant=output_quant or {},
-               output_dtypes=[out_dtype], output_shapes=[x.shape], float16=float16)[0]
-
-
-DT = OH_NN_DataType
-DEQUANT_CASES = [
-    ("quant_dtype_cast-i8-to-f32-tensor", "int8", [0.05], [3], None),
-    ("quant_dtype_cast-u8-to-f32-tensor", "uint8", [0.1], [128], None),
-    ("quant_dtype_cast-i8-to-f32-channel0", "int8", [0.1, 0.02, 0.5], [0, -4, 7], 0),
-    ("quant_dtype_cast-u8-to-f32-channel2", "uint8", [0.1, 0.2, 0.3, 0.4], [10, 0, 128, 255], 2),
-    ("quant_dtype_cast-i8-to-f32-channel-neg1", "int8", [0.1, 0.2, 0.3, 0.4], [1, 2, 3, 4], -1),
-]
-
-
-@pytest.mark.parametrize("case", DEQUANT_CASES, ids=[c[0] for c in DEQUANT_CASES])
-def test_quant_dtype_cast_dequantize(case, rng):
-    _, dtype, scales, zeros, axis = case
-    dt = np.dtype(dtype)
-    x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, (3, 2, 4)).astype(dt)
-    qp = QuantParam(scales, zeros, [8] * len(scales))
-    attrs = {} if axis is None else {"axis": axis}
-    expected = ort1("DequantizeLinear", [x, np.array(scales, np.float32).reshape(-1 if axis is not None else ()),
-                                         np.array(zeros, dt).reshape(-1 if axis is not None else ())], attrs,
-                    out_dtypes=[np.float32])
-    out = _qdc(x, OH_CODE[dt], DT.OH_NN_FLOAT32, np.float32, axis, input_quant={0: qp})
-    check(out, expected)
-
-
-QUANT_CASES = [
-    ("quant_dtype_cast-f32-to-i8-tensor", "int8", [0.05], [3], None),
-    ("quant_dtype_cast-f32-to-u8-tensor", "uint8", [0.02], [128], None),
-    ("quant_dtype_cast-f32-to-i8-channel1", "int8", [0.1, 0.01], [0, -5], 1),
-    ("quant_dtype_cast-f32-to-u8-channel0", "uint8", [0.1, 0.05, 0.2], [128, 100, 0], 0),
-]
-
-
-@pytest.mark.parametrize("case", QUANT_CASES, ids=[c[0] for c in QUANT_CASES])
-def test_quant_dtype_cast_quantize(case, rng):
-    _, dtype, scales, zeros, axis = case
-    dt = np.dtype(dtype)
-    x = (rng.standard_normal((3, 2, 4)) * 4).astype(np.float32)  # some values saturate
-    qp = QuantParam(scales, zeros, [8] * len(scales))
-    attrs = {} if axis is None else {"axis": axis}
-    expected = ort1("QuantizeLinear", [x, np.array(scales, np.float32).reshape(-1 if axis is not None else ()),
-                                       np.array(zeros, dt).reshape(-1 if axis is not None else ())], attrs,
-                    out_dtypes=[dt])
-    out = _qdc(x, DT.OH_NN_FLOAT32, OH_CODE[dt], dt, axis, output_quant={0: qp})
-    check(out, expected)
-
-
-def test_quant_dtype_cast_hand_ties():
-    """Header formula q = clamp(round(r / s + z)), round half to even applied to r / s + z (ONNX's QuantizeLinear
-    rounds r / s first and adds z, which differs at ties when z is odd: 0.25 / 0.5 + 3 = 3.5 -> 4 here, 3 in ONNX)."""
-    x = np.array([0.25, 0.75, -0.25, 1.25, 100.0, -100.0], np.float32)
-    out = _qdc(x, DT.OH_NN_FLOAT32, DT.OH_NN_INT8, np.int8, output_quant={0: QuantParam.per_tensor(0.5, 3)})
-    check(out, np.array([4, 4, 2, 6, 127, -128], np.int8))
-    out = _qdc(x, DT.OH_NN_FLOAT32, DT.OH_NN_UINT8, np.uint8, output_quant={0: QuantParam.per_tensor(0.5, 0)})
-    check(out, np.array([0, 2, 0, 2, 200, 0], np.uint8))
-
-
-def test_quant_dtype_cast_requantize_i8_to_u8(rng):
-    x = rng.integers(-128, 128, (4, 5)).astype(np.int8)
-    real = ort1("DequantizeLinear", [x, np.float32(0.1), np.int8(-3)], out_dtypes=[np.float32])
-    expected = ort1("QuantizeLinear", [real, np.float32(0.07), np.uint8(120)], out_dtypes=[np.uint8])
-    out = _qdc(x, DT.OH_NN_INT8, DT.OH_NN_UINT8, np.uint8, input_quant={0: QuantParam.per_tensor(0.1, -3)},
-               output_quant={0: QuantParam.per_tensor(0.07, 120)})
-    check(out, expected)
-
-
-def test_quant_dtype_cast_mindir_codes(rng):
-    x = rng.integers(-128, 128, (2, 3)).astype(np.int8)
-    out = _qdc(x, 32, 43, np.float32, input_quant={0: QuantParam.per_tensor(0.5, 1)})  # kNumberTypeInt8/Float32
-    check(out, ((x.astype(np.float64) - 1) * 0.5).astype(np.float32))
-
-
-def test_quant_dtype_cast_fp16_mode(rng):
-    x = rng.integers(-128, 128, (2, 3)).astype(np.int8)
-    out = _qdc(x, DT.OH_NN_INT8, DT.OH_NN_FLOAT32, np.float32, input_quant={0: QuantParam.per_tensor(0.25, 0)},
-               float16=True)
-    check(out, (x.astype(np.float32) * 0.25).astype(np.float16).astype(np.float32))
-
-
-def test_quant_dtype_cast_err_bool():
-    raises(UNSUPPORTED, _qdc, np.array([True, False]), DT.OH_NN_BOOL, DT.OH_NN_FLOAT32, np.float32,
-           match="QUANT_DTYPE_CAST")
-
-
-def test_quant_dtype_cast_float_to_float(rng):
-    x = rand(rng, (2, 3), "float32")
-    check(_qdc(x, DT.OH_NN_FLOAT32, DT.OH_NN_FLOAT16, np.float16), x.astype(np.float16))
-
-
-def test_quant_dtype_cast_errors(rng):
-    x = rng.integers(-128, 128, (3, 4)).astype(np.int8)
-    raises(INVALID, _qdc, x, DT.OH_NN_INT8, DT.OH_NN_FLOAT32, np.float32, match="quant params")
-    raises(INVALID, _qdc, x, DT.OH_NN_UINT8, DT.OH_NN_FLOAT32, np.float32,
-           input_quant={0: QuantParam.per_tensor(1.0, 0)}, match="srcT")
-    raises(INVALID, _qdc, x, DT.OH_NN_INT8, DT.OH_NN_FLOAT32, np.float32, axis=1,
-           input_quant={0: QuantParam([1.0, 2.0], [0, 0], [8, 8])}, match="channels")
 
 
 # -------------------------------------------------------------------------------------------------------- ASSERT
