@@ -44,6 +44,8 @@ class _Step:
 class NativePreparedModel(PreparedModel):
     """A model compiled for the CPU device."""
 
+    supports_capture = True
+
     def __init__(self, model, options):
         self.model = model
         self.float16 = options.float16
