@@ -1,7 +1,8 @@
 """The native CPU device (id 1): runs a finished model through the numpy kernels.
 
-Cross-cutting work happens here once for every op: default parameters, the fused activation,
-(de)quantization around kernels, EnableFloat16, and the check of each output's dtype and shape.
+Cross-cutting work happens here once for every op: default parameters and the fused activation (through
+runtime.invoke, which constant folding shares), (de)quantization around kernels, EnableFloat16, the check of each
+output's dtype and shape, and capturing intermediate tensors (``run(inputs, capture)``).
 """
 from __future__ import annotations
 
