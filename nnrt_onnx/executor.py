@@ -4,13 +4,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
 from .dtypes import element_size, to_numpy
 from .enums import OH_NN_DataType, OH_NN_ReturnCode, OH_NN_TensorType
 from .errors import NNRtError, forbidden, invalid
+from .runtime.device import cannot_capture, get_device
 from .tensor import Tensor, TensorDesc
 
 
@@ -172,9 +173,10 @@ class Executor:
                 raise invalid(f"output {index} needs {len(data)} bytes, its buffer has {length}")
             view[: len(data)] = data
 
-    def _execute(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _execute(self, arrays: Sequence[np.ndarray],
+                 capture: MutableMapping[int, np.ndarray | None] | None = None) -> list[np.ndarray]:
         with self._lock:
-            outputs = self.prepared.run(arrays)
+            outputs = self.prepared.run(arrays) if capture is None else self.prepared.run(arrays, capture)
             self._output_shapes = {i: tuple(v.shape) for i, v in enumerate(outputs)}
         return outputs
 
@@ -242,8 +244,16 @@ class Executor:
         threading.Thread(target=wait, daemon=True).start()
 
     # -- Pythonic --------------------------------------------------------------------------------------------
-    def run_arrays(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """Run with numpy arrays (in model input order, or by tensor name); returns the outputs."""
+    def run_arrays(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray],
+                   capture: MutableMapping[int, np.ndarray | None] | None = None) -> list[np.ndarray]:
+        """Run with numpy arrays (in model input order, or by tensor name); returns the outputs.
+
+        ``capture`` (optional) maps the indices of model tensors to keep to None; the run sets each entry to that
+        tensor's value (its declared dtype), intermediates included. Raises OH_NN_UNSUPPORTED on a device that
+        cannot capture (``PreparedModel.supports_capture``), OH_NN_INVALID_PARAMETER for an index that is no tensor.
+        """
+        if capture is not None:
+            self._check_capture(capture)
         if isinstance(inputs, Mapping):
             names = [self.model.tensors[i].name for i in self.model.inputs]
             unknown = set(inputs) - set(names)
@@ -260,7 +270,15 @@ class Executor:
             array = np.asarray(array)
             dtype, dims = self._check_input(index, _dtype_code(array, self._io("input", index).dtype), array.shape)
             arrays.append(array)
-        return self._execute(arrays)
+        return self._execute(arrays, capture)
+
+    def _check_capture(self, capture: MutableMapping[int, np.ndarray | None]) -> None:
+        if not self.prepared.supports_capture:
+            raise cannot_capture(get_device(self.compilation.device_id).name)
+        count = len(self.model.tensors)
+        wrong = [i for i in capture if not isinstance(i, (int, np.integer)) or not 0 <= i < count]
+        if wrong:
+            raise invalid(f"cannot capture {wrong[:5]}: the model's tensors are 0..{count - 1}")
 
 
 def _dtype_code(array: np.ndarray, expected: OH_NN_DataType) -> int:

@@ -60,10 +60,6 @@ class Operation:
     def spec(self):
         return op_spec(self.op)
 
-    def kernel_arguments(self) -> dict[str, Any]:
-        """Every kernel keyword: the given value, else the op table default."""
-        return {**self.spec.defaults, **self.values}
-
 
 def _as_indices(values: Sequence[int] | None, what: str) -> tuple[int, ...]:
     if values is None:

@@ -1,22 +1,22 @@
 """The native CPU device (id 1): runs a finished model through the numpy kernels.
 
-Cross-cutting work happens here once for every op: default parameters, the fused activation,
-(de)quantization around kernels, EnableFloat16, and the check of each output's dtype and shape.
+Cross-cutting work happens here once for every op: default parameters and the fused activation (through
+runtime.invoke, which constant folding shares), (de)quantization around kernels, EnableFloat16, the check of each
+output's dtype and shape, and capturing intermediate tensors (``run(inputs, capture)``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, MutableMapping, Sequence
+from typing import Any, MutableMapping, Sequence
 
 import numpy as np
 
 from ..dtypes import dequantize, quantize
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
-from ..kernels import OpContext, get_kernel, wants_context
 from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
-from .invoke import apply_fused_activation
+from .invoke import BoundKernel, bind
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
@@ -34,11 +34,9 @@ def _quant_args(q, ndim):
 class _Step:
     number: int  # operation index in the model
     label: str
-    kernel: Callable[..., Any]
+    kernel: BoundKernel
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
-    kwargs: dict[str, Any]
-    fuse: int
     dequantize_inputs: tuple[Any, ...]  # QuantParam or None per input
     quantize_outputs: tuple[Any, ...]
     release: tuple[int, ...]  # tensors dead after this step
@@ -46,6 +44,8 @@ class _Step:
 
 class NativePreparedModel(PreparedModel):
     """A model compiled for the CPU device."""
+
+    supports_capture = True
 
     def __init__(self, model, options):
         self.model = model
@@ -64,26 +64,19 @@ class NativePreparedModel(PreparedModel):
         self.steps: list[_Step] = []
         for position, number in enumerate(order):
             operation = model.operations[number]
-            fn = get_kernel(operation.op)
             label = f"operation #{number} {operation.op.name}"
-            if fn is None:
+            kernel = bind(operation.op, operation.values,
+                          [self.compute_dtype.get(t) for t in operation.inputs],
+                          [self.compute_dtype.get(t) for t in operation.outputs],
+                          [tensors[t].dims for t in operation.outputs],
+                          [tensors[t].quant for t in operation.inputs],
+                          [tensors[t].quant for t in operation.outputs])
+            if kernel is None:
                 raise unsupported(f"{label}: the native CPU device has no kernel for {operation.op.name} yet")
-            arguments = operation.kernel_arguments()
-            spec = operation.spec
-            fuse = int(arguments.pop(spec.fuse, 0)) if spec.fuse else 0
-            native_quant = spec.quant == "native"
-            if wants_context(fn):
-                arguments["ctx"] = OpContext(
-                    op=operation.op,
-                    input_dtypes=tuple(self.compute_dtype.get(t) for t in operation.inputs),
-                    output_dtypes=tuple(self.compute_dtype.get(t) for t in operation.outputs),
-                    output_shapes=tuple(tensors[t].dims for t in operation.outputs),
-                    input_quant=tuple(tensors[t].quant for t in operation.inputs),
-                    output_quant=tuple(tensors[t].quant for t in operation.outputs),
-                )
+            native_quant = operation.spec.quant == "native"
             release = tuple(t for t in operation.inputs if last_use.get(t) == position and t not in keep)
             self.steps.append(_Step(
-                number, label, fn, operation.inputs, operation.outputs, arguments, fuse,
+                number, label, kernel, operation.inputs, operation.outputs,
                 tuple(None if native_quant else tensors[t].quant for t in operation.inputs),
                 tuple(None if native_quant else tensors[t].quant for t in operation.outputs),
                 release))
@@ -135,20 +128,15 @@ class NativePreparedModel(PreparedModel):
                 value = dequantize(value, *_quant_args(quant, value.ndim), out_dtype=FLOAT16 if self.float16 else FLOAT32)
             args.append(value)
         try:
-            with np.errstate(all="ignore"):  # inf/nan results are values (as in onnxruntime), not warnings
-                result = step.kernel(*args, **step.kwargs)
+            results = step.kernel(*args)
         except NNRtError as exc:
             raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
         except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError) as exc:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{step.label} failed: {exc}") from exc
-        results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(step.outputs):
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED,
                             f"{step.label} produced {len(results)} outputs, the model declares {len(step.outputs)}")
         for position, (index, value, quant) in enumerate(zip(step.outputs, results, step.quantize_outputs)):
-            value = np.asarray(value)
-            if step.fuse and position == 0:
-                value = apply_fused_activation(value, step.fuse)
             if quant is not None:
                 scales, zero_points, axis = _quant_args(quant, value.ndim)
                 value = quantize(value, tensors[index].np_dtype, scales, zero_points, quant.num_bits[0], axis)

@@ -1,13 +1,14 @@
 """Devices: the interface a backend implements, and the registry.
 
 A backend registers a :class:`Device`; compilation asks it which operations it supports and to
-``prepare`` a finished model into a :class:`PreparedModel` that executors run.
+``prepare`` a finished model into a :class:`PreparedModel` that executors run. A prepared model may also capture
+intermediate tensors while it runs (``supports_capture``; the parity check compares them layer by layer).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, MutableMapping, Sequence
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ..enums import (
     OH_NN_PerformanceMode,
     OH_NN_Priority,
 )
-from ..errors import invalid
+from ..errors import NNRtError, invalid, unsupported
 
 
 @dataclass
@@ -31,9 +32,17 @@ class CompileOptions:
 class PreparedModel(ABC):
     """A model compiled for one device."""
 
+    supports_capture: bool = False  # whether run() can capture intermediate tensors (``capture``)
+
     @abstractmethod
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run once; inputs and outputs in model order, with the declared dtypes."""
+    def run(self, inputs: Sequence[np.ndarray], capture: MutableMapping[int, np.ndarray | None] | None = None
+            ) -> list[np.ndarray]:
+        """Run once; inputs and outputs in model order, with the declared dtypes.
+
+        ``capture`` (optional) maps the indices of the tensors to keep to anything (None); each entry is set to that
+        tensor's value (declared dtype) once it is known -- intermediates included. A prepared model without
+        ``supports_capture`` raises :func:`cannot_capture` when given one.
+        """
 
     def input_dim_ranges(self, index: int) -> tuple[list[int], list[int]]:
         """(min dims, max dims) the device accepts for input ``index``; default: fixed dims or 1..2**31-1."""
@@ -58,6 +67,12 @@ class Device(ABC):
     @abstractmethod
     def prepare(self, model: Any, options: CompileOptions) -> PreparedModel:
         """Compile a finished model (raises NNRtError)."""
+
+
+def cannot_capture(device_name: str) -> NNRtError:
+    """The error (OH_NN_UNSUPPORTED) of a device asked to capture intermediate tensors it cannot capture."""
+    return unsupported(f"{device_name} cannot capture intermediate tensors: it runs the model as a whole (capture "
+                       f"them on a device that supports it, such as the native CPU device)")
 
 
 _DEVICES: dict[int, Device] = {}

@@ -10,14 +10,14 @@ would claim an unknown kind of hardware. The two CPU devices are told apart by n
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import MutableMapping, Sequence
 
 import numpy as np
 
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..enums import OH_NN_OperationType as OP
 from ..errors import NNRtError
-from .device import CompileOptions, Device, PreparedModel, register_device
+from .device import CompileOptions, Device, PreparedModel, cannot_capture, register_device
 
 
 def _failed(message: str) -> NNRtError:
@@ -73,7 +73,10 @@ class OrtPreparedModel(PreparedModel):
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: Sequence[np.ndarray], capture: MutableMapping[int, np.ndarray | None] | None = None
+            ) -> list[np.ndarray]:
+        if capture is not None:
+            raise cannot_capture(OnnxRuntimeDevice.name)
         model = self.model
         if len(inputs) != len(model.inputs):
             raise NNRtError(OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER,

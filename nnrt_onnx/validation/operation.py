@@ -75,7 +75,8 @@ def validate_operation(tensors: Sequence[ModelTensor], op: int, params: Sequence
     try:
         op = OH_NN_OperationType(int(op))
     except (ValueError, TypeError):
-        raise invalid(f"operation type {op!r} is not an OH_NN_OperationType (1..108)") from None
+        raise invalid(f"operation type {op!r} is not an OH_NN_OperationType "
+                      f"({min(OH_NN_OperationType).value}..{max(OH_NN_OperationType).value})") from None
     check_io_indices(tensors, inputs, outputs, op.name)
     for index in params:
         if not 0 <= index < len(tensors):

@@ -1,8 +1,10 @@
 """Does the NNRt conversion of an ONNX model compute what the ONNX model computes? -- ``nnrt-onnx check``.
 
-:func:`check_model` converts an ONNX model (``from_onnx``), runs it natively and runs the *original* ONNX model on
-onnxruntime (single-threaded) with the same inputs, and compares every output with dtype-aware tolerances.
-With ``per_layer=True`` it also captures every intermediate tensor on both sides, maps ONNX tensor names to NNRt
+:func:`check_model` converts an ONNX model (``from_onnx``), runs it natively (Compilation and Executor on the native
+CPU device, or on the ``device`` given) and runs the *original* ONNX model on onnxruntime (single-threaded) with the
+same inputs, and compares every output with dtype-aware tolerances.
+With ``per_layer=True`` it also captures every intermediate tensor on both sides (natively through
+``Executor.run_arrays(..., capture=...)``, on a device that supports it), maps ONNX tensor names to NNRt
 tensors with ``graph.locate`` (undoing layout permutations), compares them in topological order and names the
 first ONNX node whose output parts ways; :meth:`ParityReport.extract_repro` then writes the smallest ONNX model
 reproducing that divergence (that node, plus the nodes fused into it, fed with the actual values it saw).
@@ -285,16 +287,18 @@ def _dynamic_tensors(model) -> set[str]:
     return dynamic
 
 
-def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | None) -> list[np.ndarray]:
+def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | None,
+                device: int | None = None) -> list[np.ndarray]:
+    """The NNRt model run on ``device`` (an id; None: the native CPU device) through Compilation and Executor,
+    capturing the tensors of ``capture`` (a device that cannot raises NNRtError OH_NN_UNSUPPORTED)."""
     from ..compilation import Compilation
     from ..executor import Executor
+    from ..runtime.cpu import CpuDevice
 
     compilation = Compilation(model)
-    compilation.set_device(1)
+    compilation.set_device(CpuDevice.id if device is None else device)
     compilation.build()
-    if capture is None:
-        return Executor(compilation).run_arrays(list(arrays))
-    return compilation.prepared.run(list(arrays), capture)
+    return Executor(compilation).run_arrays(list(arrays), capture=capture)
 
 
 def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
@@ -304,14 +308,16 @@ def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
 def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0, per_layer: bool = False, *,
                 rtol: float | None = None, atol: float | None = None,
                 input_shapes: Mapping[str, Sequence[int]] | None = None, progress: Progress | None = None,
-                label: str | None = None, **import_options) -> ParityReport:
+                label: str | None = None, device: int | None = None, **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
     as ``nnrt-onnx run`` makes for that seed). ``rtol``/``atol`` override the float tolerances. ``input_shapes``
     pins dynamic input dims; other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
-    ``label`` names the model in the report (default: the path).
-    Raises UserError for bad inputs, ConversionError when the model cannot be converted.
+    ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
+    conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
+    Raises UserError for bad inputs, ConversionError when the model cannot be converted, NNRtError (OH_NN_UNSUPPORTED)
+    for ``per_layer`` on a device that cannot capture.
     """
     from ..onnx_import import from_onnx
 
@@ -343,7 +349,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                     wanted[name] = (index_of[located[0]], located[1])
     capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if per_layer else None
 
-    native_outputs = _run_native(nnrt, arrays, capture)
+    native_outputs = _run_native(nnrt, arrays, capture, device)
     output_names = [o.name for o in model.graph.output]
     intermediate = [o for node in model.graph.node for o in node.output if o] if per_layer else []
     session = _session(_with_all_outputs(model, intermediate) if per_layer else model, label)
