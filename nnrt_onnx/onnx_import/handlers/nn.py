@@ -1,59 +1,13 @@
-"""Dense layers, and the NCHW -> NHWC helpers (convolution, pooling, BN, LRN live in spatial.py).
-
-An NHWC op is emitted between two transposes (NCHW->NHWC before, NHWC->NCHW after); weights are
-permuted offline. The layout pass then cancels the transposes between consecutive NHWC ops.
-"""
+"""Dense layers (convolution, pooling, BN, LRN live in spatial.py)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, UNSUPPORTED_ATTRIBUTE, ConversionIssue
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
 from ..generic import emit_row
 from . import converts
-
-
-def _check_2d(ctx: NodeContext, name: str) -> None:
-    if ctx.rank(name) != 4:
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"only 2-D (4-D NCHW) inputs are supported, {name!r} has "
-                                                     f"rank {ctx.rank(name)}")
-
-
-def _padding(ctx: NodeContext, kernel, strides, dilations, prefix: str) -> dict:
-    """ONNX auto_pad/pads as NNRt pad mode or pad list parameters."""
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
-    if auto_pad == "VALID":
-        return {f"{prefix}_PAD_MODE": np.asarray([1], np.int8)}
-    if auto_pad == "SAME_UPPER":
-        return {f"{prefix}_PAD_MODE": np.asarray([0], np.int8)}
-    if auto_pad == "SAME_LOWER":
-        in_h, in_w = ctx.static_shape(ctx.input(0), "input")[2:]
-        pads = []
-        for size, k, s, d in zip((in_h, in_w), kernel, strides, dilations):
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            pads.append((total - total // 2, total // 2))  # the extra unit goes first
-        (top, bottom), (left, right) = pads
-        return {f"{prefix}_PAD": [top, bottom, left, right]}
-    if auto_pad != "NOTSET":
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"auto_pad={auto_pad!r}")
-    pads = ctx.attr("pads", [0, 0, 0, 0])
-    top, left, bottom, right = (int(p) for p in pads)
-    return {f"{prefix}_PAD": [top, bottom, left, right]}
-
-
-def _nhwc_region(ctx: NodeContext, op: OP, extra_inputs, params, out_channels_shape=None):
-    """Transpose in, run ``op`` in NHWC, transpose out to the ONNX output."""
-    x = ctx.input(0)
-    x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
-    out = ctx.output(0)
-    out_value = ctx.value(out)
-    shape = None if out_value.shape is None else tuple(out_value.shape[p] for p in NCHW_TO_NHWC)
-    y_nhwc = ctx.new_value(out_value.dtype, shape, f"{out}.nhwc")
-    ctx.emit(op, [x_nhwc, *extra_inputs], [y_nhwc], params)
-    ctx.transpose(y_nhwc, NHWC_TO_NCHW, output=out)
 
 
 @converts("MatMul")
