@@ -3,8 +3,9 @@
 ``@converts("Conv")`` makes the decorated function the converter of every mapping row of ``Conv``;
 ``@converts("Add", since=1)`` of the one row starting at opset 1. A row with no registered function goes through
 the generic converter (one NNRt op, inputs and attributes mapped by the row). Modules of this package are named
-after the op families (``FAMILIES`` of the op table) and imported on first use; tests/onnx_import checks both
-ways that every registration has its row and every decomposition row its function.
+after the op families (``FAMILIES`` of the op table; the private ``_common`` holds the helpers several families
+share) and imported on first use; tests/onnx_import checks both ways that every registration has its row and
+every decomposition row its function.
 """
 from __future__ import annotations
 

@@ -1,16 +1,17 @@
-"""Element-wise ONNX ops: unary math, activations, comparisons, logic, selection, casts, n-ary min/max/mean.
+"""Converters of the elementwise family: unary math decomposed (Tan, Cosh, Sinh, Sign, IsNaN, IsInf, BitwiseNot),
+binary and n-ary arithmetic (Pow, Max, Min, Mean, Sum, Mod, BitShift, and Add/Sub/Mul/Div/Pow of opsets 1-6) and
+casts (Cast, CastLike); its rows without a converter (Abs, Add, Equal, Where, ...) go through the generic converter.
 
-Most map 1:1 onto an NNRt op (the ``elementwise`` handler: the generic converter after a dtype check); the others
-are decomposed into a few element-wise NNRt ops. Decisions:
+Decisions (the dtype checks, constant dtypes and output shapes of the decompositions: see ``_common``):
 
-* Every handler checks its input dtypes against the NNRt op's ``dtypes`` (or what the decomposition can compute)
-  and reports ``unsupported_dtype`` at import, never a run-time failure.
-* Constants are created in the dtype of the tensor they meet (the kernels promote mixed dtypes, and the declared
-  output dtype must then match).
-* ``expm1(x)`` is evaluated as ``tanh(x/2) * (exp(x) + 1)`` (no cancellation near 0): Elu, Selu, Celu; Sinh is
-  ``tanh(x/2) * (1 + cosh(x))`` for the same reason. Softplus is ``relu(x) + log1p(exp(-|x|))`` (no overflow),
-  with log1p as Goldberg's ``log(w) * u / (w - 1)``, ``w = 1 + u``.
-* An output ONNX shape inference left without a (full) shape gets the broadcast of the inputs' shapes.
+* Before opset 7 the binary arithmetic ops did not broadcast numpy-style. With ``broadcast=1`` B's shape is a
+  contiguous subsequence of A's starting at ``axis`` (default: suffix-aligned); B may also have a single element,
+  and a B dim of 1 stretches to A's dim (the pytorch exporter writes e.g. A [2, 3], B [2, 1], axis=0). Without
+  ``broadcast`` the shapes must be equal.
+* BitShift needs constant shift amounts: LEFT is a MUL by 2^y (wrapping, so a signed shift into or past the sign
+  bit matches); RIGHT is an integer DIV by 2^y (truncation = floor for unsigned; for signed X the arithmetic
+  shift is ``~((~x) / 2^y)`` for negative x, via LESS/SUB/WHERE). Shift amounts < 0 or >= the bit width give 0
+  (-1 for a negative x shifted right), as opset 28 specifies.
 """
 from __future__ import annotations
 
@@ -20,115 +21,28 @@ import onnx
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import (
-    DYNAMIC_SHAPE,
     INVALID_MODEL,
     UNSUPPORTED_ATTRIBUTE,
     UNSUPPORTED_DTYPE,
     ConversionIssue,
 )
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
-from ...ir.transforms import transform
 from ..context import NodeContext
-from ..generic import bshape, check_dtype, check_op_dtype, emit_row
+from ..generic import check_dtype, check_op_dtype
 from . import converts
-
-FLOAT = ("float16", "float32", "float64")
-SIGNED = ("int8", "int16", "int32", "int64")
-UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
-NUMERIC = FLOAT + SIGNED + UNSIGNED
-
-
-# -- helpers ------------------------------------------------------------------------------------------------------
-
-_BOOL_RESULT = {OP.OH_NN_OPS_EQUAL, OP.OH_NN_OPS_NOT_EQUAL, OP.OH_NN_OPS_LESS, OP.OH_NN_OPS_LESS_EQUAL,
-                OP.OH_NN_OPS_GREATER, OP.OH_NN_OPS_GREATER_EQUAL, OP.OH_NN_OPS_LOGICAL_AND, OP.OH_NN_OPS_LOGICAL_OR,
-                OP.OH_NN_OPS_LOGICAL_NOT}
-
-
-class _Builder:
-    """Emits a small element-wise graph for one ONNX node; every new tensor gets a dtype and a shape."""
-
-    def __init__(self, ctx: NodeContext):
-        self.ctx = ctx
-        self.out = ctx.output(0)
-
-    def shape(self, *names):
-        return bshape(*(self.ctx.value(n).shape for n in names))
-
-    def const(self, value, dtype) -> str:
-        return self.ctx.constant(np.asarray(value, dtype=dtype), f"{self.ctx.name}.const")
-
-    def op(self, op: OP, inputs, dtype=None, params=None, out=None, shape=None) -> str:
-        ctx = self.ctx
-        if out is None:
-            if dtype is None and op in _BOOL_RESULT:
-                dtype = np.bool_
-            elif dtype is None:
-                dtype = ctx.value(inputs[1 if op == OP.OH_NN_OPS_WHERE else 0]).dtype
-            if shape is None:
-                shape = self.shape(*inputs) if op not in (OP.OH_NN_OPS_CAST,) else ctx.value(inputs[0]).shape
-            out = ctx.new_value(dtype, shape, f"{self.out}.{op.name[len('OH_NN_OPS_'):].lower()}")
-        else:
-            ctx.settle(out, shape if shape is not None else
-                         ctx.value(inputs[0]).shape if op == OP.OH_NN_OPS_CAST else self.shape(*inputs))
-        ctx.emit(op, inputs, [out], params)
-        return out
-
-    def cast(self, name: str, dtype, out=None) -> str:
-        dtype = np.dtype(dtype)
-        if out is None and self.ctx.value(name).dtype == dtype:
-            return name
-        code = self.const(np.int32(int(from_numpy(dtype))), np.int32)
-        return self.op(OP.OH_NN_OPS_CAST, [name, code], dtype=dtype, out=out)
-
-    def expm1(self, x: str) -> str:
-        """exp(x) - 1 without cancellation near 0: tanh(x / 2) * (exp(x) + 1)."""
-        dt = self.ctx.value(x).dtype
-        half = self.op(OP.OH_NN_OPS_MUL, [x, self.const(0.5, dt)])
-        t = self.op(OP.OH_NN_OPS_TANH, [half])
-        e = self.op(OP.OH_NN_OPS_EXP, [x])
-        e1 = self.op(OP.OH_NN_OPS_ADD, [e, self.const(1, dt)])
-        return self.op(OP.OH_NN_OPS_MUL, [t, e1])
-
-    def log1p(self, u: str) -> str:
-        """log(1 + u) without losing a small u: log(w) * u / (w - 1) with w = 1 + u, and u itself where w == 1."""
-        dt = self.ctx.value(u).dtype
-        one = self.const(1, dt)
-        w = self.op(OP.OH_NN_OPS_ADD, [u, one])
-        d = self.op(OP.OH_NN_OPS_SUB, [w, one])
-        product = self.op(OP.OH_NN_OPS_MUL, [self.op(OP.OH_NN_OPS_LOG, [w]), u])
-        scaled = self.op(OP.OH_NN_OPS_DIV, [product, d])  # 0 / 0 where w == 1: replaced below
-        exact = self.op(OP.OH_NN_OPS_EQUAL, [d, self.const(0, dt)])
-        return self.op(OP.OH_NN_OPS_WHERE, [exact, u, scaled])
-
-    def softplus(self, x: str, out=None) -> str:
-        """log(1 + exp(x)) = relu(x) + log1p(exp(-|x|)) (no overflow for large x, no loss for very negative x)."""
-        a = self.op(OP.OH_NN_OPS_ABS, [x])
-        e = self.op(OP.OH_NN_OPS_EXP, [a], params={"OH_NN_EXP_SCALE": -1.0})
-        r = self.op(OP.OH_NN_OPS_RELU, [x])
-        return self.op(OP.OH_NN_OPS_ADD, [r, self.log1p(e)], out=out)
+from ._common import (
+    FLOAT,
+    NUMERIC,
+    SIGNED,
+    UNSIGNED,
+    _align,
+    _binary,
+    _Builder,
+    _delegate,
+    _read_consumed_inputs,
+)
 
 
-def _float_attr(ctx: NodeContext, name: str, default: float) -> float:
-    return float(ctx.attr(name, default))
-
-
-# -- 1:1 ------------------------------------------------------------------------------------------------------------
-
-@transform("gelu_approximate_to_bool", inverse="bool_to_gelu_approximate")
-def gelu_approximate_to_bool(value):
-    """ONNX Gelu ``approximate`` ("none" | "tanh") -> OH_NN_GELU_APPROXIMATE."""
-    if value not in ("none", "tanh"):
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"approximate={value!r} (supported: 'none', 'tanh')")
-    return value == "tanh"
-
-
-@transform("bool_to_gelu_approximate", inverse="gelu_approximate_to_bool")
-def bool_to_gelu_approximate(value):
-    return "tanh" if bool(value) else "none"
-
-
-# -- unary math ---------------------------------------------------------------------------------------------------
+# -- unary math --------------------------------------------------------------------------------------------------------
 
 @converts("Tan")
 def tan(ctx: NodeContext) -> None:
@@ -225,242 +139,7 @@ def bitwise_not(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_SUB, [b.const(ones, dt), x], out=b.out)
 
 
-# -- activations ---------------------------------------------------------------------------------------------------
-
-@converts("PRelu", since=7)
-def prelu(ctx: NodeContext) -> None:
-    """PRELU when the slope varies along one axis only and that axis is the last (or, rank 4, the channel axis 1:
-    NHWC region); otherwise (x < 0 ? x * slope : x) with numpy broadcasting."""
-    x, slope = ctx.input(0), ctx.input(1)
-    dt = check_dtype(ctx, x, FLOAT + ("int32", "int64", "uint32", "uint64"))
-    b = _Builder(ctx)
-    x_shape, s_shape = ctx.value(x).shape, ctx.value(slope).shape
-    if dt.name in FLOAT and x_shape is not None and s_shape is not None and all(d > 0 for d in s_shape) \
-            and len(s_shape) <= len(x_shape) and len(x_shape) >= 2:
-        rank = len(x_shape)
-        aligned = (1,) * (rank - len(s_shape)) + tuple(s_shape)
-        varying = [i for i, d in enumerate(aligned) if d != 1]
-        size = int(np.prod(s_shape)) if s_shape else 1
-        if not varying or (len(varying) == 1 and varying[0] in (rank - 1, 1 if rank == 4 else -1)):
-            weight = slope if (len(s_shape) == 1 and (size == 1 or varying)) else ctx.reshape(slope, [size])
-            if not varying or varying[0] == rank - 1:
-                b.op(OP.OH_NN_OPS_PRELU, [x, weight], out=b.out)
-                return
-            x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
-            out_shape = ctx.value(b.out).shape
-            shape = None if out_shape is None else tuple(out_shape[p] for p in NCHW_TO_NHWC)
-            y_nhwc = ctx.new_value(ctx.value(b.out).dtype, shape, f"{b.out}.nhwc")
-            ctx.emit(OP.OH_NN_OPS_PRELU, [x_nhwc, weight], [y_nhwc])
-            ctx.transpose(y_nhwc, NHWC_TO_NCHW, output=b.out)
-            return
-    negative = b.op(OP.OH_NN_OPS_LESS, [x, b.const(0, dt)], dtype=np.bool_)
-    scaled = b.op(OP.OH_NN_OPS_MUL, [x, slope])
-    b.op(OP.OH_NN_OPS_WHERE, [negative, scaled, x], out=b.out)
-
-
-@converts("HardSigmoid")
-def hard_sigmoid(ctx: NodeContext) -> None:
-    """max(0, min(1, alpha * x + beta)): NNRt HARD_SIGMOID when alpha = 1/6 and beta = 1/2, else MUL, ADD, CLIP."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_HARD_SIGMOID)
-    alpha, beta = _float_attr(ctx, "alpha", 0.2), _float_attr(ctx, "beta", 0.5)
-    b = _Builder(ctx)
-    if np.float32(alpha) == np.float32(1 / 6) and np.float32(beta) == np.float32(0.5):
-        b.op(OP.OH_NN_OPS_HARD_SIGMOID, [x], out=b.out)
-        return
-    y = b.op(OP.OH_NN_OPS_MUL, [x, b.const(alpha, dt)])
-    y = b.op(OP.OH_NN_OPS_ADD, [y, b.const(beta, dt)])
-    b.op(OP.OH_NN_OPS_CLIP, [y], params={"OH_NN_CLIP_MIN": 0.0, "OH_NN_CLIP_MAX": 1.0}, out=b.out)
-
-
-@converts("Elu")
-def elu(ctx: NodeContext) -> None:
-    """x < 0 ? alpha * expm1(x) : x."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
-    alpha = _float_attr(ctx, "alpha", 1.0)
-    b = _Builder(ctx)
-    negative = b.op(OP.OH_NN_OPS_LESS, [x, b.const(0, dt)], dtype=np.bool_)
-    scaled = b.op(OP.OH_NN_OPS_MUL, [b.expm1(x), b.const(alpha, dt)])
-    b.op(OP.OH_NN_OPS_WHERE, [negative, scaled, x], out=b.out)
-
-
-@converts("Selu")
-def selu(ctx: NodeContext) -> None:
-    """x > 0 ? gamma * x : gamma * alpha * expm1(x)."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
-    alpha = _float_attr(ctx, "alpha", 1.67326319217681884765625)
-    gamma = _float_attr(ctx, "gamma", 1.05070102214813232421875)
-    b = _Builder(ctx)
-    positive = b.op(OP.OH_NN_OPS_GREATER, [x, b.const(0, dt)], dtype=np.bool_)
-    linear = b.op(OP.OH_NN_OPS_MUL, [x, b.const(gamma, dt)])
-    exponential = b.op(OP.OH_NN_OPS_MUL, [b.expm1(x), b.const(np.asarray(alpha, dt) * np.asarray(gamma, dt), dt)])
-    b.op(OP.OH_NN_OPS_WHERE, [positive, linear, exponential], out=b.out)
-
-
-@converts("Celu")
-def celu(ctx: NodeContext) -> None:
-    """max(0, x) + min(0, alpha * expm1(x / alpha))."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
-    alpha = _float_attr(ctx, "alpha", 1.0)
-    if alpha == 0:
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "alpha=0 (Celu divides by alpha)")
-    b = _Builder(ctx)
-    scaled_x = b.op(OP.OH_NN_OPS_DIV, [x, b.const(alpha, dt)])
-    negative_part = b.op(OP.OH_NN_OPS_MINIMUM, [b.op(OP.OH_NN_OPS_MUL, [b.expm1(scaled_x), b.const(alpha, dt)]),
-                                                b.const(0, dt)])
-    b.op(OP.OH_NN_OPS_ADD, [b.op(OP.OH_NN_OPS_RELU, [x]), negative_part], out=b.out)
-
-
-@converts("Softplus")
-def softplus(ctx: NodeContext) -> None:
-    x = ctx.input(0)
-    check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
-    b = _Builder(ctx)
-    b.softplus(x, out=b.out)
-
-
-@converts("Softsign")
-def softsign(ctx: NodeContext) -> None:
-    """x / (1 + |x|)."""
-    x = ctx.input(0)
-    dt = check_dtype(ctx, x, FLOAT)
-    b = _Builder(ctx)
-    denominator = b.op(OP.OH_NN_OPS_ADD, [b.op(OP.OH_NN_OPS_ABS, [x]), b.const(1, dt)])
-    b.op(OP.OH_NN_OPS_DIV, [x, denominator], out=b.out)
-
-
-@converts("Mish")
-def mish(ctx: NodeContext) -> None:
-    """x * tanh(softplus(x))."""
-    x = ctx.input(0)
-    check_op_dtype(ctx, x, OP.OH_NN_OPS_EXP)
-    b = _Builder(ctx)
-    b.op(OP.OH_NN_OPS_MUL, [x, b.op(OP.OH_NN_OPS_TANH, [b.softplus(x)])], out=b.out)
-
-
-@converts("Gelu")
-def gelu(ctx: NodeContext) -> None:
-    check_op_dtype(ctx, ctx.input(0), OP.OH_NN_OPS_GELU)
-    emit_row(ctx)
-
-
-@converts("Swish")
-def swish(ctx: NodeContext) -> None:
-    """x * sigmoid(alpha * x): NNRt SWISH when alpha = 1."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_SWISH)
-    alpha = _float_attr(ctx, "alpha", 1.0)
-    b = _Builder(ctx)
-    if alpha == 1.0:
-        b.op(OP.OH_NN_OPS_SWISH, [x], out=b.out)
-        return
-    gate = b.op(OP.OH_NN_OPS_SIGMOID, [b.op(OP.OH_NN_OPS_MUL, [x, b.const(alpha, dt)])])
-    b.op(OP.OH_NN_OPS_MUL, [x, gate], out=b.out)
-
-
-@converts("ThresholdedRelu")
-def thresholded_relu(ctx: NodeContext) -> None:
-    """x > alpha ? x : 0."""
-    x = ctx.input(0)
-    dt = check_dtype(ctx, x, FLOAT)
-    alpha = _float_attr(ctx, "alpha", 1.0)
-    b = _Builder(ctx)
-    above = b.op(OP.OH_NN_OPS_GREATER, [x, b.const(alpha, dt)], dtype=np.bool_)
-    b.op(OP.OH_NN_OPS_WHERE, [above, x, b.const(0, dt)], out=b.out)
-
-
-@converts("Shrink")
-def shrink(ctx: NodeContext) -> None:
-    """x < -lambd ? x + bias : (x > lambd ? x - bias : 0)."""
-    x = ctx.input(0)
-    dt = check_dtype(ctx, x, NUMERIC)
-    bias, lambd = _float_attr(ctx, "bias", 0.0), _float_attr(ctx, "lambd", 0.5)
-    b = _Builder(ctx)
-    if dt.name in FLOAT:
-        low, high = -lambd, lambd
-    else:
-        if bias != int(bias):
-            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"bias={bias} on an integer input ({dt.name}): only an "
-                                                         f"integral bias keeps the result an integer")
-        # integers: x < -lambd <=> x < ceil(-lambd); x > lambd <=> x > floor(lambd)
-        info = np.iinfo(dt)
-        low = int(np.clip(np.ceil(-lambd), info.min, info.max))
-        high = int(np.clip(np.floor(lambd), info.min, info.max))
-    zero = b.const(0, dt)
-    lower_possible = not (dt.name in UNSIGNED and low <= 0)  # x < low never holds for an unsigned x then
-    above = b.op(OP.OH_NN_OPS_GREATER, [x, b.const(high, dt)], dtype=np.bool_)
-    upper = b.op(OP.OH_NN_OPS_WHERE, [above, b.op(OP.OH_NN_OPS_SUB, [x, b.const(bias, dt)]), zero],
-                 out=None if lower_possible else b.out)
-    if lower_possible:
-        below = b.op(OP.OH_NN_OPS_LESS, [x, b.const(low, dt)], dtype=np.bool_)
-        b.op(OP.OH_NN_OPS_WHERE, [below, b.op(OP.OH_NN_OPS_ADD, [x, b.const(bias, dt)]), upper], out=b.out)
-
-
-@converts("Clip")
-def clip(ctx: NodeContext) -> None:
-    """CLIP for float16/float32 with constant bounds; MAXIMUM/MINIMUM otherwise (exact for 64-bit and integer
-    bounds, and for bounds computed at run time). min > max gives max everywhere in both."""
-    x = ctx.input(0)
-    dt = check_op_dtype(ctx, x, OP.OH_NN_OPS_CLIP)
-    b = _Builder(ctx)
-    bounds: list[str | float | None] = []
-    if ctx.opset < 11:
-        info = np.finfo(np.float32)
-        lo, hi = ctx.attr("min"), ctx.attr("max")
-        bounds = [None if lo is None or float(lo) <= float(info.min) else float(lo),
-                  None if hi is None or float(hi) >= float(info.max) else float(hi)]
-    else:
-        for position in (1, 2):
-            if not ctx.has_input(position):
-                bounds.append(None)
-                continue
-            name = ctx.input(position)
-            value = ctx.value(name)
-            if value.dtype != dt:
-                raise ConversionIssue(INVALID_MODEL, f"Clip bound {name!r} has dtype {np.dtype(value.dtype).name}, "
-                                                     f"the input {dt.name}")
-            if value.data is not None:
-                if value.data.size == 0:
-                    bounds.append(None)
-                    continue
-                if value.data.size != 1:
-                    raise ConversionIssue(INVALID_MODEL, f"Clip bound {name!r} must be a scalar, has shape "
-                                                         f"{list(value.data.shape)}")
-                bounds.append(float(value.data.reshape(-1)[0]) if dt.name in ("float16", "float32") else name)
-            else:
-                bounds.append(name)
-    lo, hi = bounds
-    if lo is None and hi is None:
-        ctx.alias(x, b.out)
-        return
-    if dt.name in ("float16", "float32") and not isinstance(lo, str) and not isinstance(hi, str):
-        params = {}
-        if lo is not None:
-            params["OH_NN_CLIP_MIN"] = lo
-        if hi is not None:
-            params["OH_NN_CLIP_MAX"] = hi
-        b.op(OP.OH_NN_OPS_CLIP, [x], params=params, out=b.out)
-        return
-
-    def bound(v, rounding):
-        if isinstance(v, str):
-            return v
-        if dt.kind in "iu":  # attribute bounds (opset < 11) on integers: the integers within [lo, hi]
-            info = np.iinfo(dt)
-            v = np.clip(rounding(v), info.min, info.max)
-        return b.const(v, dt)
-
-    y = x
-    if lo is not None:
-        y = b.op(OP.OH_NN_OPS_MAXIMUM, [y, bound(lo, np.ceil)], out=b.out if hi is None else None)
-    if hi is not None:
-        b.op(OP.OH_NN_OPS_MINIMUM, [y, bound(hi, np.floor)], out=b.out)
-
-
-# -- binary / n-ary -------------------------------------------------------------------------------------------------
+# -- binary / n-ary ----------------------------------------------------------------------------------------------------
 
 @converts("Pow", since=7)
 def pow_(ctx: NodeContext) -> None:
@@ -519,6 +198,22 @@ def mean(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_DIV, [acc, b.const(len(inputs), dt)], out=b.out)
 
 
+@converts("Sum")
+def sum_(ctx: NodeContext) -> None:
+    """Sum of n inputs: a chain of ADDs."""
+    inputs = [ctx.input(i) for i in range(len(ctx.node.input))]
+    out = ctx.output(0)
+    if len(inputs) == 1:
+        ctx.alias(inputs[0], out)
+        return
+    acc = inputs[0]
+    out_value = ctx.value(out)
+    for position, other in enumerate(inputs[1:], start=1):
+        target = out if position == len(inputs) - 1 else ctx.new_value(out_value.dtype, out_value.shape, f"{out}.partial")
+        ctx.emit(OP.OH_NN_OPS_ADD, [acc, other], [target])
+        acc = target
+
+
 @converts("Mod")
 def mod(ctx: NodeContext) -> None:
     """fmod=1: MOD (C remainder). fmod=0 (floor modulo, the sign of the divisor): r = MOD(a, b), plus b where r is
@@ -552,7 +247,114 @@ def mod(ctx: NodeContext) -> None:
     b.op(OP.OH_NN_OPS_WHERE, [is_zero, signed_zero, floor_mod], out=b.out)
 
 
-# -- casts and shapes ---------------------------------------------------------------------------------------------
+# -- BitShift ----------------------------------------------------------------------------------------------------------
+
+@converts("BitShift")
+def bit_shift(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    direction = ctx.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ConversionIssue(INVALID_MODEL, f"direction={direction!r} must be 'LEFT' or 'RIGHT'")
+    value = ctx.value(x)
+    dtype = np.dtype(value.dtype)
+    if dtype.kind not in "iu":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"BitShift on {dtype.name} (integers only)", tensor=x)
+    raw = np.asarray(ctx.constant_input(1, "the shift amounts Y"))
+    amounts = raw.astype(np.int64)
+    if raw.dtype == np.uint64:
+        amounts = np.where(raw > np.uint64(1 << 62), np.int64(-1), amounts)  # huge amounts are out of range too
+    bits = dtype.itemsize * 8
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    if value.shape is not None:
+        ctx.settle(ctx.output(0), np.broadcast_shapes(tuple(max(d, 1) for d in value.shape), amounts.shape))
+
+    def powers(valid):
+        exponent = np.where(valid, amounts, 0).astype(np.uint64)
+        return np.where(valid, np.left_shift(np.uint64(1), exponent), np.uint64(0)).astype(unsigned).view(dtype)
+
+    out = ctx.output(0)
+    if direction == "LEFT":
+        factors = powers((amounts >= 0) & (amounts < bits))
+        if np.all(factors == 1):
+            ctx.alias(x, out)
+            return
+        ctx.emit(OP.OH_NN_OPS_MUL, [x, ctx.constant(factors, f"{ctx.name}.factors")], [out])
+        return
+    # RIGHT: a signed divisor must stay representable, so a signed x >> (bits - 1) is the sign fill (mask 0)
+    valid = (amounts >= 0) & (amounts < (bits - 1 if dtype.kind == "i" else bits))
+    divisors = np.where(valid, powers(valid), np.ones((), dtype)).astype(dtype)
+    if np.all(amounts == 0):
+        ctx.alias(x, out)
+        return
+
+    def shift(source: str, output: str | None) -> str:
+        quotient = _binary(ctx, OP.OH_NN_OPS_DIV, source, ctx.constant(divisors, f"{ctx.name}.divisors"),
+                           f"{ctx.name}.quotient", output=output if valid.all() else None)
+        if valid.all():
+            return quotient
+        return _binary(ctx, OP.OH_NN_OPS_MUL, quotient, ctx.constant(valid.astype(dtype), f"{ctx.name}.mask"),
+                       f"{ctx.name}.masked", output=output)
+
+    if dtype.kind == "u":
+        shift(x, out)
+        return
+    minus_one = ctx.constant(np.asarray(-1, dtype), f"{ctx.name}.minus_one")
+    negative = ctx.emit_to(OP.OH_NN_OPS_LESS, [x, ctx.constant(np.asarray(0, dtype))], np.bool_, value.shape,
+                     f"{ctx.name}.negative")
+    flipped = _binary(ctx, OP.OH_NN_OPS_SUB, minus_one, x, f"{ctx.name}.not")  # ~x = -1 - x (no overflow)
+    source = ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, flipped, x], dtype, value.shape, f"{ctx.name}.magnitude")
+    shifted = shift(source, None)
+    back = _binary(ctx, OP.OH_NN_OPS_SUB, minus_one, shifted, f"{ctx.name}.back")
+    ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, back, shifted], dtype, ctx.value(shifted).shape, "", output=out)
+
+
+# -- opsets 1-6: Add, Sub, Mul, Div, Pow with broadcast / axis ---------------------------------------------------------
+
+@converts("Add", "Div", "Mul", "Pow", "Sub", since=1)
+def legacy_binary(ctx: NodeContext) -> None:
+    """Add/Sub/Mul/Div/Pow before opset 7: ``broadcast``/``axis`` alignment of B, then the opset-7 conversion."""
+    _read_consumed_inputs(ctx)
+    broadcast = int(ctx.attr("broadcast", 0))
+    axis = ctx.attr("axis")
+    a, b = ctx.input(0), ctx.input(1)
+    a_shape, b_shape = ctx.value(a).shape, ctx.value(b).shape
+    if a_shape is None or b_shape is None:
+        ctx.rank(a), ctx.rank(b)  # raises DYNAMIC_SHAPE naming the tensor
+    op = ctx.node.op_type
+    if broadcast not in (0, 1):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"broadcast={broadcast} is not supported (0 or 1)")
+    if not broadcast:
+        if axis is not None:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"axis={axis} needs broadcast=1 ({op} opset {ctx.opset})")
+        same_rank = len(a_shape) == len(b_shape)
+        if not same_rank or any(x >= 0 and y >= 0 and x != y for x, y in zip(a_shape, b_shape)):
+            raise ConversionIssue(INVALID_MODEL, f"{op} (opset {ctx.opset}) without broadcast=1 needs equal shapes, "
+                                                 f"got A {list(a_shape)} and B {list(b_shape)}")
+        _delegate(ctx, {})
+        return
+    rank_a, rank_b = len(a_shape), len(b_shape)
+    b_size = int(np.prod(b_shape)) if all(d >= 0 for d in b_shape) else -1
+    if b_size == 1 and axis is None:  # a single element (any rank <= A's): broadcasts everywhere
+        if rank_b > rank_a:
+            raise ConversionIssue(INVALID_MODEL, f"{op}: B {list(b_shape)} has a higher rank than A {list(a_shape)}")
+        _delegate(ctx, {})
+        return
+    start = rank_a - rank_b if axis is None else int(axis)
+    if start < 0 and axis is not None:
+        start += rank_a
+    if start < 0 or start + rank_b > rank_a:
+        raise ConversionIssue(INVALID_MODEL, f"{op}: B {list(b_shape)} does not fit A {list(a_shape)} at axis="
+                                             f"{axis if axis is not None else 'suffix'}")
+    for i, d in enumerate(b_shape):
+        ad = a_shape[start + i]
+        if d >= 0 and ad >= 0 and d != ad and d != 1:
+            raise ConversionIssue(INVALID_MODEL, f"{op}: B {list(b_shape)} does not match A {list(a_shape)} at axis "
+                                                 f"{start} (dim {i}: {d} vs {ad})")
+    aligned = (1,) * start + tuple(b_shape) + (1,) * (rank_a - start - rank_b)
+    _delegate(ctx, {1: _align(ctx, b, aligned)})
+
+
+# -- casts -------------------------------------------------------------------------------------------------------------
 
 def _target_dtype(elem_type: int) -> np.dtype:
     try:
@@ -592,39 +394,3 @@ def cast(ctx: NodeContext) -> None:
         ctx.alias(x, b.out)
         return
     b.cast(x, target, out=b.out)
-
-
-@converts("Expand")
-def expand(ctx: NodeContext) -> None:
-    """Expand -> BROADCAST_TO with the (bidirectional) broadcast of the input shape and the constant shape."""
-    x = ctx.input(0)
-    check_op_dtype(ctx, x, OP.OH_NN_OPS_BROADCAST_TO)
-    requested = [int(d) for d in ctx.constant_input(1, "the target shape").reshape(-1)]
-    x_shape = ctx.value(x).shape
-    if x_shape is None:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {x!r} is unknown")
-    if any(d < 0 for d in requested) or 0 in requested or 0 in x_shape:
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"shape {requested}: negative or zero dims (empty tensors) are "
-                                                     f"not supported")
-    rank = max(len(requested), len(x_shape))
-    target = []
-    for i in range(rank):
-        s = x_shape[i - rank + len(x_shape)] if i - rank + len(x_shape) >= 0 else 1
-        r = requested[i - rank + len(requested)] if i - rank + len(requested) >= 0 else 1
-        if s == -1:
-            target.append(r if r != 1 else -1)
-        elif s == r or r == 1:
-            target.append(s)
-        elif s == 1:
-            target.append(r)
-        else:
-            raise ConversionIssue(INVALID_MODEL, f"input shape {list(x_shape)} cannot be expanded to {requested}")
-    out = ctx.output(0)
-    out_value = ctx.value(out)
-    if out_value.shape is None or any(d < 0 for d in out_value.shape):
-        out_value.shape = tuple(target)
-    if tuple(target) == tuple(x_shape) and all(d >= 0 for d in x_shape):
-        ctx.alias(x, out)
-        return
-    ctx.emit(OP.OH_NN_OPS_BROADCAST_TO, [x], [out], {"OH_NN_BROADCAST_TO_SHAPE": np.asarray(target, np.int64)})
-

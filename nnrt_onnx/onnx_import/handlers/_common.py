@@ -1,0 +1,528 @@
+"""Helpers the converters of several families share (a helper used by one family lives in that family's module).
+
+They are: the dtype groups and ``_Builder``, which emits small element-wise graphs; the alignment of opset 1-6
+operands before the opset-7 conversion they delegate to; constant folding of all-constant nodes and empty results;
+attribute and axis readers; small emit helpers that give every new tensor its dtype and shape (reshape, transpose,
+broadcasting binary ops, reductions, casts, ...); and the NCHW <-> NHWC plumbing and padding of the spatial ops.
+
+Decisions (also stated where they are made):
+
+* Every element-wise handler checks its input dtypes against the NNRt op's ``dtypes`` (or what the decomposition
+  can compute) and reports ``unsupported_dtype`` at import, never a run-time failure.
+* Constants are created in the dtype of the tensor they meet (the kernels promote mixed dtypes, and the declared
+  output dtype must then match).
+* ``expm1(x)`` is evaluated as ``tanh(x/2) * (exp(x) + 1)`` (no cancellation near 0): Elu, Selu, Celu; Sinh is
+  ``tanh(x/2) * (1 + cosh(x))`` for the same reason. Softplus is ``relu(x) + log1p(exp(-|x|))`` (no overflow),
+  with log1p as Goldberg's ``log(w) * u / (w - 1)``, ``w = 1 + u``.
+* An output ONNX shape inference left without a (full) shape gets the broadcast of the inputs' shapes.
+* Opsets 1-6 (Add, Sub, Mul, Div, Pow, PRelu): the handler aligns B (reshaping it to A's rank:
+  ``[1]*axis + B.shape + [1]*rest``, so numpy broadcasting then means the same), then delegates to the opset-7
+  row's conversion with B replaced. ``consumed_inputs`` (opset 1-5: marks in-place use) has no effect on the
+  result and is ignored.
+* A node whose inputs are all constants is evaluated at conversion time by the ONNX reference implementation
+  (``fold_constant_node``), so shape arithmetic of exported graphs folds, empty intermediate tensors included.
+* NNRt tensors cannot have a 0 dim: an output that would be empty becomes an empty constant (it holds nothing,
+  whatever the inputs). Concat drops such pieces; anywhere else the importer reports the empty tensor.
+* Layout: NCHW ONNX tensors meet NHWC NNRt ops between transposes (the layout pass cancels the transposes between
+  consecutive NHWC ops). 1-D ops ([N, C, L]) run as 2-D ops on [N, 1, L, C]; 3-D convolutions have no NNRt op and
+  are rejected.
+* Pads are computed explicitly (ONNX ``auto_pad`` included) whenever the spatial dims are static; otherwise
+  SAME_UPPER/VALID use the NNRt pad modes (identical semantics) and SAME_LOWER is rejected.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import numpy as np
+from onnx import helper
+
+from ...dtypes import from_numpy
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ...ir.rows import find_row
+from ..context import NodeContext
+from ..generic import bshape
+from . import handler_for
+
+
+FLOAT = ("float16", "float32", "float64")
+SIGNED = ("int8", "int16", "int32", "int64")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+NUMERIC = FLOAT + SIGNED + UNSIGNED
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+_ONNX_FLOAT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}  # TensorProto codes with an NNRt dtype
+
+
+# -- element-wise graphs -----------------------------------------------------------------------------------------------
+
+_BOOL_RESULT = {OP.OH_NN_OPS_EQUAL, OP.OH_NN_OPS_NOT_EQUAL, OP.OH_NN_OPS_LESS, OP.OH_NN_OPS_LESS_EQUAL,
+                OP.OH_NN_OPS_GREATER, OP.OH_NN_OPS_GREATER_EQUAL, OP.OH_NN_OPS_LOGICAL_AND, OP.OH_NN_OPS_LOGICAL_OR,
+                OP.OH_NN_OPS_LOGICAL_NOT}
+
+
+class _Builder:
+    """Emits a small element-wise graph for one ONNX node; every new tensor gets a dtype and a shape."""
+
+    def __init__(self, ctx: NodeContext):
+        self.ctx = ctx
+        self.out = ctx.output(0)
+
+    def shape(self, *names):
+        return bshape(*(self.ctx.value(n).shape for n in names))
+
+    def const(self, value, dtype) -> str:
+        return self.ctx.constant(np.asarray(value, dtype=dtype), f"{self.ctx.name}.const")
+
+    def op(self, op: OP, inputs, dtype=None, params=None, out=None, shape=None) -> str:
+        ctx = self.ctx
+        if out is None:
+            if dtype is None and op in _BOOL_RESULT:
+                dtype = np.bool_
+            elif dtype is None:
+                dtype = ctx.value(inputs[1 if op == OP.OH_NN_OPS_WHERE else 0]).dtype
+            if shape is None:
+                shape = self.shape(*inputs) if op not in (OP.OH_NN_OPS_CAST,) else ctx.value(inputs[0]).shape
+            out = ctx.new_value(dtype, shape, f"{self.out}.{op.name[len('OH_NN_OPS_'):].lower()}")
+        else:
+            ctx.settle(out, shape if shape is not None else
+                         ctx.value(inputs[0]).shape if op == OP.OH_NN_OPS_CAST else self.shape(*inputs))
+        ctx.emit(op, inputs, [out], params)
+        return out
+
+    def cast(self, name: str, dtype, out=None) -> str:
+        dtype = np.dtype(dtype)
+        if out is None and self.ctx.value(name).dtype == dtype:
+            return name
+        code = self.const(np.int32(int(from_numpy(dtype))), np.int32)
+        return self.op(OP.OH_NN_OPS_CAST, [name, code], dtype=dtype, out=out)
+
+    def expm1(self, x: str) -> str:
+        """exp(x) - 1 without cancellation near 0: tanh(x / 2) * (exp(x) + 1)."""
+        dt = self.ctx.value(x).dtype
+        half = self.op(OP.OH_NN_OPS_MUL, [x, self.const(0.5, dt)])
+        t = self.op(OP.OH_NN_OPS_TANH, [half])
+        e = self.op(OP.OH_NN_OPS_EXP, [x])
+        e1 = self.op(OP.OH_NN_OPS_ADD, [e, self.const(1, dt)])
+        return self.op(OP.OH_NN_OPS_MUL, [t, e1])
+
+    def log1p(self, u: str) -> str:
+        """log(1 + u) without losing a small u: log(w) * u / (w - 1) with w = 1 + u, and u itself where w == 1."""
+        dt = self.ctx.value(u).dtype
+        one = self.const(1, dt)
+        w = self.op(OP.OH_NN_OPS_ADD, [u, one])
+        d = self.op(OP.OH_NN_OPS_SUB, [w, one])
+        product = self.op(OP.OH_NN_OPS_MUL, [self.op(OP.OH_NN_OPS_LOG, [w]), u])
+        scaled = self.op(OP.OH_NN_OPS_DIV, [product, d])  # 0 / 0 where w == 1: replaced below
+        exact = self.op(OP.OH_NN_OPS_EQUAL, [d, self.const(0, dt)])
+        return self.op(OP.OH_NN_OPS_WHERE, [exact, u, scaled])
+
+    def softplus(self, x: str, out=None) -> str:
+        """log(1 + exp(x)) = relu(x) + log1p(exp(-|x|)) (no overflow for large x, no loss for very negative x)."""
+        a = self.op(OP.OH_NN_OPS_ABS, [x])
+        e = self.op(OP.OH_NN_OPS_EXP, [a], params={"OH_NN_EXP_SCALE": -1.0})
+        r = self.op(OP.OH_NN_OPS_RELU, [x])
+        return self.op(OP.OH_NN_OPS_ADD, [r, self.log1p(e)], out=out)
+
+
+# -- opsets 1-6: align B, then the opset-7 conversion ------------------------------------------------------------------
+
+MODERN = 7  # the first opset with numpy broadcasting
+
+
+def _read_consumed_inputs(ctx: NodeContext) -> None:
+    """``consumed_inputs`` exists in the version-1 schemas only (opsets 1-5); it marks in-place use: ignored."""
+    if "consumed_inputs" in ctx.attrs and ctx.opset >= 6:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"consumed_inputs is not an attribute of "
+                                                     f"{ctx.node.op_type} at opset {ctx.opset} (only opsets 1-5)")
+    ctx.attr("consumed_inputs")
+
+
+def _delegate(ctx: NodeContext, replaced: dict[int, str]) -> None:
+    """Run the opset-7 conversion of this node with some inputs replaced by (aligned) IR values."""
+    row = find_row(ctx.node.op_type, MODERN)
+    if row is None:
+        raise ConversionIssue(INVALID_MODEL, f"no opset-{MODERN} row for {ctx.node.op_type} to delegate to")
+    proxy = copy.copy(ctx)  # shares attrs / used_attrs with ctx, so attribute bookkeeping stays in one place
+    proxy.row = row
+    original_input = ctx.input
+    proxy.input = lambda position: replaced[position] if position in replaced else original_input(position)
+    handler_for(row)(proxy)
+
+
+def _align(ctx: NodeContext, name: str, shape: tuple[int, ...]) -> str:
+    """``name`` reshaped to ``shape`` (a constant is reshaped offline)."""
+    value = ctx.value(name)
+    if tuple(value.shape) == tuple(shape):
+        return name
+    if value.data is not None:
+        return ctx.constant(np.ascontiguousarray(value.data.reshape(shape)), f"{name}.aligned")
+    ctx.static_shape(name, "B (broadcast along an axis)")
+    return ctx.reshape(name, shape)
+
+
+# -- constant nodes, empty results, attributes and axes ----------------------------------------------------------------
+
+MAX_FOLDED_ELEMENTS = 1 << 22
+
+
+def fold_constant_node(ctx: NodeContext) -> bool:
+    """A node whose inputs are all constants becomes constant outputs, evaluated by the ONNX reference
+    implementation (shape arithmetic in exported graphs, empty tensors included). Returns whether it did."""
+    names = [n for n in ctx.node.input if n]
+    if not names:
+        return False
+    values = {}
+    for name in names:
+        value = ctx.graph.values.get(ctx.graph.resolve(name))
+        if value is None or value.data is None:
+            return False
+        values[name] = value.data
+    from onnx import TypeProto
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node(ctx.node.op_type, list(ctx.node.input), list(ctx.node.output), name=ctx.name)
+    node.attribute.extend(ctx.node.attribute)
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in values.items()]
+    outputs = [helper.make_value_info(n, TypeProto()) for n in ctx.node.output if n]
+    model = helper.make_model(helper.make_graph([node], "fold", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", ctx.opset)])
+    try:
+        results = [np.asarray(r) for r in ReferenceEvaluator(model).run(None, values)]
+        for r in results:
+            from_numpy(r.dtype)
+    except Exception:  # the reference rejects it: convert normally, which reports the problem
+        return False
+    if sum(r.size for r in results) > MAX_FOLDED_ELEMENTS:
+        return False
+    for attribute in ctx.node.attribute:
+        ctx.attr(attribute.name)
+    for name, array in zip((n for n in ctx.node.output if n), results):
+        ctx.graph.add_value(_constant_value(name, np.asarray(array)))
+    return True
+
+
+def _constant_value(name: str, array: np.ndarray):
+    from ...ir.graph import Value
+
+    array = np.ascontiguousarray(array).reshape(np.shape(array))
+    return Value(name, array.dtype, tuple(array.shape), array)
+
+
+def _empty_result(ctx: NodeContext, name: str, shape, dtype) -> bool:
+    """An output with a 0 dim holds nothing, whatever the inputs: it becomes an empty constant (consumers drop it
+    or report it; NNRt itself has no empty tensors). Returns whether it did."""
+    if shape is None or not any(d == 0 for d in shape):
+        return False
+    ctx.graph.add_value(_constant_value(name, np.zeros([max(int(d), 0) for d in shape], dtype)))
+    return True
+
+
+def _axis(ctx: NodeContext, axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise ConversionIssue(INVALID_MODEL, f"{what}={axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _ints(array) -> list[int]:
+    return [int(v) for v in np.asarray(array).reshape(-1)]
+
+
+def _scalar(array, what: str):
+    array = np.asarray(array)
+    if array.size != 1:
+        raise ConversionIssue(INVALID_MODEL, f"{what} must hold one value, got shape {list(array.shape)}")
+    return array.reshape(-1)[0]
+
+
+def axes_from(ctx: NodeContext, attr: str = "axes", position: int = 1, since_input: int = 13) -> list[int] | None:
+    """Axes given as an attribute (older opsets) or as a constant input (newer); None when absent."""
+    if ctx.opset < since_input:
+        value = ctx.attr(attr)
+        return None if value is None else [int(a) for a in value]
+    if not ctx.has_input(position):
+        return None
+    return [int(a) for a in ctx.constant_input(position, attr).reshape(-1)]
+
+
+def normalize_axes(axes, rank: int) -> list[int]:
+    return [a + rank if a < 0 else a for a in axes]
+
+
+def _ints_attr(ctx: NodeContext, name: str, nd: int, default: int) -> list[int]:
+    """An int-list attribute with ``nd`` values (``default`` each when absent)."""
+    value = ctx.attr(name)
+    if value is None:
+        return [default] * nd
+    value = [int(v) for v in value]
+    if len(value) != nd:
+        raise ConversionIssue(INVALID_MODEL, f"{name}={value} needs {nd} values")
+    return value
+
+
+def _norm_axis(ctx: NodeContext, axis: int, rank: int, what: str = "axis") -> int:
+    axis = int(axis)
+    if not -rank <= axis < max(rank, 1):
+        raise ConversionIssue(INVALID_MODEL, f"{what}={axis} is out of range for an input of rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _norm_axes(ctx: NodeContext, axes, rank: int) -> list[int]:
+    out = []
+    for a in axes:
+        n = _norm_axis(ctx, a, rank, "axes")
+        if n in out:
+            raise ConversionIssue(INVALID_MODEL, f"axis {a} is repeated in axes {list(axes)}")
+        out.append(n)
+    return sorted(out)
+
+
+# -- small emit helpers: every new tensor gets a dtype and a shape -----------------------------------------------------
+
+def _shape(ctx: NodeContext, name: str, what: str = "tensor") -> tuple[int, ...]:
+    """The static shape of ``name`` (DYNAMIC_SHAPE unless every dim is known)."""
+    return tuple(ctx.static_shape(name, what))
+
+
+def _ranked_shape(ctx: NodeContext, name: str) -> tuple[int, ...]:
+    """The shape of ``name``, unknown dims -1 (DYNAMIC_SHAPE when the rank is unknown)."""
+    shape = ctx.value(name).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {name!r} is unknown")
+    return tuple(shape)
+
+
+def _broadcast(*shapes) -> tuple[int, ...]:
+    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+def _reduced_shape(shape, axes, keep: bool) -> tuple[int, ...]:
+    return tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
+
+
+def _reshape(ctx: NodeContext, name: str, shape: Sequence[int], output: str | None = None) -> str:
+    """``name`` reshaped to ``shape`` (NodeContext.reshape) into ``output``, settled to that shape and ``name``'s dtype,
+    or into a new tensor; ``name`` itself when it has that shape already and no output is asked for. To a scalar:
+    SQUEEZE without axes (a shape tensor cannot be empty). More than one unknown dim: DYNAMIC_SHAPE."""
+    shape = [int(d) for d in shape]
+    if sum(d < 0 for d in shape) > 1:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"reshaping {name!r} to {list(shape)} needs static dims")
+    if output is None and ctx.value(name).shape is not None and tuple(ctx.value(name).shape) == tuple(shape):
+        return name
+    if output is not None:
+        ctx.settle(output, shape, ctx.value(name).dtype)
+    if not shape:  # to a scalar: SQUEEZE without axes (a shape tensor cannot be empty)
+        out = output or ctx.new_value(ctx.value(name).dtype, (), f"{name}.scalar")
+        ctx.emit(OP.OH_NN_OPS_SQUEEZE, [name], [out])
+        return out
+    return ctx.reshape(name, shape, output=output)
+
+
+def _transpose(ctx: NodeContext, name: str, perm: Sequence[int], output: str | None = None) -> str:
+    """TRANSPOSE (NodeContext.transpose) into ``output``, settled to the permuted shape and ``name``'s dtype, or into
+    a new tensor; ``name`` itself for the identity permutation when no output is asked for."""
+    if output is None and list(perm) == list(range(len(perm))):
+        return name
+    shape = ctx.value(name).shape
+    if output is not None:
+        ctx.settle(output, None if shape is None else [shape[p] for p in perm], ctx.value(name).dtype)
+    return ctx.transpose(name, list(perm), output=output)
+
+
+def _binary(ctx: NodeContext, op: OP, a: str, b: str, hint: str, output: str | None = None, dtype=None) -> str:
+    """``op(a, b)`` into ``output`` or a new tensor of the broadcast shape (an unknown dim takes the other operand's;
+    None when a rank is unknown) and ``dtype``: by default a's, unless only b is a float."""
+    va, vb = ctx.value(a), ctx.value(b)
+    if va.shape is None or vb.shape is None:
+        shape = None
+    else:
+        rank = max(len(va.shape), len(vb.shape))
+        sa = (1,) * (rank - len(va.shape)) + tuple(va.shape)
+        sb = (1,) * (rank - len(vb.shape)) + tuple(vb.shape)
+        shape = tuple(x if y == 1 else y if x == 1 else (x if x >= 0 else y) for x, y in zip(sa, sb))
+    if dtype is None:
+        dtype = va.dtype if va.dtype.kind == "f" or vb.dtype.kind != "f" else vb.dtype
+    return ctx.emit_to(op, [a, b], dtype, shape, hint, output=output)
+
+
+def _compare(ctx: NodeContext, op: OP, a: str, b: str, hint: str) -> str:
+    return _binary(ctx, op, a, b, hint, dtype=np.bool_)
+
+
+def _unary(ctx: NodeContext, op: OP, x: str, hint: str, output: str | None = None, params=None) -> str:
+    value = ctx.value(x)
+    return ctx.emit_to(op, [x], value.dtype, value.shape, hint, params, output)
+
+
+def _const(ctx: NodeContext, value, dtype, hint: str) -> str:
+    return ctx.constant(np.asarray(value, dtype=dtype), f"{ctx.name}.{hint}")
+
+
+def _cast(ctx: NodeContext, name: str, dtype, hint: str | None = None, output: str | None = None) -> str:
+    value = ctx.value(name)
+    dtype = np.dtype(dtype)
+    if value.dtype == dtype and output is None:
+        return name
+    code = ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32), f"{name}.to")
+    return ctx.emit_to(OP.OH_NN_OPS_CAST, [name, code], dtype, value.shape, hint or f"{name}.{dtype}", output=output)
+
+
+def _concat(ctx: NodeContext, parts: Sequence[str], axis: int, hint: str, output: str | None = None) -> str:
+    shapes = [_shape(ctx, p) for p in parts]
+    shape = list(shapes[0])
+    shape[axis] = sum(s[axis] for s in shapes)
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, list(parts), ctx.value(parts[0]).dtype, shape, hint,
+                 {"OH_NN_CONCAT_AXIS": axis}, output)
+
+
+def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], keep: bool, hint: str,
+            output: str | None = None) -> str:
+    """REDUCE_<kind> over explicit (normalised) axes."""
+    value = ctx.value(x)
+    shape = _reduced_shape(_ranked_shape(ctx, x), axes, keep)
+    params = {f"OH_NN_REDUCE_{kind}_KEEP_DIMS": bool(keep), f"OH_NN_REDUCE_{kind}_COEFF": 1.0}
+    axis = ctx.constant(np.asarray(list(axes), np.int32), f"{ctx.name}.axes")
+    return ctx.emit_to(OP[f"OH_NN_OPS_REDUCE_{kind}"], [x, axis], value.dtype, shape, hint, params, output)
+
+
+def _where(ctx: NodeContext, cond: str, a: str, b: str, hint: str, output: str | None = None) -> str:
+    shape = _broadcast(ctx.value(cond).shape, ctx.value(a).shape, ctx.value(b).shape)
+    dtype = ctx.value(a).dtype
+    return ctx.emit_to(OP.OH_NN_OPS_WHERE, [cond, a, b], dtype, shape, hint, output=output)
+
+
+def _matmul(ctx: NodeContext, a: str, b: str, hint: str, transpose_b: bool = False) -> str:
+    va, vb = ctx.value(a), ctx.value(b)
+    bs = list(vb.shape)
+    n = bs[-2] if transpose_b else bs[-1]
+    batch = tuple(np.broadcast_shapes(tuple(va.shape[:-2]), tuple(bs[:-2])))
+    shape = (*batch, va.shape[-2], n) if len(va.shape) >= 2 else (*batch, n)
+    params = {"OH_NN_MATMUL_TRANSPOSE_B": True} if transpose_b else {}
+    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a, b], va.dtype, shape, hint, params)
+
+
+def _arg_max(ctx: NodeContext, x: str, axis: int, keep: bool, index_dtype, hint: str,
+             output: str | None = None) -> str:
+    shape = _reduced_shape(_ranked_shape(ctx, x), [axis], keep)
+    params = {"OH_NN_ARG_MAX_AXIS": axis, "OH_NN_ARG_MAX_KEEPDIMS": bool(keep), "OH_NN_ARG_MAX_TOP_K": 1,
+              "OH_NN_ARG_MAX_OUT_MAX_VALUE": False}
+    return ctx.emit_to(OP.OH_NN_OPS_ARG_MAX, [x], index_dtype, shape, hint, params, output)
+
+
+def _float_input(ctx: NodeContext, name: str) -> np.dtype:
+    dtype = ctx.value(name).dtype
+    if dtype not in _FLOATS:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} on {dtype} input {name!r} is not supported "
+                                                 "(float16/float32/float64 only)", tensor=name)
+    return dtype
+
+
+def _float_dtype(ctx: NodeContext, name: str, what: str) -> np.dtype:
+    dtype = np.dtype(ctx.value(name).dtype)
+    if dtype.name not in FLOAT:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {name!r} has dtype {dtype.name}: {ctx.node.op_type} on NNRt "
+                                                 f"supports {', '.join(FLOAT)}", tensor=name)
+    return dtype
+
+
+def _float_only(ctx: NodeContext, name: str) -> None:
+    dtype = ctx.value(name).dtype
+    if dtype.kind != "f":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} on {dtype} input is not supported "
+                                                 "(float16/float32/float64 only)", tensor=name)
+
+
+def _wanted(ctx: NodeContext, position: int) -> bool:
+    return position < len(ctx.node.output) and ctx.node.output[position] != ""
+
+
+# -- spatial ops: NCHW <-> NHWC, pads ----------------------------------------------------------------------------------
+
+def _unsupported(message: str) -> ConversionIssue:
+    return ConversionIssue(UNSUPPORTED_ATTRIBUTE, message)
+
+
+def _known(shape) -> bool:
+    return shape is not None and all(d >= 0 for d in shape)
+
+
+def _set_shape(ctx: NodeContext, name: str, shape: Sequence[int]) -> None:
+    """Record a shape we computed on an output whose inferred shape is missing or partly unknown."""
+    value = ctx.value(name)
+    if value.shape is None or len(value.shape) != len(shape) or any(d < 0 for d in value.shape):
+        value.shape = tuple(int(d) for d in shape)
+
+
+def _spatial_rank(ctx: NodeContext, x: str, what: str, allow_3d: bool = False) -> int:
+    rank = ctx.rank(x)
+    nd = rank - 2
+    if nd < 1:
+        raise ConversionIssue(INVALID_MODEL, f"{what} needs an [N, C, spatial...] input, {x!r} has rank {rank}")
+    if nd > 2 and not allow_3d:
+        raise _unsupported(f"{nd}-D {what} is not supported: NNRt has only 2-D {what} ops (input rank {rank})")
+    return nd
+
+
+def _onnx_pads(ctx: NodeContext, nd: int, kernel, strides, dilations, in_sizes, allow_modes=True):
+    """(begin, end) per spatial dim, or ("mode", 0|1) when auto_pad needs the NNRt pad mode (dynamic dims)."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    pads_attr = ctx.attr("pads")
+    if auto_pad in ("NOTSET", ""):
+        pads = [int(p) for p in pads_attr] if pads_attr is not None else [0] * (2 * nd)
+        if len(pads) != 2 * nd:
+            raise ConversionIssue(INVALID_MODEL, f"pads={pads} needs {2 * nd} values")
+        if any(p < 0 for p in pads):
+            raise _unsupported(f"negative pads {pads} are not supported")
+        return list(zip(pads[:nd], pads[nd:]))
+    if auto_pad == "VALID":
+        return [(0, 0)] * nd
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise _unsupported(f"auto_pad={auto_pad!r} is not supported")
+    if not _known(in_sizes):
+        if auto_pad == "SAME_UPPER" and allow_modes:
+            return ("mode", 0)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"auto_pad={auto_pad} needs static spatial dims, got {list(in_sizes)}")
+    result = []
+    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, big = total // 2, total - total // 2
+        result.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
+    return result
+
+
+def _tblr(pads_2d) -> list[int]:
+    (top, bottom), (left, right) = pads_2d
+    return [top, bottom, left, right]
+
+
+def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:
+    """NC(H)W -> NHWC (1-D [N, C, L] becomes [N, 1, L, C])."""
+    if nd == 2:
+        return ctx.transpose(x, NCHW_TO_NHWC)
+    n, c, length = ctx.value(x).shape
+    return _reshape(ctx, ctx.transpose(x, (0, 2, 1)), [n, 1, length, c])
+
+
+def _nhwc_shape(nd: int, out_shape) -> tuple[int, ...] | None:
+    if out_shape is None:
+        return None
+    if nd == 2:
+        return tuple(out_shape[p] for p in NCHW_TO_NHWC)
+    return (out_shape[0], 1, out_shape[2], out_shape[1])
+
+
+def _out_of_nhwc(ctx: NodeContext, y: str, nd: int, out: str) -> None:
+    if nd == 2:
+        ctx.transpose(y, NHWC_TO_NCHW, output=out)
+        return
+    n, _, length, c = ctx.value(y).shape
+    ctx.transpose(_reshape(ctx, y, [n, length, c]), (0, 2, 1), output=out)

@@ -1,0 +1,416 @@
+"""Converters of the attention family: Attention and RotaryEmbedding, decomposed into NNRt ops.
+
+Decisions (also stated where they are made):
+
+* Attention (opset 23..25) is MATMUL, [DIV, TANH, MUL softcap], ADD bias, SOFTMAX, MATMUL. Q and K are each
+  scaled by sqrt(scale) first (as the ONNX function does). Grouped-query attention reshapes Q to
+  (B, kv_heads, q_heads / kv_heads, S, D) against K as (B, kv_heads, 1, L, D) instead of repeating K and V.
+  The additive bias is the attention mask (bool: 0 / -inf; a short mask is padded with -inf / False) plus one
+  0 / -inf term for everything structural (causal frontier, sliding window, ``nonpad_kv_seqlen`` padding), a
+  constant when it does not depend on ``nonpad_kv_seqlen``. A query row whose bias is -inf everywhere gives
+  zeros, as the ONNX reference does (its bias is replaced by 0 before the softmax, so no NaN is computed, and
+  its probabilities by 0 after it). A float16 softmax runs step by step in float16
+  (REDUCE_MAX, SUB, EXP, REDUCE_SUM, DIV), as the reference computes it; SOFTMAX would widen to float32.
+  ``qk_matmul_output_mode=0`` is the raw product even with a softcap (the spec text and onnxruntime; the
+  reference returns the softcapped product there). The causal frontier spans Q's length with offset = past
+  length (the spec; the reference builds it from a broadcast mask's length 1 when no window is set, and
+  onnxruntime offsets by total - q_len when K brings a different number of new tokens than Q).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
+from ..context import NodeContext
+from . import converts
+from ._common import (
+    _ONNX_FLOAT_TYPES,
+    _binary,
+    _broadcast,
+    _cast,
+    _compare,
+    _concat,
+    _const,
+    _float_input,
+    _reduce,
+    _reshape,
+    _shape,
+    _transpose,
+    _unary,
+    _wanted,
+    _where,
+)
+
+
+# -- RotaryEmbedding ---------------------------------------------------------------------------------------------------
+
+def _slice(ctx: NodeContext, x: str, axis: int, start: int, length: int, hint: str) -> str:
+    """x[..., start:start + length, ...] along ``axis`` (SLICE with full-rank begin/size)."""
+    shape = list(_shape(ctx, x))
+    begin = [0] * len(shape)
+    size = list(shape)
+    begin[axis], size[axis] = start, length
+    out_shape = list(shape)
+    out_shape[axis] = length
+    return ctx.emit_to(OP.OH_NN_OPS_SLICE, [x, ctx.constant(np.asarray(begin, np.int64), f"{x}.begin"),
+                                          ctx.constant(np.asarray(size, np.int64), f"{x}.size")],
+                 ctx.value(x).dtype, out_shape, hint)
+
+
+@converts("RotaryEmbedding")
+def rotary_embedding(ctx: NodeContext) -> None:
+    """Rotate the first rotary_embedding_dim features of every head by the (gathered) cos/sin caches:
+    real = cos x1 - sin x2, imag = sin x1 + cos x2, halves (x1 | x2) or interleaved pairs (x1, x2)."""
+    x, cos_cache, sin_cache = ctx.input(0), ctx.input(1), ctx.input(2)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    for name in (cos_cache, sin_cache):
+        if ctx.value(name).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"cache {name!r} has dtype {ctx.value(name).dtype}, the input {dtype}")
+    shape = _shape(ctx, x, "the RotaryEmbedding input")
+    interleaved = bool(int(ctx.attr("interleaved", 0)))
+    rotary_dim = int(ctx.attr("rotary_embedding_dim", 0))
+    num_heads = ctx.attr("num_heads")
+    if len(shape) == 4:  # (B, H, S, D): work there, caches as (B, 1, S, rd/2)
+        batch, heads, seq, head_size = shape
+        if num_heads is not None and int(num_heads) != heads:
+            raise ConversionIssue(INVALID_MODEL, f"num_heads={num_heads} disagrees with the input's {heads} heads")
+        work = x
+        cache_4d = (batch, 1, seq)
+    elif len(shape) == 3:  # (B, S, H * D) -> (B, S, H, D), caches as (B, S, 1, rd/2)
+        batch, seq, hidden = shape
+        if num_heads is None or int(num_heads) <= 0:
+            raise ConversionIssue(INVALID_MODEL, "RotaryEmbedding with a 3-D input needs num_heads")
+        heads = int(num_heads)
+        if hidden % heads:
+            raise ConversionIssue(INVALID_MODEL, f"hidden size {hidden} is not a multiple of num_heads={heads}")
+        head_size = hidden // heads
+        work = _reshape(ctx, x, (batch, seq, heads, head_size))
+        cache_4d = (batch, seq, 1)
+    else:
+        raise ConversionIssue(INVALID_MODEL, f"RotaryEmbedding needs a 3-D or 4-D input, got rank {len(shape)}")
+    if rotary_dim == 0:
+        rotary_dim = head_size
+    if rotary_dim < 0 or rotary_dim > head_size or rotary_dim % 2:
+        raise ConversionIssue(INVALID_MODEL, f"rotary_embedding_dim={rotary_dim} must be even and <= the head size "
+                                             f"{head_size}")
+    half = rotary_dim // 2
+    caches = []
+    for name in (cos_cache, sin_cache):
+        cache_shape = _shape(ctx, name, "the cos/sin cache")
+        if ctx.has_input(3):
+            positions = ctx.input(3)
+            if len(cache_shape) != 2:
+                raise ConversionIssue(INVALID_MODEL, f"with position_ids the cache must be 2-D, got "
+                                                     f"{list(cache_shape)}")
+            pos_shape = _shape(ctx, positions, "position_ids")
+            if tuple(pos_shape) != (batch, seq):
+                raise ConversionIssue(INVALID_MODEL, f"position_ids shape {list(pos_shape)} is not ({batch}, {seq})")
+            data = ctx.value(positions).data
+            if data is not None and ((data < 0) | (data >= cache_shape[0])).any():
+                raise ConversionIssue(INVALID_MODEL, f"position_ids must lie in [0, {cache_shape[0]})")
+            gathered = ctx.emit_to(OP.OH_NN_OPS_GATHER, [name, positions,
+                                                        ctx.constant(np.asarray([0], np.int64), f"{name}.axis")],
+                             dtype, (batch, seq, cache_shape[1]), f"{name}.gathered")
+            cache_shape = (batch, seq, cache_shape[1])
+        else:
+            gathered = name
+            if len(cache_shape) != 3 or tuple(cache_shape[:2]) != (batch, seq):
+                raise ConversionIssue(INVALID_MODEL, f"without position_ids the cache must be ({batch}, {seq}, "
+                                                     f"{half}), got {list(cache_shape)}")
+        if cache_shape[-1] != half:
+            raise ConversionIssue(INVALID_MODEL, f"the cache's last dim {cache_shape[-1]} is not rotary_embedding_dim"
+                                                 f"/2 = {half}")
+        target = (*cache_4d, half, 1) if interleaved else (*cache_4d, half)
+        caches.append(_reshape(ctx, gathered, target))
+    cos, sin = caches
+    work_shape = _shape(ctx, work)
+    rotated_part = work if rotary_dim == head_size else _slice(ctx, work, 3, 0, rotary_dim, f"{out}.rot")
+    if interleaved:  # (..., rd) -> (..., rd/2, 2): pairs along the last axis
+        pairs = _reshape(ctx, rotated_part, (*work_shape[:3], half, 2))
+        x1 = _slice(ctx, pairs, 4, 0, 1, f"{out}.x1")
+        x2 = _slice(ctx, pairs, 4, 1, 1, f"{out}.x2")
+        axis = 4
+    else:
+        x1 = _slice(ctx, rotated_part, 3, 0, half, f"{out}.x1")
+        x2 = _slice(ctx, rotated_part, 3, half, half, f"{out}.x2")
+        axis = 3
+    real = _binary(ctx, OP.OH_NN_OPS_SUB, _binary(ctx, OP.OH_NN_OPS_MUL, cos, x1, f"{out}.cos_x1"),
+                   _binary(ctx, OP.OH_NN_OPS_MUL, sin, x2, f"{out}.sin_x2"), f"{out}.real")
+    imag = _binary(ctx, OP.OH_NN_OPS_ADD, _binary(ctx, OP.OH_NN_OPS_MUL, sin, x1, f"{out}.sin_x1"),
+                   _binary(ctx, OP.OH_NN_OPS_MUL, cos, x2, f"{out}.cos_x2"), f"{out}.imag")
+    final_4d = len(shape) == 4
+    partial = rotary_dim < head_size
+    direct = out if final_4d and not partial else None  # the last op writes the ONNX output itself
+    if interleaved:
+        joined = _concat(ctx, [real, imag], axis, f"{out}.pairs")
+        rotated = _reshape(ctx, joined, (*work_shape[:3], rotary_dim), output=direct)
+    else:
+        rotated = _concat(ctx, [real, imag], axis, f"{out}.rotated", output=direct)
+    if partial:
+        kept = _slice(ctx, work, 3, rotary_dim, head_size - rotary_dim, f"{out}.pass")
+        rotated = _concat(ctx, [rotated, kept], 3, f"{out}.joined", output=out if final_4d else None)
+    if not final_4d:
+        _reshape(ctx, rotated, shape, output=out)
+
+
+# -- Attention ---------------------------------------------------------------------------------------------------------
+
+def _to_heads(ctx: NodeContext, x: str, heads: int | None, what: str, attr: str) -> tuple[str, tuple[int, ...]]:
+    """A 3-D (B, S, H * D) input as (B, H, S, D); a 4-D one as it is."""
+    shape = _shape(ctx, x, f"the Attention {what}")
+    if len(shape) == 4:
+        if heads is not None and int(heads) != shape[1]:
+            raise ConversionIssue(INVALID_MODEL, f"{attr}={heads} disagrees with the {what}'s {shape[1]} heads")
+        return x, shape
+    if heads is None or int(heads) <= 0:
+        raise ConversionIssue(INVALID_MODEL, f"3-D Attention inputs need {attr}")
+    batch, seq, hidden = shape
+    heads = int(heads)
+    if hidden % heads:
+        raise ConversionIssue(INVALID_MODEL, f"the {what}'s hidden size {hidden} is not a multiple of {attr}={heads}")
+    split = _reshape(ctx, x, (batch, seq, heads, hidden // heads))
+    return _transpose(ctx, split, (0, 2, 1, 3)), (batch, heads, seq, hidden // heads)
+
+
+def _mask_bias(ctx: NodeContext, dtype: np.dtype, total: int) -> str | None:
+    """The attention mask as an additive bias (bool: 0 where True, -inf where False), padded to ``total`` keys."""
+    if not ctx.has_input(3):
+        return None
+    mask = ctx.input(3)
+    value = ctx.value(mask)
+    shape = _shape(ctx, mask, "attn_mask")
+    if not 1 <= len(shape) <= 4:
+        raise ConversionIssue(INVALID_MODEL, f"attn_mask must have rank 1..4, got shape {list(shape)}")
+    is_bool = value.dtype == np.bool_
+    if not is_bool and value.dtype.kind not in "fiu":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"attn_mask of dtype {value.dtype} is not supported")
+    if shape[-1] > total:
+        raise ConversionIssue(INVALID_MODEL, f"attn_mask has {shape[-1]} keys, more than the {total} of K")
+    if shape[-1] < total:  # a short mask: the missing keys are masked out
+        fill_shape = (*shape[:-1], total - shape[-1])
+        fill = np.zeros(fill_shape, np.bool_) if is_bool else np.full(fill_shape, -np.inf, value.dtype)
+        mask = _concat(ctx, [mask, ctx.constant(fill, f"{mask}.pad")], len(shape) - 1, f"{mask}.padded")
+    if is_bool:
+        return _where(ctx, mask, _const(ctx, 0, dtype, "zero"), _const(ctx, -np.inf, dtype, "neg_inf"),
+                      f"{ctx.output(0)}.mask_bias")
+    return _cast(ctx, mask, dtype, f"{mask}.bias")
+
+
+def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, total: int, past: int,
+                     nonpad: str | None, causal: bool, left: int, right: int) -> str | None:
+    """0 / -inf for the causal frontier, the sliding window and the nonpad_kv_seqlen padding, composed.
+
+    offset = past length (or 0), or nonpad_kv_seqlen[b] - q_len per batch: query i attends key j iff
+    j <= i + offset (causal), i + offset - left <= j <= i + offset + right (window), j < nonpad[b] (padding)."""
+    windowed = left >= 0 or right >= 0
+    if not (causal or windowed or nonpad is not None):
+        return None
+    out = ctx.output(0)
+    i = np.arange(q_len).reshape(q_len, 1)
+    j = np.arange(total).reshape(1, total)
+    if nonpad is None:  # everything is known now
+        diff = i + past - j  # (q, kv)
+        allowed = np.ones((q_len, total), np.bool_)
+        if causal:
+            allowed &= diff >= 0
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        return ctx.constant(np.where(allowed, 0, -np.inf).astype(dtype), f"{ctx.name}.structural_bias")
+    # per batch: offset[b] = nonpad[b] - q_len; conditions on i - j + offset[b] (B, 1, q, kv) and j < nonpad[b]
+    lengths = _reshape(ctx, nonpad, (batch, 1, 1, 1))
+    offset = _binary(ctx, OP.OH_NN_OPS_SUB, lengths, _const(ctx, q_len, np.int64, "q_len"), f"{out}.offset")
+    diff = _binary(ctx, OP.OH_NN_OPS_ADD, ctx.constant((i - j).astype(np.int64), f"{ctx.name}.i_minus_j"), offset,
+                   f"{out}.diff")
+    zero64 = _const(ctx, 0, np.int64, "zero_i64")
+    allowed = _compare(ctx, OP.OH_NN_OPS_LESS, ctx.constant(j.reshape(1, 1, 1, total).astype(np.int64),
+                                                            f"{ctx.name}.key_positions"), lengths, f"{out}.nonpad")
+    conditions = []
+    if causal:
+        conditions.append(_compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, diff, zero64, f"{out}.causal"))
+    if left >= 0:
+        conditions.append(_compare(ctx, OP.OH_NN_OPS_LESS_EQUAL, diff, _const(ctx, left, np.int64, "left"),
+                                   f"{out}.left_window"))
+    if right >= 0:
+        conditions.append(_compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, diff, _const(ctx, -right, np.int64, "right"),
+                                   f"{out}.right_window"))
+    for condition in conditions:
+        allowed = _compare(ctx, OP.OH_NN_OPS_LOGICAL_AND, allowed, condition, f"{out}.allowed")
+    return _where(ctx, allowed, _const(ctx, 0, dtype, "zero"), _const(ctx, -np.inf, dtype, "neg_inf"),
+                  f"{out}.structural_bias")
+
+
+@converts("Attention")
+def attention(ctx: NodeContext) -> None:
+    """ONNX Attention (opset 23..25) as MATMUL / SOFTMAX / ADD / WHERE (see the module docstring)."""
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, q)
+    for name in (k, v):
+        if ctx.value(name).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"Q has dtype {dtype}, {name!r} {ctx.value(name).dtype}: "
+                                                 "mixed dtypes are not supported")
+    q_heads_attr, kv_heads_attr = ctx.attr("q_num_heads"), ctx.attr("kv_num_heads")
+    causal = bool(int(ctx.attr("is_causal", 0)))
+    scale = ctx.attr("scale")
+    softcap = float(ctx.attr("softcap", 0.0))
+    mode = int(ctx.attr("qk_matmul_output_mode", 0))
+    precision = ctx.attr("softmax_precision")
+    left, right = int(ctx.attr("left_window_size", -1)), int(ctx.attr("right_window_size", -1))
+    if mode not in (0, 1, 2, 3):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"qk_matmul_output_mode={mode} is not supported (0..3)")
+    if left < -1 or right < -1:
+        raise ConversionIssue(INVALID_MODEL, f"left/right_window_size ({left}, {right}) must be -1 or >= 0")
+    if softcap < 0:
+        raise ConversionIssue(INVALID_MODEL, f"softcap={softcap} must be >= 0")
+    work = dtype
+    if precision is not None:
+        precision = int(precision)
+        if precision not in _ONNX_FLOAT_TYPES:
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"softmax_precision={precision} is not supported (1 = float32, "
+                                                     "10 = float16, 11 = float64)")
+        work = np.dtype(_ONNX_FLOAT_TYPES[precision])
+    rank = len(_shape(ctx, q, "the Attention Q"))
+    if rank not in (3, 4) or any(len(_shape(ctx, n)) != rank for n in (k, v)):
+        raise ConversionIssue(INVALID_MODEL, "Q, K and V must all be 3-D or all 4-D")
+    q4, (batch, q_heads, q_len, head) = _to_heads(ctx, q, q_heads_attr, "Q", "q_num_heads")
+    k4, (_, kv_heads, kv_len, k_head) = _to_heads(ctx, k, kv_heads_attr, "K", "kv_num_heads")
+    v4, (_, v_heads, _, v_head) = _to_heads(ctx, v, kv_heads_attr, "V", "kv_num_heads")
+    if k_head != head or v_heads != kv_heads or _shape(ctx, k4)[2] != _shape(ctx, v4)[2]:
+        raise ConversionIssue(INVALID_MODEL, f"K {list(_shape(ctx, k4))} and V {list(_shape(ctx, v4))} do not fit "
+                                             f"Q {list(_shape(ctx, q4))}")
+    if q_heads % kv_heads:
+        raise ConversionIssue(INVALID_MODEL, f"q_num_heads={q_heads} is not a multiple of kv_num_heads={kv_heads}")
+    groups = q_heads // kv_heads
+
+    # KV cache: present = past ++ new along the sequence
+    past = 0
+    if ctx.has_input(4) != ctx.has_input(5):
+        raise ConversionIssue(INVALID_MODEL, "past_key and past_value must be given together")
+    nonpad = ctx.input(6) if ctx.has_input(6) else None
+    if ctx.has_input(4):
+        if nonpad is not None:
+            raise ConversionIssue(INVALID_MODEL, "nonpad_kv_seqlen cannot be combined with past_key/past_value")
+        past_k, past_v = ctx.input(4), ctx.input(5)
+        pk, pv = _shape(ctx, past_k, "past_key"), _shape(ctx, past_v, "past_value")
+        if pk[:2] != (batch, kv_heads) or pk[3] != head or pv[:2] != (batch, kv_heads) or pv[3] != v_head or \
+                pk[2] != pv[2]:
+            raise ConversionIssue(INVALID_MODEL, f"past_key {list(pk)} / past_value {list(pv)} do not fit K and V")
+        past = pk[2]
+        k4 = _concat(ctx, [past_k, k4], 2, f"{out}.present_key", output=ctx.output(1) if _wanted(ctx, 1) else None)
+        v4 = _concat(ctx, [past_v, v4], 2, f"{out}.present_value", output=ctx.output(2) if _wanted(ctx, 2) else None)
+    else:
+        for position, name in ((1, k4), (2, v4)):
+            if _wanted(ctx, position):
+                ctx.settle(ctx.output(position), _shape(ctx, name), dtype)
+                ctx.alias(name, ctx.output(position))
+    total = past + kv_len
+    if nonpad is not None:
+        if ctx.value(nonpad).dtype != np.int64 or _shape(ctx, nonpad, "nonpad_kv_seqlen") != (batch,):
+            raise ConversionIssue(INVALID_MODEL, f"nonpad_kv_seqlen must be int64 of shape ({batch},)")
+        data = ctx.value(nonpad).data
+        if data is not None and ((data < 0) | (data > total)).any():
+            raise ConversionIssue(INVALID_MODEL, f"nonpad_kv_seqlen {data.tolist()} must lie in [0, {total}]")
+
+    # scores = (Q sqrt(scale)) (K sqrt(scale))^T, grouped-query heads against their shared K head
+    if scale is None:
+        scale = 1.0 / math.sqrt(head)
+    root = _const(ctx, np.sqrt(np.float64(scale)), dtype, "sqrt_scale")
+    qs = _binary(ctx, OP.OH_NN_OPS_MUL, q4, root, f"{out}.q_scaled")
+    ks = _binary(ctx, OP.OH_NN_OPS_MUL, k4, root, f"{out}.k_scaled")
+    scores_shape = (batch, q_heads, q_len, total)
+    if groups > 1:
+        qs = _reshape(ctx, qs, (batch, kv_heads, groups, q_len, head))
+        ks = _reshape(ctx, ks, (batch, kv_heads, 1, total, head))
+        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, (batch, kv_heads, groups, q_len, total),
+                        f"{out}.scores_grouped", {"OH_NN_MATMUL_TRANSPOSE_B": True})
+        scores = _reshape(ctx, grouped, scores_shape)
+    else:
+        scores = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, scores_shape, f"{out}.scores",
+                       {"OH_NN_MATMUL_TRANSPOSE_B": True})
+    raw = scores
+    if softcap > 0:
+        cap = _const(ctx, softcap, dtype, "softcap")
+        scores = _binary(ctx, OP.OH_NN_OPS_MUL, _unary(ctx, OP.OH_NN_OPS_TANH, _binary(
+            ctx, OP.OH_NN_OPS_DIV, scores, cap, f"{out}.scores_over_cap"), f"{out}.tanh"), cap, f"{out}.capped")
+    capped = scores
+
+    # bias: mask (+) structural 0/-inf terms
+    bias = _mask_bias(ctx, dtype, total)
+    structural = _structural_bias(ctx, dtype, batch, q_len, total, past, nonpad, causal, left, right)
+    if bias is not None and structural is not None:
+        bias = _binary(ctx, OP.OH_NN_OPS_ADD, bias, structural, f"{out}.bias")
+    elif structural is not None:
+        bias = structural
+    # a row whose bias is -inf everywhere has no key: its bias becomes 0 (no NaN from the softmax), its
+    # probabilities 0 afterwards
+    row_mask = None
+    with_bias = scores
+    if bias is not None:
+        bias_shape = _shape(ctx, bias)
+        if _broadcast(scores_shape, bias_shape) != scores_shape:
+            raise ConversionIssue(INVALID_MODEL, f"the attention bias of shape {list(bias_shape)} (attn_mask) "
+                                                 f"does not broadcast to {list(scores_shape)}")
+        bias_data = ctx.value(bias).data
+        if bias_data is not None:
+            masked_rows = np.isneginf(bias_data.max(axis=-1, keepdims=True))
+            row_mask = ctx.constant(masked_rows, f"{ctx.name}.masked_rows") if masked_rows.any() else None
+        else:
+            row_max = _reduce(ctx, "MAX", bias, [len(bias_shape) - 1], True, f"{out}.bias_row_max")
+            row_mask = _compare(ctx, OP.OH_NN_OPS_EQUAL, row_max, _const(ctx, -np.inf, dtype, "neg_inf"),
+                                f"{out}.masked_rows")
+        with_bias = _binary(ctx, OP.OH_NN_OPS_ADD, scores, bias, f"{out}.biased")
+        if row_mask is not None:
+            safe_bias = _where(ctx, row_mask, _const(ctx, 0, dtype, "zero"), bias, f"{out}.safe_bias")
+            scores = _binary(ctx, OP.OH_NN_OPS_ADD, scores, safe_bias, f"{out}.safely_biased")
+        else:
+            scores = with_bias
+
+    # softmax (in softmax_precision)
+    logits = _cast(ctx, scores, work, f"{out}.logits")
+    if work == np.float16:  # step by step in float16, as the ONNX reference (SOFTMAX would widen to float32)
+        shifted = _binary(ctx, OP.OH_NN_OPS_SUB, logits, _reduce(ctx, "MAX", logits, [3], True, f"{out}.row_max"),
+                          f"{out}.shifted")
+        exps = ctx.emit_to(OP.OH_NN_OPS_EXP, [shifted], work, scores_shape, f"{out}.exp",
+                     {"OH_NN_EXP_BASE": -1.0, "OH_NN_EXP_SCALE": 1.0, "OH_NN_EXP_SHIFT": 0.0})
+        probs = _binary(ctx, OP.OH_NN_OPS_DIV, exps, _reduce(ctx, "SUM", exps, [3], True, f"{out}.row_sum"),
+                        f"{out}.probs")
+    else:
+        probs = ctx.emit_to(OP.OH_NN_OPS_SOFTMAX, [logits], work, scores_shape, f"{out}.probs",
+                      {"OH_NN_SOFTMAX_AXIS": -1})
+    if row_mask is not None:
+        probs = _where(ctx, row_mask, _const(ctx, 0, work, "zero_work"), probs, f"{out}.probs_guarded")
+    probs = _cast(ctx, probs, dtype, f"{out}.probs_back")
+
+    if _wanted(ctx, 3):
+        chosen = {0: raw, 1: capped, 2: with_bias, 3: probs}[mode]
+        ctx.settle(ctx.output(3), scores_shape, dtype)
+        if ctx.value(chosen).data is None and chosen not in ctx.graph.inputs:
+            ctx.alias(chosen, ctx.output(3))
+        else:
+            _reshape(ctx, chosen, scores_shape, output=ctx.output(3))
+
+    # Y = probs V
+    final_4d = rank == 4
+    y_shape = (batch, q_heads, q_len, v_head)
+    if groups > 1:
+        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [_reshape(ctx, probs, (batch, kv_heads, groups, q_len, total)),
+                                                   _reshape(ctx, v4, (batch, kv_heads, 1, total, v_head))],
+                        dtype, (batch, kv_heads, groups, q_len, v_head), f"{out}.y_grouped")
+        y = _reshape(ctx, grouped, y_shape, output=out if final_4d else None)
+    else:
+        y = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs, v4], dtype, y_shape, f"{out}.y4",
+                  output=out if final_4d else None)
+    if not final_4d:
+        per_token = _transpose(ctx, y, (0, 2, 1, 3))
+        _reshape(ctx, per_token, (batch, q_len, q_heads * v_head), output=out)

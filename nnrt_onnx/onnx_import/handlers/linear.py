@@ -1,0 +1,214 @@
+"""Converters of the linear family: MatMul (1:1), Gemm (FULL_CONNECTION or MATMUL and MUL/ADD) and Einsum (pairwise
+MATMULs of the operands summed over their private labels).
+"""
+from __future__ import annotations
+
+import re
+from math import prod
+
+import numpy as np
+
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ..context import NodeContext
+from ..generic import emit_row
+from . import converts
+from ._common import _reduce, _reshape, _transpose
+
+
+# -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
+
+@converts("MatMul")
+def matmul(ctx: NodeContext) -> None:
+    """MATMUL 1:1 (numpy matmul semantics on both sides); the output shape is ONNX shape inference's."""
+    emit_row(ctx)
+
+
+@converts("Gemm")
+def gemm(ctx: NodeContext) -> None:
+    """Y = alpha * A' B' + beta * C: FULL_CONNECTION when B and C are constants, else MATMUL (+ MUL/ADD)."""
+    a, b = ctx.input(0), ctx.input(1)
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    trans_a, trans_b = int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0))
+    if ctx.rank(a) != 2:
+        raise ConversionIssue(DYNAMIC_SHAPE, "Gemm needs a 2-D A")
+    out = ctx.output(0)
+    out_value = ctx.value(out)
+    if trans_a:
+        a = ctx.transpose(a, (1, 0))
+    b_value = ctx.value(b)
+    c = ctx.input(2) if ctx.has_input(2) else None
+    c_value = ctx.value(c) if c else None
+    if ctx.opset < 7 and not int(ctx.attr("broadcast", 0)) and c is not None:  # legacy: C must be [M, N] then
+        c_shape, out_shape = c_value.shape, out_value.shape
+        if c_shape is not None and out_shape is not None and (len(c_shape) != len(out_shape) or any(
+                x >= 0 and y >= 0 and x != y for x, y in zip(c_shape, out_shape))):
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"Gemm (opset {ctx.opset}) without broadcast=1 needs C of "
+                                                         f"the output shape {list(out_shape)}, got {list(c_shape)}")
+    if b_value.data is not None and (c is None or (c_value.data is not None and c_value.data.ndim <= 1)):
+        weight = b_value.data if trans_b else b_value.data.T
+        weight = np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)) if alpha != 1 else np.ascontiguousarray(weight)
+        inputs = [a, ctx.constant(weight, f"{b}.weight")]
+        if c is not None:
+            bias = np.broadcast_to(c_value.data * np.asarray(beta, c_value.data.dtype), (weight.shape[0],))
+            inputs.append(ctx.constant(np.ascontiguousarray(bias), f"{ctx.name}.bias"))
+        ctx.emit(OP.OH_NN_OPS_FULL_CONNECTION, inputs, [out],
+                 {"OH_NN_FULL_CONNECTION_HAS_BIAS": c is not None})
+        return
+    product = ctx.new_value(out_value.dtype, out_value.shape, f"{out}.matmul") if (alpha != 1 or c) else out
+    ctx.emit(OP.OH_NN_OPS_MATMUL, [a, b], [product], {"OH_NN_MATMUL_TRANSPOSE_B": bool(trans_b)})
+    if alpha != 1:
+        scaled = ctx.new_value(out_value.dtype, out_value.shape, f"{out}.alpha") if c else out
+        ctx.emit(OP.OH_NN_OPS_MUL, [product, ctx.constant(np.asarray(alpha, out_value.dtype))], [scaled])
+        product = scaled
+    if c:
+        if beta != 1:
+            scaled_c = ctx.new_value(c_value.dtype, c_value.shape, f"{c}.beta")
+            ctx.emit(OP.OH_NN_OPS_MUL, [c, ctx.constant(np.asarray(beta, c_value.dtype))], [scaled_c])
+            c = scaled_c
+        ctx.emit(OP.OH_NN_OPS_ADD, [product, c], [out])
+
+
+# -- Einsum ------------------------------------------------------------------------------------------------------------
+
+def _einsum_terms(ctx: NodeContext, equation: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
+    """Input and output label lists, "..." expanded into one label per broadcast dim (right-aligned)."""
+    equation = equation.replace(" ", "")
+    if not re.fullmatch(r"[A-Za-z.,]*(->[A-Za-z.]*)?", equation):
+        raise ConversionIssue(INVALID_MODEL, f"equation {equation!r} is not a valid einsum equation")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise ConversionIssue(INVALID_MODEL, f"equation {equation!r} names {len(terms)} operands, the node has "
+                                             f"{len(ranks)}")
+    ellipsis_rank = 0
+    labels: list[list[str]] = []
+    for term, rank in zip(terms, ranks):
+        if term.count("...") > 1 or term.replace("...", "").count("."):
+            raise ConversionIssue(INVALID_MODEL, f"term {term!r} of {equation!r} is malformed")
+        letters = term.replace("...", "")
+        if "..." in term:
+            e = rank - len(letters)
+            if e < 0:
+                raise ConversionIssue(INVALID_MODEL, f"term {term!r} has more labels than its operand's rank {rank}")
+            ellipsis_rank = max(ellipsis_rank, e)
+            before, _, after = term.partition("...")
+            labels.append(list(before) + [f"...{i}" for i in range(e - 1, -1, -1)] + list(after))
+        else:
+            if len(letters) != rank:
+                raise ConversionIssue(INVALID_MODEL, f"term {term!r} does not match its operand's rank {rank}")
+            labels.append(list(term))
+    ellipsis = [f"...{i}" for i in range(ellipsis_rank - 1, -1, -1)]
+    if arrow:
+        if rhs.count("...") > 1 or rhs.replace("...", "").count("."):
+            raise ConversionIssue(INVALID_MODEL, f"output term {rhs!r} is malformed")
+        before, dots, after = rhs.partition("...")
+        output = list(before) + (ellipsis if dots else []) + list(after)
+    else:
+        counts: dict[str, int] = {}
+        for term in labels:
+            for label in term:
+                if not label.startswith("..."):
+                    counts[label] = counts.get(label, 0) + 1
+        output = ellipsis + sorted(label for label, n in counts.items() if n == 1)
+    if len(set(output)) != len(output):
+        raise ConversionIssue(INVALID_MODEL, f"output of {equation!r} repeats a label")
+    every = {label for term in labels for label in term}
+    missing = [label for label in output if label not in every]
+    if missing:
+        raise ConversionIssue(INVALID_MODEL, f"output labels {missing} of {equation!r} appear in no input")
+    return labels, output
+
+
+def _take_diagonals(ctx: NodeContext, name: str, labels: list[str], sizes: dict[str, int],
+                    hint: str) -> tuple[str, list[str]]:
+    """A label repeated within one term selects a diagonal: move its axes to the front and GATHER_ND the
+    (i, i, ...) coordinates (exact for every value, unlike a multiplication by an identity mask)."""
+    while len(set(labels)) != len(labels):
+        label = next(label for label in labels if labels.count(label) > 1)
+        positions = [i for i, other in enumerate(labels) if other == label]
+        rest = [i for i in range(len(labels)) if i not in positions]
+        moved = name if positions + rest == list(range(len(labels))) else ctx.transpose(name, positions + rest)
+        n = sizes[label]
+        coordinates = ctx.constant(np.repeat(np.arange(n, dtype=np.int32)[:, None], len(positions), axis=1),
+                                   f"{hint}.diagonal")
+        rest_labels = [labels[i] for i in rest]
+        name = ctx.emit_to(OP.OH_NN_OPS_GATHER_ND, [moved, coordinates], ctx.value(name).dtype,
+                     [n, *(sizes[other] for other in rest_labels)], f"{hint}.diagonal")
+        labels = [label, *rest_labels]
+    return name, labels
+
+
+def _transpose_to(ctx: NodeContext, name: str, labels: list[str], order: list[str]) -> str:
+    perm = [labels.index(label) for label in order]
+    return name if perm == list(range(len(perm))) else ctx.transpose(name, perm)
+
+
+def _sum_out(ctx: NodeContext, name: str, labels: list[str], keep: set[str], hint: str) -> tuple[str, list[str]]:
+    axes = [i for i, label in enumerate(labels) if label not in keep]
+    if not axes:
+        return name, labels
+    reduced = _reduce(ctx, "SUM", name, axes, False, hint)
+    return reduced, [label for label in labels if label in keep]
+
+
+def _contract(ctx: NodeContext, a: tuple[str, list[str]], b: tuple[str, list[str]], keep: set[str],
+              sizes: dict[str, int], order: list[str], hint: str) -> tuple[str, list[str]]:
+    """One MATMUL: [batch, a-free, contracted] x [batch, contracted, b-free]."""
+    (a_name, a_labels), (b_name, b_labels) = a, b
+    a_name, a_labels = _sum_out(ctx, a_name, a_labels, keep | set(b_labels), f"{hint}.a_summed")
+    b_name, b_labels = _sum_out(ctx, b_name, b_labels, keep | set(a_labels), f"{hint}.b_summed")
+    rank_of = {label: i for i, label in enumerate(order)}
+    shared = [label for label in a_labels if label in b_labels]
+    batch = sorted((label for label in shared if label in keep), key=rank_of.get)
+    contracted = [label for label in shared if label not in keep]
+    a_free = sorted((label for label in a_labels if label not in b_labels), key=rank_of.get)
+    b_free = sorted((label for label in b_labels if label not in a_labels), key=rank_of.get)
+    dims = [sizes[label] for label in batch]
+    m = int(prod(sizes[label] for label in a_free))
+    k = int(prod(sizes[label] for label in contracted))
+    n = int(prod(sizes[label] for label in b_free))
+    lead = [int(prod(dims))] if batch else []
+    a_mat = _reshape(ctx, _transpose_to(ctx, a_name, a_labels, batch + a_free + contracted), lead + [m, k])
+    b_mat = _reshape(ctx, _transpose_to(ctx, b_name, b_labels, batch + contracted + b_free), lead + [k, n])
+    dtype = ctx.value(a_name).dtype
+    if ctx.value(b_name).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"Einsum operands differ in dtype ({dtype}, {ctx.value(b_name).dtype})")
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a_mat, b_mat], dtype, lead + [m, n], f"{hint}.matmul")
+    labels = batch + a_free + b_free
+    return _reshape(ctx, product, [sizes[label] for label in labels]), labels
+
+
+@converts("Einsum")
+def einsum(ctx: NodeContext) -> None:
+    """Einsum without diagonals: operands summed over private labels, multiplied pairwise with MATMUL
+    (batch labels first), then summed and transposed to the output order."""
+    operands = [ctx.input(i) for i in range(len(ctx.node.input))]
+    out = ctx.output(0)
+    equation = ctx.attr("equation")
+    if equation is None:
+        raise ConversionIssue(INVALID_MODEL, "Einsum needs an equation")
+    shapes = [tuple(ctx.static_shape(o, "Einsum operand")) for o in operands]
+    labels, output = _einsum_terms(ctx, equation, [len(s) for s in shapes])
+    sizes: dict[str, int] = {}
+    for name, term, shape in zip(operands, labels, shapes):
+        for label, size in zip(term, shape):
+            if sizes.setdefault(label, size) != size:
+                raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"equation {equation!r}: label {label!r} has sizes "
+                                                             f"{sizes[label]} and {size} (broadcasting a size-1 "
+                                                             "dim is not supported)")
+    terms = [_take_diagonals(ctx, name, term, sizes, f"{out}.{position}")
+             for position, (name, term) in enumerate(zip(operands, labels))]
+    current = terms[0]
+    for position in range(1, len(operands)):
+        later = {label for term in labels[position + 1:] for label in term}
+        current = _contract(ctx, current, terms[position], set(output) | later, sizes,
+                            output, f"{out}.{position}")
+    name, term = _sum_out(ctx, *current, set(output), f"{out}.summed")
+    perm = [term.index(label) for label in output]
+    if perm != list(range(len(perm))):
+        _transpose(ctx, name, perm, output=out)
+    elif name in operands or ctx.value(name).data is not None:
+        ctx.alias(name, out)
+    else:
+        _reshape(ctx, name, [sizes[label] for label in output], output=out)

@@ -1,0 +1,431 @@
+"""Converters of the normalization family: BatchNormalization, LRN, LayerNormalization, InstanceNormalization,
+GroupNormalization, LpNormalization, MeanVarianceNormalization, RMSNormalization, Softmax, LogSoftmax and Hardmax.
+
+Decisions (also stated where they are made): RMSNormalization computes stage one in the ``stash_type`` precision
+(float32 for 1, float64 for 11; the ONNX function body casts there and back) or the input's when wider (float64 is
+never narrowed, as in onnxruntime and the reference), as MUL, REDUCE_MEAN, ADD epsilon, SQRT, DIV, then MUL by the
+scale.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    ConversionIssue,
+)
+from ..context import NodeContext
+from . import converts
+from ._common import (
+    _ONNX_FLOAT_TYPES,
+    _arg_max,
+    _binary,
+    _broadcast,
+    _cast,
+    _const,
+    _float_input,
+    _float_only,
+    _norm_axes,
+    _norm_axis,
+    _ranked_shape,
+    _reduce,
+    _reshape,
+    _shape,
+    _transpose,
+    _unary,
+    _unsupported,
+)
+
+
+# float32 smallest normal: a norm floor that only differs from "no floor" for denormal norms
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+# -- BatchNormalization, LRN -------------------------------------------------------------------------------------------
+
+@converts("BatchNormalization")
+def batch_normalization(ctx: NodeContext) -> None:
+    """Inference BatchNormalization on the channel axis 1 (NNRt's BATCH_NORM normalises the last axis).
+
+    Opset < 7 ``is_test=0`` and opset >= 14 ``training_mode=1`` (batch statistics) are rejected, as are the
+    running-statistics outputs; ``spatial=0`` (opset < 9, per-activation statistics) with constant statistics
+    becomes MUL + ADD."""
+    if int(ctx.attr("training_mode", 0)):
+        raise _unsupported("training_mode=1 is not supported (inference only)")
+    if ctx.opset < 7 and "is_test" in ctx.attrs and not int(ctx.attr("is_test", 0)):
+        raise _unsupported("is_test=0 (training: batch statistics) is not supported")
+    ctx.attr("is_test")
+    ctx.attr("consumed_inputs")  # legacy (opset < 6) in-place hint, no effect
+    ctx.attr("momentum")  # training-only
+    spatial = int(ctx.attr("spatial", 1))
+    if len([o for o in ctx.node.output[1:] if o]) > 0:
+        raise _unsupported("the running/saved mean and variance outputs (training) are not supported")
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    epsilon = float(ctx.attr("epsilon", 1e-5))
+    stats = [ctx.input(i) for i in range(1, 5)]
+    out = ctx.output(0)
+    out_value = ctx.value(out)
+    if spatial == 0 and any(len(ctx.value(s).shape or ()) > 1 for s in stats):
+        scale, bias, mean, var = (ctx.constant_input(i, "per-activation (spatial=0) statistics") for i in range(1, 5))
+        factor = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + epsilon)
+        shift = bias.astype(np.float64) - mean.astype(np.float64) * factor
+        dtype = ctx.value(x).dtype
+        scaled = ctx.new_value(dtype, out_value.shape, f"{out}.scaled")
+        ctx.emit(OP.OH_NN_OPS_MUL, [x, ctx.constant(factor.astype(dtype)[None])], [scaled])
+        ctx.emit(OP.OH_NN_OPS_ADD, [scaled, ctx.constant(shift.astype(dtype)[None])], [out])
+        return
+    params = {"OH_NN_BATCH_NORM_EPSILON": epsilon}
+    if rank == 2:
+        ctx.emit(OP.OH_NN_OPS_BATCH_NORM, [x, *stats], [out], params)
+        return
+    to_last = (0, *range(2, rank), 1)
+    back = (0, rank - 1, *range(1, rank - 1))
+    x_last = ctx.transpose(x, to_last)
+    shape = None if out_value.shape is None else tuple(out_value.shape[p] for p in to_last)
+    y_last = ctx.new_value(out_value.dtype, shape, f"{out}.nhwc")
+    ctx.emit(OP.OH_NN_OPS_BATCH_NORM, [x_last, *stats], [y_last], params)
+    ctx.transpose(y_last, back, output=out)
+
+
+@converts("LRN")
+def lrn(ctx: NodeContext) -> None:
+    """ONNX LRN sums x^2 over channels [c - floor((size-1)/2), c + ceil((size-1)/2)] and divides alpha by size.
+
+    Odd size: NNRt LRN on the channel-last tensor (depth_radius (size-1)/2, alpha/size). Even size (asymmetric
+    window): x * (bias + alpha/size * (x^2 @ band))^-beta with a constant band matrix over the channels."""
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    if rank < 2:
+        raise ConversionIssue(INVALID_MODEL, f"LRN needs an [N, C, ...] input, got rank {rank}")
+    size = int(ctx.attr("size"))
+    alpha = float(ctx.attr("alpha", 1e-4))
+    beta = float(ctx.attr("beta", 0.75))
+    bias = float(ctx.attr("bias", 1.0))
+    out = ctx.output(0)
+    out_value = ctx.value(out)
+    dtype = ctx.value(x).dtype
+    to_last = (0, *range(2, rank), 1)
+    back = (0, rank - 1, *range(1, rank - 1))
+    x_last = ctx.transpose(x, to_last) if rank > 2 else x
+    shape = None if out_value.shape is None else tuple(out_value.shape[p] for p in to_last)
+    y_last = ctx.new_value(out_value.dtype, shape, f"{out}.nhwc") if rank > 2 else out
+    if size % 2 == 1:
+        params = {"OH_NN_LRN_DEPTH_RADIUS": (size - 1) // 2, "OH_NN_LRN_BIAS": bias,
+                  "OH_NN_LRN_ALPHA": alpha / size, "OH_NN_LRN_BETA": beta}
+        ctx.emit(OP.OH_NN_OPS_LRN, [x_last], [y_last], params)
+    else:
+        channels = ctx.static_shape(x, "LRN input")[1]
+        band = np.zeros((channels, channels), dtype)
+        for c in range(channels):
+            band[max(0, c - (size - 1) // 2): min(channels - 1, c + -(-(size - 1) // 2)) + 1, c] = 1
+        squared = ctx.new_value(dtype, shape, f"{out}.sq")
+        ctx.emit(OP.OH_NN_OPS_SQUARE, [x_last], [squared])
+        summed = ctx.new_value(dtype, shape, f"{out}.sum")
+        ctx.emit(OP.OH_NN_OPS_MATMUL, [squared, ctx.constant(band)], [summed])
+        scaled = ctx.new_value(dtype, shape, f"{out}.scaled")
+        ctx.emit(OP.OH_NN_OPS_MUL, [summed, ctx.constant(np.asarray(alpha / size, dtype))], [scaled])
+        based = ctx.new_value(dtype, shape, f"{out}.based")
+        ctx.emit(OP.OH_NN_OPS_ADD, [scaled, ctx.constant(np.asarray(bias, dtype))], [based])
+        factor = ctx.new_value(dtype, shape, f"{out}.factor")
+        ctx.emit(OP.OH_NN_OPS_POW, [based, ctx.constant(np.asarray(-beta, dtype))], [factor])
+        ctx.emit(OP.OH_NN_OPS_MUL, [x_last, factor], [y_last])
+    if rank > 2:
+        ctx.transpose(y_last, back, output=out)
+
+
+# -- LayerNormalization, InstanceNormalization, GroupNormalization -----------------------------------------------------
+
+def _affine_operand(ctx: NodeContext, position: int, norm_shape: tuple[int, ...], fill: float, dtype,
+                    what: str) -> tuple[str, str | None]:
+    """gamma/beta for LAYER_NORM (exact shape ``norm_shape``) and, when the ONNX operand cannot be that (a
+    non-constant tensor of another shape), the tensor to apply afterwards with MUL/ADD."""
+    if not ctx.has_input(position):
+        return ctx.constant(np.full(norm_shape, fill, dtype), f"{ctx.name}.{what}"), None
+    name = ctx.input(position)
+    value = ctx.value(name)
+    if value.data is not None:
+        try:
+            data = np.broadcast_to(value.data.astype(dtype), norm_shape)
+        except ValueError:
+            raise ConversionIssue(INVALID_MODEL, f"{what} of shape {list(value.data.shape)} does not broadcast to "
+                                                 f"the normalised shape {list(norm_shape)}") from None
+        return ctx.constant(np.ascontiguousarray(data), f"{name}.{what}"), None
+    if value.shape is not None and tuple(value.shape) == tuple(norm_shape) and value.dtype == dtype:
+        return name, None
+    return ctx.constant(np.full(norm_shape, fill, dtype), f"{ctx.name}.{what}"), name
+
+
+def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) -> None:
+    """LAYER_NORM over axes ``axis..``; axis 0 runs on a [1, ...] view (NNRt wants begin_norm_axis >= 1)."""
+    value = ctx.value(x)
+    shape = _ranked_shape(ctx, x)
+    norm_shape = tuple(shape[axis:])
+    if any(d < 0 for d in norm_shape):
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the normalised dims {list(norm_shape)} of {x!r} must be static")
+    gamma, late_scale = _affine_operand(ctx, 1, norm_shape, 1.0, value.dtype, "scale")
+    beta, late_bias = _affine_operand(ctx, 2, norm_shape, 0.0, value.dtype, "bias")
+    source, begin = x, axis
+    if axis == 0:
+        if sum(d < 0 for d in shape) > 0:
+            raise ConversionIssue(DYNAMIC_SHAPE, "LayerNormalization over every axis needs a static shape")
+        source, begin = ctx.reshape(x, (1, *shape)), 1
+    last = late_scale is None and late_bias is None and axis != 0
+    y = out if last else ctx.new_value(value.dtype, _ranked_shape(ctx, source), f"{out}.normalized")
+    ctx.settle(y, shape, value.dtype)
+    ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [source, gamma, beta], [y],
+             {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": begin, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": begin,
+              "OH_NN_LAYER_NORM_EPSILON": float(eps)})
+    if axis == 0:
+        y = _reshape(ctx, y, shape, output=out if late_scale is None and late_bias is None else None)
+    if late_scale is not None:
+        y = _binary(ctx, OP.OH_NN_OPS_MUL, y, late_scale, f"{out}.scaled", output=None if late_bias else out)
+    if late_bias is not None:
+        _binary(ctx, OP.OH_NN_OPS_ADD, y, late_bias, out, output=out)
+
+
+@converts("LayerNormalization")
+def layer_normalization(ctx: NodeContext) -> None:
+    """LAYER_NORM (gamma/beta broadcast to the normalised shape); the optional Mean and InvStdDev outputs are
+    computed with REDUCE_MEAN / RSQRT in the stash type."""
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    _float_only(ctx, x)
+    axis = _norm_axis(ctx, ctx.attr("axis", -1), rank)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    stash = int(ctx.attr("stash_type", 1))
+    _layer_norm_core(ctx, x, axis, eps, ctx.output(0))
+    mean_out = ctx.output(1) if len(ctx.node.output) > 1 and ctx.node.output[1] else None
+    inv_out = ctx.output(2) if len(ctx.node.output) > 2 and ctx.node.output[2] else None
+    if mean_out is None and inv_out is None:
+        return
+    from onnx import helper
+
+    try:
+        stash_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(stash))
+    except (KeyError, TypeError, ValueError):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"stash_type={stash} is not a known element type") from None
+    if stash_dtype.kind != "f":
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"stash_type={stash} ({stash_dtype}) is not a float type")
+    xs = _cast(ctx, x, stash_dtype, f"{x}.stash")
+    axes = list(range(axis, rank))
+    mean = _reduce(ctx, "MEAN", xs, axes, True, f"{ctx.name}.mean", output=mean_out)
+    if inv_out is None:
+        return
+    centred = _binary(ctx, OP.OH_NN_OPS_SUB, xs, mean, f"{ctx.name}.centred")
+    var = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, centred, centred, f"{ctx.name}.sq"), axes, True,
+                  f"{ctx.name}.var")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, var, _const(ctx, eps, stash_dtype, "eps"), f"{ctx.name}.var_eps")
+    _unary(ctx, OP.OH_NN_OPS_RSQRT, shifted, inv_out, output=inv_out)
+
+
+def _channel_last_region(ctx: NodeContext, op: OP, x: str, extra, params, out: str) -> None:
+    rank = ctx.rank(x)
+    to_last = (0, *range(2, rank), 1)
+    back = (0, rank - 1, *range(1, rank - 1))
+    x_last = ctx.transpose(x, to_last)
+    out_value = ctx.value(out)
+    shape = ctx.value(x_last).shape
+    y_last = ctx.new_value(out_value.dtype, shape, f"{out}.nhwc")
+    ctx.emit(op, [x_last, *extra], [y_last], params)
+    _transpose(ctx, y_last, back, output=out)
+
+
+@converts("InstanceNormalization")
+def instance_normalization(ctx: NodeContext) -> None:
+    """INSTANCE_NORM (channel last) between transposes."""
+    x = ctx.input(0)
+    _float_only(ctx, x)
+    rank = ctx.rank(x)
+    if rank < 3:
+        raise ConversionIssue(INVALID_MODEL, f"InstanceNormalization needs an (N, C, D1, ...) input, got rank {rank}")
+    eps = float(ctx.attr("epsilon", 1e-5))
+    _channel_last_region(ctx, OP.OH_NN_OPS_INSTANCE_NORM, x, [ctx.input(1), ctx.input(2)],
+                         {"OH_NN_INSTANCE_NORM_EPSILON": eps}, ctx.output(0))
+
+
+@converts("GroupNormalization")
+def group_normalization(ctx: NodeContext) -> None:
+    """(N, C, ...) -> (N, G, C/G * spatial), LAYER_NORM over the last axis, back, then per-channel (opset 21) or
+    per-group (opset 18) scale and bias."""
+    x = ctx.input(0)
+    out = ctx.output(0)
+    _float_only(ctx, x)
+    value = ctx.value(x)
+    groups = ctx.attr("num_groups")
+    if groups is None:
+        raise ConversionIssue(INVALID_MODEL, "GroupNormalization needs num_groups")
+    groups = int(groups)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    ctx.attr("stash_type", 1)  # the normalisation is computed in float32 (float64 for float64) anyway
+    shape = _ranked_shape(ctx, x)
+    if len(shape) < 2:
+        raise ConversionIssue(INVALID_MODEL, f"GroupNormalization needs an (N, C, ...) input, got rank {len(shape)}")
+    if any(d < 0 for d in shape[1:]):
+        raise ConversionIssue(DYNAMIC_SHAPE, f"GroupNormalization needs static C and spatial dims, got {list(shape)}")
+    n, c = shape[0], shape[1]
+    if groups <= 0 or c % groups:
+        raise ConversionIssue(INVALID_MODEL, f"num_groups={groups} does not divide the {c} channels")
+    m = c // groups * int(prod(shape[2:]))
+    grouped = ctx.reshape(x, (n, groups, m))
+    normalized = ctx.new_value(value.dtype, (n, groups, m), f"{out}.grouped")
+    ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [grouped, ctx.constant(np.ones((m,), value.dtype), f"{ctx.name}.ones"),
+                                       ctx.constant(np.zeros((m,), value.dtype), f"{ctx.name}.zeros")],
+             [normalized], {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": 2, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": 2,
+                            "OH_NN_LAYER_NORM_EPSILON": eps})
+    scale, bias = ctx.input(1), ctx.input(2)
+    per_channel = ctx.opset >= 21
+    if not per_channel:
+        scale_data, bias_data = ctx.value(scale).data, ctx.value(bias).data
+        if scale_data is not None and bias_data is not None:  # per-group constants: expand to channels
+            scale = ctx.constant(np.repeat(scale_data.reshape(-1), c // groups), f"{scale}.channels")
+            bias = ctx.constant(np.repeat(bias_data.reshape(-1), c // groups), f"{bias}.channels")
+            per_channel = True
+    if per_channel:
+        y = ctx.reshape(normalized, shape)
+        affine_shape = (c, *([1] * (len(shape) - 2)))
+    else:
+        y = normalized
+        affine_shape = (groups, 1)
+    scaled = _binary(ctx, OP.OH_NN_OPS_MUL, y, ctx.reshape(scale, affine_shape), f"{out}.scaled")
+    if per_channel:
+        _binary(ctx, OP.OH_NN_OPS_ADD, scaled, ctx.reshape(bias, affine_shape), out, output=out)
+    else:
+        shifted = _binary(ctx, OP.OH_NN_OPS_ADD, scaled, ctx.reshape(bias, affine_shape), f"{out}.shifted")
+        _reshape(ctx, shifted, shape, output=out)
+
+
+# -- LpNormalization, MeanVarianceNormalization, RMSNormalization ------------------------------------------------------
+
+@converts("LpNormalization")
+def lp_normalization(ctx: NodeContext) -> None:
+    """p=2: L2_NORMALIZE; p=1: x / max(sum|x|, tiny). A zero vector stays zero (as in onnxruntime)."""
+    x = ctx.input(0)
+    out = ctx.output(0)
+    _float_only(ctx, x)
+    rank = ctx.rank(x)
+    axis = _norm_axis(ctx, ctx.attr("axis", -1), rank)
+    p = int(ctx.attr("p", 2))
+    if p == 2:
+        ctx.settle(out, ctx.value(x).shape, ctx.value(x).dtype)
+        ctx.emit(OP.OH_NN_OPS_L2_NORMALIZE, [x], [out],
+                 {"OH_NN_L2_NORMALIZE_AXIS": [axis], "OH_NN_L2_NORMALIZE_EPSILON": _TINY})
+        return
+    if p != 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"p={p} is not supported (1 or 2)")
+    dtype = ctx.value(x).dtype
+    norm = _reduce(ctx, "SUM", _unary(ctx, OP.OH_NN_OPS_ABS, x, f"{out}.abs"), [axis], True, f"{out}.norm")
+    floor = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, norm, _const(ctx, _TINY if dtype != np.float16 else 6e-8, dtype,
+                                                                  "tiny"), f"{out}.floored")
+    _binary(ctx, OP.OH_NN_OPS_DIV, x, floor, out, output=out)
+
+
+@converts("MeanVarianceNormalization")
+def mean_variance_normalization(ctx: NodeContext) -> None:
+    """(x - mean) / (sqrt(var) + 1e-9) over ``axes`` (default [0, 2, 3]); var is the centred mean square."""
+    x = ctx.input(0)
+    out = ctx.output(0)
+    _float_only(ctx, x)
+    rank = ctx.rank(x)
+    axes = _norm_axes(ctx, ctx.attr("axes", [0, 2, 3]), rank)
+    dtype = ctx.value(x).dtype
+    mean = _reduce(ctx, "MEAN", x, axes, True, f"{out}.mean")
+    centred = _binary(ctx, OP.OH_NN_OPS_SUB, x, mean, f"{out}.centred")
+    var = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, centred, centred, f"{out}.sq"), axes, True,
+                  f"{out}.var")
+    std = _unary(ctx, OP.OH_NN_OPS_SQRT, var, f"{out}.std")
+    denominator = _binary(ctx, OP.OH_NN_OPS_ADD, std, _const(ctx, 1e-9, dtype, "eps"), f"{out}.std_eps")
+    _binary(ctx, OP.OH_NN_OPS_DIV, centred, denominator, out, output=out)
+
+
+@converts("RMSNormalization")
+def rms_normalization(ctx: NodeContext) -> None:
+    """Y = X / sqrt(mean(X^2 over axis..) + epsilon) * scale; stage one in the stash_type precision."""
+    x, scale = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    scale_dtype = _float_input(ctx, scale)
+    shape = _shape(ctx, x, "the RMSNormalization input")
+    rank = len(shape)
+    if rank == 0:
+        raise ConversionIssue(INVALID_MODEL, "RMSNormalization of a scalar")
+    axis = _norm_axis(ctx, ctx.attr("axis", -1), rank)
+    epsilon = float(ctx.attr("epsilon", 1e-5))
+    stash_type = int(ctx.attr("stash_type", 1))
+    if stash_type not in (1, 11):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"stash_type={stash_type} is not supported (1 = float32, "
+                                                     "11 = float64)")
+    stash = np.dtype(_ONNX_FLOAT_TYPES[stash_type])
+    if dtype.itemsize > stash.itemsize:  # float64 stays float64 (onnxruntime and the reference do not narrow it)
+        stash = dtype
+    xs = _cast(ctx, x, stash, f"{out}.stash")
+    squared = _binary(ctx, OP.OH_NN_OPS_MUL, xs, xs, f"{out}.squared")
+    mean = _reduce(ctx, "MEAN", squared, list(range(axis, rank)), True, f"{out}.mean_square")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, mean, _const(ctx, epsilon, stash, "epsilon"), f"{out}.plus_eps")
+    rms = _unary(ctx, OP.OH_NN_OPS_SQRT, shifted, f"{out}.rms")
+    normalized = _binary(ctx, OP.OH_NN_OPS_DIV, xs, rms, f"{out}.normalized")
+    normalized = _cast(ctx, normalized, dtype, f"{out}.normalized_back")
+    normalized = _cast(ctx, normalized, scale_dtype, f"{out}.normalized_v")
+    y_shape = _broadcast(shape, _shape(ctx, scale))
+    if y_shape != shape:
+        raise ConversionIssue(INVALID_MODEL, f"scale shape {list(_shape(ctx, scale))} does not broadcast to the "
+                                             f"input shape {list(shape)}")
+    _binary(ctx, OP.OH_NN_OPS_MUL, normalized, scale, out, output=out)
+
+
+# -- Softmax, LogSoftmax, Hardmax --------------------------------------------------------------------------------------
+
+@converts("LogSoftmax", "Softmax")
+def softmax(ctx: NodeContext) -> None:
+    """Softmax/LogSoftmax: opset >= 13 normalises one axis; older opsets flatten from ``axis`` on."""
+    op = OP.OH_NN_OPS_SOFTMAX if ctx.node.op_type == "Softmax" else OP.OH_NN_OPS_LOG_SOFTMAX
+    key = "OH_NN_SOFTMAX_AXIS" if op == OP.OH_NN_OPS_SOFTMAX else "OH_NN_LOG_SOFTMAX_AXIS"
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+    axis = int(ctx.attr("axis", -1 if ctx.opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    if ctx.opset >= 13 or axis == rank - 1:
+        ctx.emit(op, [x], [ctx.output(0)], {key: axis})
+        return
+    shape = ctx.static_shape(x)
+    flat = ctx.reshape(x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    out_value = ctx.value(ctx.output(0))
+    flat_out = ctx.new_value(out_value.dtype, ctx.value(flat).shape, f"{ctx.output(0)}.flat")
+    ctx.emit(op, [flat], [flat_out], {key: 1})
+    ctx.reshape(flat_out, shape, output=ctx.output(0))
+
+
+@converts("Hardmax")
+def hardmax(ctx: NodeContext) -> None:
+    """1 at the first maximum along the axis, 0 elsewhere: ARG_MAX + ONE_HOT. Before opset 13 the input is
+    flattened to 2-D at ``axis`` (default 1) first."""
+    x = ctx.input(0)
+    out = ctx.output(0)
+    dtype = ctx.value(x).dtype
+    _float_only(ctx, x)
+    rank = ctx.rank(x)
+    if rank == 0:
+        raise ConversionIssue(INVALID_MODEL, "Hardmax of a scalar")
+    axis = _norm_axis(ctx, ctx.attr("axis", -1 if ctx.opset >= 13 else 1), rank)
+    shape = _ranked_shape(ctx, x)
+    source, target = x, out
+    if ctx.opset < 13 and axis != rank - 1:
+        shape = ctx.static_shape(x, "Hardmax input (flattened before opset 13)")
+        flat = [int(prod(shape[:axis])), int(prod(shape[axis:]))]
+        source = ctx.reshape(x, flat)
+        target = ctx.new_value(dtype, flat, f"{out}.flat")
+        axis = 1
+    n = _ranked_shape(ctx, source)[axis]
+    if n < 0:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"Hardmax needs a static size of axis {axis}")
+    idx = _arg_max(ctx, source, axis, False, np.int32, f"{out}.index")
+    ctx.settle(target, _ranked_shape(ctx, source), dtype)
+    ctx.emit(OP.OH_NN_OPS_ONE_HOT, [idx, _const(ctx, n, np.int32, "depth"), _const(ctx, 1, dtype, "on"),
+                                    _const(ctx, 0, dtype, "off")], [target], {"OH_NN_ONE_HOT_AXIS": axis})
+    if target != out:
+        _reshape(ctx, target, shape, output=out)

@@ -1,0 +1,401 @@
+"""Converters of the pool family: MaxPool, AveragePool, LpPool, their global forms and MaxUnpool.
+
+Decisions (layout and pads: see ``_common``):
+
+* MaxPool/AveragePool run on the native pooling ops when they can express the case exactly: no dilation, pads
+  smaller than the kernel. ``count_include_pad=1`` becomes PAD (zeros) + pooling whose extra end padding (ceil
+  mode) is not counted -- ONNX does not count the cells past the declared end pads either. Everything else
+  (dilations, big pads, 3-D) is decomposed into one strided slice per kernel tap combined with MAXIMUM/ADD
+  (and a constant divisor map for averages).
+* LpPool: |x|^p (SQUARE for p=2), a sum pool (average pool times the constant window-size map), then ^(1/p).
+* MaxUnpool scatters X at the flat indices into the inferred shape (SCATTER_ND) and pads to ``output_shape``
+  (the ONNX reference and node suite; onnxruntime instead reads the indices against ``output_shape`` when it
+  differs). Constant indices keep the last write of a repeated index; runtime indices are averaged over
+  repeats (a sum and a count, in float64: exact for the identical values a MaxPool writes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ..context import NodeContext
+from . import converts
+from ._common import (
+    _binary,
+    _cast,
+    _const,
+    _float_input,
+    _into_nhwc,
+    _ints_attr,
+    _known,
+    _nhwc_shape,
+    _onnx_pads,
+    _out_of_nhwc,
+    _reshape,
+    _set_shape,
+    _shape,
+    _spatial_rank,
+    _tblr,
+    _unsupported,
+)
+
+
+def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[int]:
+    """ONNX output sizes (ceil mode drops a last window that would start in the end padding)."""
+    result = []
+    for size, k, s, d, (p0, p1) in zip(in_sizes, kernel, strides, dilations, pads):
+        span = size + p0 + p1 - ((k - 1) * d + 1)
+        if span < 0:
+            raise ConversionIssue(INVALID_MODEL, f"kernel {k} (dilation {d}) does not fit the padded extent {size + p0 + p1}")
+        out = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p0:
+            out -= 1
+        result.append(out)
+    return result
+
+
+def _tap_counts(size, k, s, d, p0, p1, out, include_pad) -> np.ndarray:
+    """Per output position: how many taps of the window hit a counted cell (input, or declared pads if include_pad)."""
+    lo, hi = (-p0, size + p1) if include_pad else (0, size)
+    starts = np.arange(out) * s - p0
+    taps = starts[:, None] + np.arange(k)[None, :] * d
+    return ((taps >= lo) & (taps < hi)).sum(axis=1)
+
+
+def _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, include_pad) -> np.ndarray:
+    counts = np.ones((), np.float64)
+    for size, k, s, d, (p0, p1), out in zip(in_sizes, kernel, strides, dilations, pads, out_sizes):
+        counts = np.multiply.outer(counts, _tap_counts(size, k, s, d, p0, p1, out, include_pad))
+    return counts
+
+
+def _pad_values(ctx: NodeContext, x: str, pads_per_dim, fill: float, out_shape=None) -> str:
+    """PAD (constant) of an n-D tensor; ``pads_per_dim`` lists (begin, end) for every dim."""
+    value = ctx.value(x)
+    shape = None if value.shape is None else tuple(d + b + e if d >= 0 else -1
+                                                   for d, (b, e) in zip(value.shape, pads_per_dim))
+    padded = ctx.new_value(value.dtype, out_shape or shape, f"{x}.padded")
+    paddings = ctx.constant(np.asarray(pads_per_dim, np.int64), f"{x}.paddings")
+    ctx.emit(OP.OH_NN_OPS_PAD, [x, paddings], [padded], {"OH_NN_PAD_CONSTANT_VALUE": float(fill)})
+    return padded
+
+
+def _lowest(dtype: np.dtype) -> float:
+    return float("-inf") if dtype.kind == "f" else float(np.iinfo(dtype).min)
+
+
+def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, dilations, pads, out_sizes,
+               include_pad: bool) -> None:
+    """Pooling of any rank as one strided slice per kernel tap (for what the native pooling ops cannot express).
+
+    kind: "max", "avg" or "sum"."""
+    value = ctx.value(x)
+    shape = value.shape
+    extra = [max((o - 1) * s + (k - 1) * d + 1 - (size + p0 + p1), 0)
+             for o, s, k, d, size, (p0, p1) in zip(out_sizes, strides, kernel, dilations, shape[2:], pads)]
+    pad_list = [(0, 0), (0, 0)] + [(p0, p1 + e) for (p0, p1), e in zip(pads, extra)]
+    fill = _lowest(value.dtype) if kind == "max" else 0.0
+    source = _pad_values(ctx, x, pad_list, fill) if any(b or e for b, e in pad_list) else x
+    out_shape = (shape[0], shape[1], *out_sizes)
+    taps = []
+    for offsets in np.ndindex(*kernel):
+        begin = [0, 0] + [o * d for o, d in zip(offsets, dilations)]
+        end = [0, 0] + [o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilations, out_sizes, strides)]
+        tap = ctx.new_value(value.dtype, out_shape, f"{out}.tap")
+        ctx.emit(OP.OH_NN_OPS_STRIDED_SLICE,
+                 [source, ctx.constant(np.asarray(begin, np.int64)), ctx.constant(np.asarray(end, np.int64)),
+                  ctx.constant(np.asarray([1, 1, *strides], np.int64))], [tap],
+                 {"OH_NN_STRIDED_SLICE_BEGIN_MASK": 3, "OH_NN_STRIDED_SLICE_END_MASK": 3})
+        taps.append(tap)
+    combine = OP.OH_NN_OPS_MAXIMUM if kind == "max" else OP.OH_NN_OPS_ADD
+    acc = taps[0]
+    scale = None
+    if kind == "avg":
+        counts = _count_map(shape[2:], kernel, strides, dilations, pads, out_sizes, include_pad)
+        scale = (1.0 / counts).astype(value.dtype)
+    for position, tap in enumerate(taps[1:], start=1):
+        last = position == len(taps) - 1 and scale is None
+        target = out if last else ctx.new_value(value.dtype, out_shape, f"{out}.acc")
+        ctx.emit(combine, [acc, tap], [target])
+        acc = target
+    if scale is not None:
+        factor = scale.reshape(-1)[0] if np.all(scale == scale.reshape(-1)[0]) else scale.reshape((1, 1, *out_sizes))
+        ctx.emit(OP.OH_NN_OPS_MUL, [acc, ctx.constant(np.asarray(factor, value.dtype))], [out])
+    elif len(taps) == 1:
+        ctx.reshape(acc, out_shape, output=out)
+
+
+def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | None = None) -> None:
+    """MaxPool / AveragePool / LpPool onto native pooling where exact, else slices per tap."""
+    nd = _spatial_rank(ctx, x, "pooling", allow_3d=True)
+    kernel = [int(k) for k in ctx.attr("kernel_shape") or []]
+    if len(kernel) != nd:
+        raise ConversionIssue(INVALID_MODEL, f"kernel_shape {kernel} needs {nd} values")
+    strides = _ints_attr(ctx, "strides", nd, 1)
+    dilations = _ints_attr(ctx, "dilations", nd, 1)
+    ceil_mode = int(ctx.attr("ceil_mode", 0))
+    include_pad = bool(int(ctx.attr("count_include_pad", 0))) if kind == "avg" else False
+    x_value = ctx.value(x)
+    shape = x_value.shape
+    in_sizes = list(shape[2:])
+    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
+    if auto_pad != "NOTSET":
+        ceil_mode = 0  # the output size of SAME/VALID does not depend on ceil_mode
+    pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
+    if kind != "max" and x_value.dtype.kind != "f":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} of {x_value.dtype} is not supported")
+    static = _known(in_sizes)
+    if pads[0] == "mode":  # dynamic dims, SAME_UPPER: only the native op can do it
+        if nd > 2 or any(d != 1 for d in dilations) or kind == "sum" or include_pad:
+            raise ConversionIssue(DYNAMIC_SHAPE, "auto_pad=SAME_UPPER with dynamic spatial dims is only supported "
+                                                 "for plain 1-D/2-D max/average pooling")
+        _native_pool(ctx, kind, x, out, nd, kernel, strides, None, ceil_mode, pad_mode=0)
+        return
+    if not static:
+        if nd > 2 or any(d != 1 for d in dilations) or include_pad or kind == "sum" \
+                or any(p0 >= k or p1 >= k for (p0, p1), k in zip(pads, kernel)):
+            raise ConversionIssue(DYNAMIC_SHAPE, f"this pooling needs static spatial dims, got {in_sizes}")
+        _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
+        return
+    out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
+    _set_shape(ctx, out, [shape[0], shape[1], *out_sizes])
+    if kind == "max" or (kind == "avg" and not include_pad):
+        if _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, False).min() == 0:
+            raise _unsupported(f"pads {[list(p) for p in pads]} leave a window entirely in the padding (no value)")
+    native = nd <= 2 and all(d == 1 for d in dilations) and all(p0 < k and p1 < k for (p0, p1), k in zip(pads, kernel))
+    if not native:
+        _taps_pool(ctx, kind, x, out, kernel, strides, dilations, pads, out_sizes, include_pad)
+        return
+    if kind == "max" or (kind == "avg" and (not include_pad or not any(p0 or p1 for p0, p1 in pads))):
+        _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
+        return
+    # counted padding (average with count_include_pad, or a sum): PAD zeros, then pool with uncounted extra end pads
+    extra = [max((o - 1) * s + k - (size + p0 + p1), 0)
+             for o, s, k, size, (p0, p1) in zip(out_sizes, strides, kernel, in_sizes, pads)]
+    source = x
+    if any(p0 or p1 for p0, p1 in pads):
+        source = _pad_values(ctx, x, [(0, 0), (0, 0), *pads], 0.0)
+    padded_sizes = [size + p0 + p1 for size, (p0, p1) in zip(in_sizes, pads)]
+    if kind == "avg":
+        _native_pool(ctx, "avg", source, out, nd, kernel, strides, [(0, e) for e in extra], 0)
+        return
+    # sum = average (over the cells inside the padded extent) x that count
+    mean = ctx.new_value(x_value.dtype, (shape[0], shape[1], *out_sizes), f"{out}.mean")
+    _native_pool(ctx, "avg", source, mean, nd, kernel, strides, [(0, e) for e in extra], 0)
+    counts = _count_map(padded_sizes, kernel, strides, [1] * nd, [(0, 0)] * nd, out_sizes, False)
+    factor = counts.reshape(-1)[0] if np.all(counts == counts.reshape(-1)[0]) else counts.reshape((1, 1, *out_sizes))
+    ctx.emit(OP.OH_NN_OPS_MUL, [mean, ctx.constant(np.asarray(factor, x_value.dtype))], [out])
+
+
+def _native_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel, strides, pads, ceil_mode,
+                 pad_mode: int | None = None) -> None:
+    op, prefix = (OP.OH_NN_OPS_MAX_POOL, "OH_NN_MAX_POOL") if kind == "max" else (OP.OH_NN_OPS_AVG_POOL, "OH_NN_AVG_POOL")
+    if nd == 1:
+        kernel, strides = [1] + list(kernel), [1] + list(strides)
+        pads = None if pads is None else [(0, 0)] + list(pads)
+    params = {f"{prefix}_KERNEL_SIZE": list(kernel), f"{prefix}_STRIDE": list(strides),
+              f"{prefix}_ROUND_MODE": int(ceil_mode)}
+    if pad_mode is not None:
+        params[f"{prefix}_PAD_MODE"] = np.asarray([pad_mode], np.int8)
+    else:
+        params[f"{prefix}_PAD"] = _tblr(pads)
+    x_nhwc = _into_nhwc(ctx, x, nd)
+    out_value = ctx.value(out)
+    y = ctx.new_value(out_value.dtype, _nhwc_shape(nd, out_value.shape), f"{out}.nhwc")
+    ctx.emit(op, [x_nhwc], [y], params)
+    _out_of_nhwc(ctx, y, nd, out)
+
+
+def _no_indices(ctx: NodeContext) -> None:
+    ctx.attr("storage_order", 0)  # only affects the Indices output
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise _unsupported("the Indices output of MaxPool is not supported")
+
+
+@converts("MaxPool")
+def max_pool(ctx: NodeContext) -> None:
+    _no_indices(ctx)
+    _pool_common(ctx, "max", ctx.input(0), ctx.output(0))
+
+
+@converts("AveragePool")
+def average_pool(ctx: NodeContext) -> None:
+    _pool_common(ctx, "avg", ctx.input(0), ctx.output(0))
+
+
+# -- LpPool ------------------------------------------------------------------------------------------------------------
+
+def _lp_p(ctx: NodeContext) -> float:
+    p = ctx.attr("p", 2)
+    p = float(p)
+    if p <= 0:
+        raise _unsupported(f"p={p} must be > 0")
+    return p
+
+
+def _abs_pow(ctx: NodeContext, x: str, p: float, hint: str) -> str:
+    value = ctx.value(x)
+    if value.dtype.kind != "f":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} of {value.dtype} is not supported")
+    powered = ctx.new_value(value.dtype, value.shape, f"{hint}.pow")
+    if p == 2:
+        ctx.emit(OP.OH_NN_OPS_SQUARE, [x], [powered])
+        return powered
+    absolute = ctx.new_value(value.dtype, value.shape, f"{hint}.abs")
+    ctx.emit(OP.OH_NN_OPS_ABS, [x], [absolute])
+    if p == 1:
+        return absolute
+    ctx.emit(OP.OH_NN_OPS_POW, [absolute, ctx.constant(np.asarray(p, value.dtype))], [powered])
+    return powered
+
+
+def _root(ctx: NodeContext, summed: str, p: float, out: str) -> None:
+    dtype = ctx.value(summed).dtype
+    if p == 1:
+        ctx.reshape(summed, ctx.static_shape(summed), output=out)
+    elif p == 2:
+        ctx.emit(OP.OH_NN_OPS_SQRT, [summed], [out])
+    else:
+        ctx.emit(OP.OH_NN_OPS_POW, [summed, ctx.constant(np.asarray(1.0 / p, dtype))], [out])
+
+
+@converts("LpPool")
+def lp_pool(ctx: NodeContext) -> None:
+    """LpPool: (sum over the window of |x|^p)^(1/p); padded cells add nothing."""
+    p = _lp_p(ctx)
+    x = ctx.input(0)
+    out = ctx.output(0)
+    powered = _abs_pow(ctx, x, p, out)
+    value = ctx.value(x)
+    summed = ctx.new_value(value.dtype, None, f"{out}.sum")
+    _pool_common(ctx, "sum", powered, summed)
+    out_shape = ctx.value(summed).shape
+    if out_shape is not None:
+        _set_shape(ctx, out, out_shape)
+    _root(ctx, summed, p, out)
+
+
+# -- global pooling ----------------------------------------------------------------------------------------------------
+
+def _global_reduce(ctx: NodeContext, op: OP, prefix: str, x: str, out: str) -> None:
+    rank = ctx.rank(x)
+    if rank < 3:
+        raise ConversionIssue(INVALID_MODEL, f"global pooling needs an [N, C, spatial...] input, got rank {rank}")
+    shape = ctx.value(x).shape
+    _set_shape(ctx, out, [shape[0], shape[1]] + [1] * (rank - 2))
+    ctx.emit(op, [x, ctx.constant(np.arange(2, rank, dtype=np.int64), f"{ctx.name}.axes")], [out],
+             {f"{prefix}_KEEP_DIMS": True})
+
+
+@converts("GlobalAveragePool")
+def global_average_pool(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    if ctx.rank(x) == 4:
+        shape = ctx.value(x).shape
+        _set_shape(ctx, ctx.output(0), [shape[0], shape[1], 1, 1])
+        y = ctx.new_value(ctx.value(x).dtype, (shape[0], 1, 1, shape[1]), f"{ctx.output(0)}.nhwc")
+        ctx.emit(OP.OH_NN_OPS_AVG_POOL, [ctx.transpose(x, NCHW_TO_NHWC)], [y], {"OH_NN_AVG_POOL_GLOBAL": True})
+        ctx.transpose(y, NHWC_TO_NCHW, output=ctx.output(0))
+        return
+    _global_reduce(ctx, OP.OH_NN_OPS_REDUCE_MEAN, "OH_NN_REDUCE_MEAN", x, ctx.output(0))
+
+
+@converts("GlobalMaxPool")
+def global_max_pool(ctx: NodeContext) -> None:
+    x = ctx.input(0)
+    if ctx.rank(x) == 4:
+        shape = ctx.value(x).shape
+        _set_shape(ctx, ctx.output(0), [shape[0], shape[1], 1, 1])
+        y = ctx.new_value(ctx.value(x).dtype, (shape[0], 1, 1, shape[1]), f"{ctx.output(0)}.nhwc")
+        ctx.emit(OP.OH_NN_OPS_MAX_POOL, [ctx.transpose(x, NCHW_TO_NHWC)], [y], {"OH_NN_MAX_POOL_GLOBAL": True})
+        ctx.transpose(y, NHWC_TO_NCHW, output=ctx.output(0))
+        return
+    _global_reduce(ctx, OP.OH_NN_OPS_REDUCE_MAX, "OH_NN_REDUCE_MAX", x, ctx.output(0))
+
+
+@converts("GlobalLpPool")
+def global_lp_pool(ctx: NodeContext) -> None:
+    p = _lp_p(ctx)
+    x = ctx.input(0)
+    out = ctx.output(0)
+    rank = ctx.rank(x)
+    powered = _abs_pow(ctx, x, p, out)
+    shape = ctx.value(x).shape
+    summed = ctx.new_value(ctx.value(x).dtype, (shape[0], shape[1]) + (1,) * (rank - 2), f"{out}.sum")
+    _global_reduce(ctx, OP.OH_NN_OPS_REDUCE_SUM, "OH_NN_REDUCE_SUM", powered, summed)
+    _set_shape(ctx, out, ctx.value(summed).shape)
+    _root(ctx, summed, p, out)
+
+
+# -- MaxUnpool ---------------------------------------------------------------------------------------------------------
+
+@converts("MaxUnpool")
+def max_unpool(ctx: NodeContext) -> None:
+    """Y (inferred shape, zeros) with Y.flat[I] = X, padded with zeros at the end to ``output_shape``.
+
+    Constant indices: a repeated index keeps its last write (the ONNX reference), SCATTER_ND of the kept values.
+    Runtime indices: SCATTER_ND sums, so the values (in float64) and a count are scattered and divided: exact for
+    the equal values MaxPool writes at a repeated index, the mean otherwise."""
+    x, indices = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    x_shape = _shape(ctx, x, "the MaxUnpool input")
+    nd = len(x_shape) - 2
+    if nd < 1:
+        raise ConversionIssue(INVALID_MODEL, f"MaxUnpool needs an (N, C, spatial...) input, got {list(x_shape)}")
+    if ctx.value(indices).dtype != np.int64 or _shape(ctx, indices, "the indices") != x_shape:
+        raise ConversionIssue(INVALID_MODEL, f"the indices must be int64 of the input's shape {list(x_shape)}")
+    kernel = ctx.attr("kernel_shape")
+    if kernel is None or len(kernel) != nd:
+        raise ConversionIssue(INVALID_MODEL, f"kernel_shape needs {nd} values, got {kernel}")
+    kernel = [int(k) for k in kernel]
+    strides = _ints_attr(ctx, "strides", nd, 1)
+    pads = _ints_attr(ctx, "pads", 2 * nd, 0)
+    inferred = [x_shape[0], x_shape[1]] + [(size - 1) * s - (pads[i] + pads[nd + i]) + k
+                                           for i, (size, s, k) in enumerate(zip(x_shape[2:], strides, kernel))]
+    if any(d < 1 for d in inferred):
+        raise ConversionIssue(INVALID_MODEL, f"the unpooled shape {inferred} is empty")
+    target = list(inferred)
+    if ctx.has_input(2):
+        target = [int(d) for d in ctx.constant_input(2, "output_shape").reshape(-1)]
+        if len(target) != len(inferred) or any(t < i for t, i in zip(target, inferred)):
+            raise ConversionIssue(INVALID_MODEL, f"output_shape {target} must have rank {len(inferred)} and be at "
+                                                 f"least the unpooled shape {inferred}")
+    total = int(np.prod(inferred))
+    count = int(np.prod(x_shape))
+    flat_x = _reshape(ctx, x, (count,))
+    shape_const = ctx.constant(np.asarray([total], np.int64), f"{ctx.name}.flat_shape")
+    padded = target != inferred
+    index_data = ctx.value(indices).data
+    if index_data is not None:
+        flat = index_data.reshape(-1)
+        if ((flat < 0) | (flat >= total)).any():
+            raise ConversionIssue(INVALID_MODEL, f"indices must lie in [0, {total}) (the unpooled shape {inferred})")
+        last = {int(i): p for p, i in enumerate(flat)}  # the last write of each index wins
+        keep = np.asarray(sorted(last.values()), np.int64)
+        values = flat_x
+        if keep.size != count:
+            values = ctx.emit_to(OP.OH_NN_OPS_GATHER, [flat_x, ctx.constant(keep, f"{ctx.name}.kept"),
+                                                      ctx.constant(np.asarray([0], np.int64), f"{ctx.name}.axis")],
+                           dtype, (keep.size,), f"{out}.kept_values")
+        where = ctx.constant(flat[keep].reshape(-1, 1), f"{ctx.name}.positions")
+        scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, values, shape_const], dtype, (total,),
+                          f"{out}.scattered")
+    else:
+        where = _reshape(ctx, indices, (count, 1))
+        f64 = np.dtype(np.float64)
+        sums = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, _cast(ctx, flat_x, f64, f"{out}.x64"), shape_const], f64,
+                     (total,), f"{out}.sums")
+        hits = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, ctx.constant(np.ones(count, f64), f"{ctx.name}.ones"),
+                                                    shape_const], f64, (total,), f"{out}.hits")
+        hits = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, hits, _const(ctx, 1, f64, "one"), f"{out}.hits_at_least_1")
+        scattered = _cast(ctx, _binary(ctx, OP.OH_NN_OPS_DIV, sums, hits, f"{out}.means"), dtype, f"{out}.scattered")
+    if not padded:
+        _reshape(ctx, scattered, inferred, output=out)
+        return
+    unpooled = _reshape(ctx, scattered, inferred)
+    paddings = np.asarray([[0, t - i] for t, i in zip(target, inferred)], np.int64)
+    ctx.emit_to(OP.OH_NN_OPS_PAD, [unpooled, ctx.constant(paddings, f"{ctx.name}.paddings")], dtype, target, out,
+          {"OH_NN_PAD_CONSTANT_VALUE": 0.0, "OH_NN_PAD_PADDING_MODE": 0}, output=out)

@@ -1,0 +1,450 @@
+"""Converters of the recurrent family: RNN and GRU unrolled, LSTM onto NNRt's LSTM.
+
+Decisions (also in the mapping rows' notes):
+
+* RNN and GRU are unrolled over the static sequence length: the input projections of every time step are one
+  MATMUL per gate (``X @ W_g^T + biases``) and one UNSTACK; each step adds ``H @ R_g^T`` (MATMUL), applies the
+  activations, and the outputs are STACKed. W, R, B and initial_h may be runtime tensors (then SLICEd per
+  direction and gate) or constants. The zero initial state skips the first recurrent product. Activations
+  Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid, Affine and ScaledTanh (alpha/beta taken from activation_alpha /
+  activation_beta in order, for the functions that use them, else the ONNX defaults) and ``clip`` (CLIP on every
+  activation's input) are converted; other activations are rejected. A constant ``sequence_lens`` (values in
+  [1, seq]) masks the steps past an entry's length with constant WHERE masks: the state is kept (a reverse pass
+  starts at the entry's last step) and Y is 0 there, as onnxruntime; a runtime sequence_lens needs binding.
+  GRU: ``h~ = g(xh + (r*H) Rh^T + Rbh + Wbh)`` or, with linear_before_reset, ``g(xh + Wbh + r*(H Rh^T + Rbh))``;
+  ``H' = h~ + z*(H - h~)``.
+* LSTM: NNRt's six-input LSTM uses ONNX's gate order (iofc) and bias layout; reverse runs forward on the
+  time-reversed sequence (GATHER).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...enums import OH_NN_OperationType as OP
+from ...ir.issues import (
+    INVALID_MODEL,
+    UNSUPPORTED_ATTRIBUTE,
+    ConversionIssue,
+)
+from ..context import NodeContext
+from . import converts
+from ._common import (
+    _binary,
+    _float_dtype,
+    _matmul,
+    _reshape,
+    _set_shape,
+    _transpose,
+    _unsupported,
+)
+
+
+MAX_IO = 200  # AddOperation caps an input/output index list at 200
+
+
+def _stack(ctx: NodeContext, names, axis: int, output: str | None = None, hint: str = "stack") -> str:
+    """STACK along ``axis`` (a RESHAPE for one tensor; chunks of STACKs joined by CONCAT beyond 200 inputs)."""
+    first = ctx.value(names[0])
+    shape = list(first.shape)
+    out_shape = shape[:axis] + [len(names)] + shape[axis:]
+    if len(names) == 1:
+        if output is not None:
+            return _reshape(ctx, names[0], out_shape, output=output)
+        return _reshape(ctx, names[0], out_shape)
+    if len(names) <= MAX_IO:
+        return ctx.emit_to(OP.OH_NN_OPS_STACK, names, first.dtype, out_shape, hint, {"OH_NN_STACK_AXIS": axis},
+                     output=output)
+    parts = [_stack(ctx, names[i:i + MAX_IO], axis, hint=hint) for i in range(0, len(names), MAX_IO)]
+    return _concat(ctx, parts, axis, output=output, hint=hint)
+
+
+def _concat(ctx: NodeContext, names, axis: int, output: str | None = None, hint: str = "concat") -> str:
+    if len(names) > MAX_IO:
+        names = [_concat(ctx, names[i:i + MAX_IO], axis, hint=hint) for i in range(0, len(names), MAX_IO)]
+    first = ctx.value(names[0])
+    shape = list(first.shape)
+    shape[axis] = sum(ctx.value(n).shape[axis] for n in names)
+    if len(names) == 1:
+        return _reshape(ctx, names[0], shape, output=output) if output else names[0]
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, names, first.dtype, shape, hint, {"OH_NN_CONCAT_AXIS": axis},
+                 output=output)
+
+
+def _unstack(ctx: NodeContext, name: str, axis: int) -> list[str]:
+    """The slices of ``name`` along ``axis`` (that axis dropped): UNSTACK (SPLIT first beyond 200 slices)."""
+    value = ctx.value(name)
+    shape = list(value.shape)
+    count = shape[axis]
+    if count > MAX_IO:
+        pieces = []
+        sizes = [min(MAX_IO, count - i) for i in range(0, count, MAX_IO)]
+        outs = [ctx.new_value(value.dtype, shape[:axis] + [s] + shape[axis + 1:], f"{name}.part") for s in sizes]
+        ctx.emit(OP.OH_NN_OPS_SPLIT, [name], outs, {"OH_NN_SPLIT_AXIS": axis, "OH_NN_SPLIT_SIZE_SPLITS": sizes})
+        for out in outs:
+            pieces += _unstack(ctx, out, axis)
+        return pieces
+    piece_shape = shape[:axis] + shape[axis + 1:]
+    outs = [ctx.new_value(value.dtype, piece_shape, f"{name}.{i}") for i in range(count)]
+    ctx.emit(OP.OH_NN_OPS_UNSTACK, [name], outs, {"OH_NN_UNSTACK_AXIS": axis})
+    return outs
+
+
+def _slice_rows(ctx: NodeContext, name: str, index: int, start: int, stop: int, hint: str) -> str:
+    """``name[index, start:stop]`` (a constant when ``name`` is one, else SLICE + RESHAPE)."""
+    value = ctx.value(name)
+    if value.data is not None:
+        return ctx.constant(np.ascontiguousarray(value.data[index, start:stop]), hint)
+    shape = list(value.shape)
+    size = [1, stop - start] + [-1] * (len(shape) - 2)
+    begin = [index, start] + [0] * (len(shape) - 2)
+    sliced = ctx.emit_to(OP.OH_NN_OPS_SLICE, [name, ctx.constant(np.asarray(begin, np.int64)),
+                                              ctx.constant(np.asarray(size, np.int64))],
+                   value.dtype, [1, stop - start] + shape[2:], f"{hint}.slice")
+    return _reshape(ctx, sliced, [stop - start] + shape[2:])
+
+
+def _is_zero(ctx: NodeContext, name: str | None) -> bool:
+    if name is None:
+        return True
+    data = ctx.value(name).data
+    return data is not None and not np.any(data)
+
+
+# -- RNN / GRU ---------------------------------------------------------------------------------------------------------
+
+_ACTIVATIONS = {  # name -> (alpha default, beta default); None: the function takes no such value
+    "relu": (None, None), "tanh": (None, None), "sigmoid": (None, None), "leakyrelu": (0.01, None),
+    "hardsigmoid": (0.2, 0.5), "affine": (1.0, 0.0), "scaledtanh": (1.0, 1.0),
+}
+
+
+def _activation_specs(ctx: NodeContext, defaults: list[str], directions: int) -> list[tuple[str, float, float]]:
+    per_direction = len(defaults)
+    names = ctx.attr("activations")
+    alphas = list(ctx.attr("activation_alpha", []) or [])
+    betas = list(ctx.attr("activation_beta", []) or [])
+    if names is None:
+        names = defaults * directions
+    names = [str(n) for n in names]
+    if len(names) != per_direction * directions:
+        raise ConversionIssue(INVALID_MODEL, f"activations={names}: {ctx.node.op_type} with {directions} "
+                                             f"direction(s) needs {per_direction * directions} activation(s)")
+    specs = []
+    for name in names:
+        key = name.lower()
+        if key not in _ACTIVATIONS:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"activations: {name!r} is not supported (supported: Relu, "
+                                                         "Tanh, Sigmoid, LeakyRelu, HardSigmoid, Affine, ScaledTanh)")
+        alpha_default, beta_default = _ACTIVATIONS[key]
+        alpha = beta = 0.0
+        if alpha_default is not None:
+            alpha = float(alphas.pop(0)) if alphas else alpha_default
+        if beta_default is not None:
+            beta = float(betas.pop(0)) if betas else beta_default
+        specs.append((key, alpha, beta))
+    return specs
+
+
+def _activate(ctx: NodeContext, x: str, spec, clip: float | None, hint: str) -> str:
+    value = ctx.value(x)
+    dtype, shape = value.dtype, value.shape
+    if clip is not None:
+        x = ctx.emit_to(OP.OH_NN_OPS_CLIP, [x], dtype, shape, f"{hint}.clip",
+                  {"OH_NN_CLIP_MIN": -clip, "OH_NN_CLIP_MAX": clip})
+    name, alpha, beta = spec
+
+    def const(v):
+        return ctx.constant(np.asarray(v, dtype))
+
+    simple = {"relu": OP.OH_NN_OPS_RELU, "tanh": OP.OH_NN_OPS_TANH, "sigmoid": OP.OH_NN_OPS_SIGMOID}
+    if name in simple:
+        return ctx.emit_to(simple[name], [x], dtype, shape, hint)
+    if name == "leakyrelu":
+        return ctx.emit_to(OP.OH_NN_OPS_LEAKY_RELU, [x], dtype, shape, hint, {"OH_NN_LEAKY_RELU_NEGATIVE_SLOPE": alpha})
+    if name == "scaledtanh":
+        scaled = ctx.emit_to(OP.OH_NN_OPS_MUL, [x, const(beta)], dtype, shape, f"{hint}.in")
+        t = ctx.emit_to(OP.OH_NN_OPS_TANH, [scaled], dtype, shape, f"{hint}.tanh")
+        return ctx.emit_to(OP.OH_NN_OPS_MUL, [t, const(alpha)], dtype, shape, hint)
+    affine = ctx.emit_to(OP.OH_NN_OPS_MUL, [x, const(alpha)], dtype, shape, f"{hint}.scaled")
+    affine = ctx.emit_to(OP.OH_NN_OPS_ADD, [affine, const(beta)], dtype, shape, f"{hint}.affine")
+    if name == "affine":
+        return affine
+    return ctx.emit_to(OP.OH_NN_OPS_CLIP, [affine], dtype, shape, hint, {"OH_NN_CLIP_MIN": 0.0, "OH_NN_CLIP_MAX": 1.0})
+
+
+def _recurrent(ctx: NodeContext, gates: int) -> None:
+    """Shared frame of RNN (1 gate) and GRU (3 gates: z, r, h)."""
+    kind = ctx.node.op_type
+    x, w, r = ctx.input(0), ctx.input(1), ctx.input(2)
+    dtype = _float_dtype(ctx, x, "input X")
+    for name in (w, r):
+        if ctx.value(name).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"{name!r} has dtype {ctx.value(name).dtype}, X has {dtype}")
+    layout = int(ctx.attr("layout", 0))
+    if layout not in (0, 1):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"layout={layout} is not supported (0 or 1)")
+    direction = ctx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"direction={direction!r} is not supported")
+    directions = 2 if direction == "bidirectional" else 1
+    ctx.attr("output_sequence")  # (RNN-1/GRU-1) whether Y is required: Y is produced whenever the node lists it
+    x_shape = ctx.static_shape(x, "input X")
+    if len(x_shape) != 3:
+        raise ConversionIssue(INVALID_MODEL, f"X must have rank 3, got shape {list(x_shape)}")
+    seq, batch = (x_shape[1], x_shape[0]) if layout else (x_shape[0], x_shape[1])
+    w_shape, r_shape = ctx.static_shape(w, "W"), ctx.static_shape(r, "R")
+    hidden = ctx.attr("hidden_size")
+    hidden = int(hidden) if hidden is not None else int(r_shape[-1])
+    if tuple(w_shape) != (directions, gates * hidden, x_shape[2]) or tuple(r_shape) != (directions, gates * hidden,
+                                                                                         hidden):
+        raise ConversionIssue(INVALID_MODEL, f"W {list(w_shape)} / R {list(r_shape)} do not fit direction="
+                                             f"{direction!r}, hidden_size={hidden}, input size {x_shape[2]}")
+    clip = ctx.attr("clip")
+    clip = None if clip is None else float(clip)
+    specs = _activation_specs(ctx, ["Tanh"] if gates == 1 else ["Sigmoid", "Tanh"], directions)
+    linear_before_reset = int(ctx.attr("linear_before_reset", 0)) if gates == 3 else 0
+    masks = None  # per step: which batch entries are still within their sequence (None: all, always)
+    if ctx.has_input(4):
+        lens = np.asarray(ctx.constant_input(4, "sequence_lens")).astype(np.int64).reshape(-1)
+        if lens.size != batch or np.any(lens < 1) or np.any(lens > seq):
+            raise ConversionIssue(INVALID_MODEL, f"sequence_lens {lens.tolist()} must hold {batch} values in "
+                                                 f"[1, {seq}]")
+        if np.any(lens < seq):
+            masks = [(t < lens)[:, None] for t in range(seq)]
+    b = ctx.input(3) if ctx.has_input(3) else None
+    if b is not None and ctx.static_shape(b, "B") != (directions, 2 * gates * hidden):
+        raise ConversionIssue(INVALID_MODEL, f"B has shape {list(ctx.value(b).shape)}, expected "
+                                             f"{[directions, 2 * gates * hidden]}")
+    h0 = ctx.input(5) if ctx.has_input(5) else None
+    if h0 is not None:
+        expected = (batch, directions, hidden) if layout else (directions, batch, hidden)
+        if ctx.static_shape(h0, "initial_h") != expected:
+            raise ConversionIssue(INVALID_MODEL, f"initial_h has shape {list(ctx.value(h0).shape)}, expected "
+                                                 f"{list(expected)}")
+        if _is_zero(ctx, h0):
+            h0 = None
+        elif layout:
+            h0 = _transpose(ctx, h0, (1, 0, 2))
+    time_axis = 1 if layout else 0
+
+    finals, sequences = [], []
+    for d in range(directions):
+        reverse = direction == "reverse" or d == 1
+        hint = f"{ctx.name}.d{d}"
+        # input projections of every step, per gate: X @ W_g^T + Wb_g (+ Rb_g where it adds outside the reset)
+        steps_per_gate = []
+        rh_bias = None
+        for g in range(gates):
+            w_g = _slice_rows(ctx, w, d, g * hidden, (g + 1) * hidden, f"{hint}.W{g}")
+            if ctx.value(w_g).data is not None:
+                projected = _matmul(ctx, x, ctx.constant(np.ascontiguousarray(ctx.value(w_g).data.T), f"{hint}.WT{g}"),
+                                    f"{hint}.xw{g}")
+            else:
+                projected = _matmul(ctx, x, w_g, f"{hint}.xw{g}", transpose_b=True)
+            if b is not None:
+                wb = _slice_rows(ctx, b, d, g * hidden, (g + 1) * hidden, f"{hint}.Wb{g}")
+                rb = _slice_rows(ctx, b, d, (gates + g) * hidden, (gates + g + 1) * hidden, f"{hint}.Rb{g}")
+                if g == 2 and linear_before_reset:
+                    rh_bias = None if _is_zero(ctx, rb) else rb
+                    bias = wb
+                elif ctx.value(wb).data is not None and ctx.value(rb).data is not None:
+                    bias = ctx.constant(ctx.value(wb).data + ctx.value(rb).data, f"{hint}.b{g}")
+                else:
+                    bias = _binary(ctx, OP.OH_NN_OPS_ADD, wb, rb, f"{hint}.b{g}")
+                if not _is_zero(ctx, bias):
+                    projected = _binary(ctx, OP.OH_NN_OPS_ADD, projected, bias, f"{hint}.xwb{g}")
+            steps_per_gate.append(_unstack(ctx, projected, time_axis))
+        r_gates = []
+        for g in range(gates):
+            r_g = _slice_rows(ctx, r, d, g * hidden, (g + 1) * hidden, f"{hint}.R{g}")
+            if ctx.value(r_g).data is not None:
+                r_gates.append((ctx.constant(np.ascontiguousarray(ctx.value(r_g).data.T), f"{hint}.RT{g}"), False))
+            else:
+                r_gates.append((r_g, True))
+        f_spec = specs[d * len(specs) // directions]
+        g_spec = specs[d * len(specs) // directions + (1 if gates == 3 else 0)]
+
+        def recurrent(h_prev, g, tag):
+            weight, transposed = r_gates[g]
+            return _matmul(ctx, h_prev, weight, f"{hint}.{tag}", transpose_b=transposed)
+
+        h = None if h0 is None else _slice_rows(ctx, h0, d, 0, batch, f"{hint}.h0")
+        outputs = [None] * seq
+        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+            tag = f"t{t}"
+            h_prev = h
+            if gates == 1:
+                pre = steps_per_gate[0][t]
+                if h is not None:
+                    pre = _binary(ctx, OP.OH_NN_OPS_ADD, pre, recurrent(h, 0, f"{tag}.hr"), f"{hint}.{tag}.pre")
+                h = _activate(ctx, pre, f_spec, clip, f"{hint}.{tag}.h")
+            else:
+                z_pre, r_pre, h_pre = (steps_per_gate[g][t] for g in range(3))
+                if h is not None:
+                    z_pre = _binary(ctx, OP.OH_NN_OPS_ADD, z_pre, recurrent(h, 0, f"{tag}.hz"), f"{hint}.{tag}.zpre")
+                    r_pre = _binary(ctx, OP.OH_NN_OPS_ADD, r_pre, recurrent(h, 1, f"{tag}.hr"), f"{hint}.{tag}.rpre")
+                z = _activate(ctx, z_pre, f_spec, clip, f"{hint}.{tag}.z")
+                reset = _activate(ctx, r_pre, f_spec, clip, f"{hint}.{tag}.r")
+                if linear_before_reset:
+                    hh = None if h is None else recurrent(h, 2, f"{tag}.hh")
+                    if rh_bias is not None:
+                        hh = rh_bias if hh is None else _binary(ctx, OP.OH_NN_OPS_ADD, hh, rh_bias, f"{hint}.{tag}.hhb")
+                    if hh is not None:
+                        gated = _binary(ctx, OP.OH_NN_OPS_MUL, reset, hh, f"{hint}.{tag}.rhh")
+                        h_pre = _binary(ctx, OP.OH_NN_OPS_ADD, h_pre, gated, f"{hint}.{tag}.hpre")
+                elif h is not None:
+                    reset_h = _binary(ctx, OP.OH_NN_OPS_MUL, reset, h, f"{hint}.{tag}.rh")
+                    h_pre = _binary(ctx, OP.OH_NN_OPS_ADD, h_pre, recurrent(reset_h, 2, f"{tag}.rhh"),
+                                    f"{hint}.{tag}.hpre")
+                candidate = _activate(ctx, h_pre, g_spec, clip, f"{hint}.{tag}.cand")
+                if h is None:  # H' = (1 - z) * h~
+                    kept = _binary(ctx, OP.OH_NN_OPS_MUL, z, candidate, f"{hint}.{tag}.zc")
+                    h = _binary(ctx, OP.OH_NN_OPS_SUB, candidate, kept, f"{hint}.{tag}.H")
+                else:  # H' = h~ + z * (H - h~)
+                    delta = _binary(ctx, OP.OH_NN_OPS_SUB, h, candidate, f"{hint}.{tag}.delta")
+                    moved = _binary(ctx, OP.OH_NN_OPS_MUL, z, delta, f"{hint}.{tag}.zd")
+                    h = _binary(ctx, OP.OH_NN_OPS_ADD, candidate, moved, f"{hint}.{tag}.H")
+            outputs[t] = h
+            if masks is not None and not masks[t].all():
+                # past its length an entry keeps its state (a reverse pass has not started yet) and outputs 0
+                zeros = ctx.constant(np.zeros((batch, hidden), dtype), f"{hint}.zeros")
+                if not masks[t].any():
+                    h, outputs[t] = h_prev, zeros
+                else:
+                    mask = ctx.constant(masks[t], f"{hint}.{tag}.mask")
+                    h = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, h, h_prev or zeros], dtype, (batch, hidden),
+                              f"{hint}.{tag}.kept")
+                    outputs[t] = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, h, zeros], dtype, (batch, hidden),
+                                       f"{hint}.{tag}.y")
+        finals.append(h)
+        sequences.append(outputs)
+
+    y = ctx.output(0) if len(ctx.node.output) > 0 and ctx.node.output[0] else None
+    y_h = ctx.output(1) if len(ctx.node.output) > 1 and ctx.node.output[1] else None
+    if len(ctx.node.output) > 2 and any(ctx.node.output[2:]):
+        raise ConversionIssue(INVALID_MODEL, f"{kind} has at most 2 outputs")
+    if y is not None:
+        if directions == 1:
+            stacked = _stack(ctx, sequences[0], time_axis, hint=f"{ctx.name}.Y")
+            shape = [batch, seq, 1, hidden] if layout else [seq, 1, batch, hidden]
+            _reshape(ctx, stacked, shape, output=y)
+        else:
+            per_step = [_stack(ctx, [sequences[0][t], sequences[1][t]], 1 if layout else 0, hint=f"{ctx.name}.Y{t}")
+                        for t in range(seq)]
+            _stack(ctx, per_step, time_axis, output=y, hint=f"{ctx.name}.Y")
+    if y_h is not None:
+        _stack(ctx, finals, 1 if layout else 0, output=y_h, hint=f"{ctx.name}.Y_h")
+
+
+@converts("RNN")
+def rnn(ctx: NodeContext) -> None:
+    _recurrent(ctx, 1)
+
+
+@converts("GRU")
+def gru(ctx: NodeContext) -> None:
+    _recurrent(ctx, 3)
+
+
+# -- LSTM --------------------------------------------------------------------------------------------------------------
+
+_LSTM_DEFAULT_ACTIVATIONS = ["sigmoid", "tanh", "tanh"]
+
+
+def _zeros_or_input(ctx: NodeContext, position: int, shape, dtype, hint: str) -> str:
+    if ctx.has_input(position):
+        return ctx.input(position)
+    return ctx.constant(np.zeros(shape, dtype), f"{ctx.name}.{hint}")
+
+
+def _time_reverse(ctx: NodeContext, name: str, steps: int) -> str:
+    value = ctx.value(name)
+    out = ctx.new_value(value.dtype, value.shape, f"{name}.reversed")
+    ctx.emit(OP.OH_NN_OPS_GATHER, [name, ctx.constant(np.arange(steps - 1, -1, -1, dtype=np.int32)),
+                                   ctx.constant(np.asarray([0], np.int64))], [out])
+    return out
+
+
+@converts("LSTM")
+def lstm(ctx: NodeContext) -> None:
+    """ONNX LSTM -> NNRt LSTM (one layer; gates iofc and bias [Wb | Rb] are the same in both).
+
+    layout=1 is transposed to layout 0; direction=reverse runs forward over the time-reversed sequence.
+    Rejected: clip, input_forget=1, non-default activations, peepholes (unless constant zeros) and
+    sequence_lens (unless a constant equal to the sequence length everywhere)."""
+    if ctx.attr("clip") is not None:
+        raise _unsupported(f"clip={ctx.attr('clip')} is not supported (NNRt LSTM has no cell clipping)")
+    if int(ctx.attr("input_forget", 0)):
+        raise _unsupported("input_forget=1 (coupled input and forget gates) is not supported")
+    direction = ctx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise _unsupported(f"direction={direction!r} is not supported")
+    dirs = 2 if direction == "bidirectional" else 1
+    activations = ctx.attr("activations")
+    if activations is not None and [a.lower() for a in activations] != _LSTM_DEFAULT_ACTIVATIONS * dirs:
+        raise _unsupported(f"activations={list(activations)} are not supported (only Sigmoid, Tanh, Tanh)")
+    for name in ("activation_alpha", "activation_beta"):
+        if ctx.attr(name):
+            raise _unsupported(f"{name}={list(ctx.attr(name))} is not supported (default activations take none)")
+    layout = int(ctx.attr("layout", 0))
+    if layout not in (0, 1):
+        raise _unsupported(f"layout={layout} is not supported")
+    x = ctx.input(0)
+    x_shape = ctx.static_shape(x, "the LSTM input")
+    if len(x_shape) != 3:
+        raise ConversionIssue(INVALID_MODEL, f"the LSTM input must be 3-D, got {list(x_shape)}")
+    steps, batch, features = (x_shape[1], x_shape[0], x_shape[2]) if layout else x_shape
+    w_shape = ctx.static_shape(ctx.input(1), "W")
+    hidden = w_shape[1] // 4
+    hidden_attr = ctx.attr("hidden_size")
+    if hidden_attr is not None and int(hidden_attr) != hidden:
+        raise ConversionIssue(INVALID_MODEL, f"hidden_size={hidden_attr} disagrees with W {list(w_shape)}")
+    if w_shape[0] != dirs:
+        raise ConversionIssue(INVALID_MODEL, f"W {list(w_shape)} does not have {dirs} direction(s)")
+    dtype = ctx.value(x).dtype
+    if ctx.has_input(4):
+        lens = ctx.constant_input(4, "sequence_lens")
+        if not np.all(lens == steps):
+            raise _unsupported(f"sequence_lens {lens.tolist()} shorter than the sequence ({steps}) are not supported")
+    if ctx.has_input(7):
+        peep = ctx.value(ctx.input(7))
+        if peep.data is None or np.any(peep.data != 0):
+            raise _unsupported("peephole weights (input P) are not supported")
+    if layout:
+        x = ctx.transpose(x, (1, 0, 2))
+    if direction == "reverse":
+        x = _time_reverse(ctx, x, steps)
+    w, r = ctx.input(1), ctx.input(2)
+    b = _zeros_or_input(ctx, 3, (dirs, 8 * hidden), dtype, "B")
+    state_shape = (dirs, batch, hidden)
+    h0 = _zeros_or_input(ctx, 5, state_shape, dtype, "initial_h")
+    c0 = _zeros_or_input(ctx, 6, state_shape, dtype, "initial_c")
+    if layout:
+        h0 = ctx.transpose(h0, (1, 0, 2)) if ctx.has_input(5) else h0
+        c0 = ctx.transpose(c0, (1, 0, 2)) if ctx.has_input(6) else c0
+    outputs = list(ctx.node.output) + [""] * (3 - len(ctx.node.output))
+    y_seq = ctx.new_value(dtype, (steps, batch, dirs * hidden), f"{ctx.name}.y")
+    direct = [bool(name) and not layout for name in outputs[1:3]]  # states written straight to the ONNX outputs
+    hy = outputs[1] if direct[0] else ctx.new_value(dtype, state_shape, f"{ctx.name}.hy")
+    cy = outputs[2] if direct[1] else ctx.new_value(dtype, state_shape, f"{ctx.name}.cy")
+    for name, is_direct in zip((hy, cy), direct):
+        if is_direct:
+            _set_shape(ctx, name, state_shape)
+    params = {"OH_NN_LSTM_BIDIRECTIONAL": dirs == 2, "OH_NN_LSTM_HAS_BIAS": True,
+              "OH_NN_LSTM_INPUT_SIZE": features, "OH_NN_LSTM_HIDDEN_SIZE": hidden,
+              "OH_NN_LSTM_NUM_LAYERS": 1, "OH_NN_LSTM_NUM_DIRECTIONS": dirs}
+    ctx.emit(OP.OH_NN_OPS_LSTM, [x, w, r, b, h0, c0], [y_seq, hy, cy], params)
+    if outputs[0]:
+        y = y_seq if direction != "reverse" else _time_reverse(ctx, y_seq, steps)
+        y4 = _reshape(ctx, y, [steps, batch, dirs, hidden])
+        if layout:  # [batch, seq, dirs, hidden]
+            ctx.transpose(y4, (1, 0, 2, 3), output=outputs[0])
+        elif dirs == 1:
+            _reshape(ctx, y, [steps, 1, batch, hidden], output=outputs[0])
+        else:
+            ctx.transpose(y4, (0, 2, 1, 3), output=outputs[0])
+        _set_shape(ctx, outputs[0], [batch, steps, dirs, hidden] if layout else [steps, dirs, batch, hidden])
+    for state, name in ((hy, outputs[1]), (cy, outputs[2])):
+        if name and layout:
+            _set_shape(ctx, name, [batch, dirs, hidden])
+            ctx.transpose(state, (1, 0, 2), output=name)

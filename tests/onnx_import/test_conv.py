@@ -1,0 +1,55 @@
+"""Import of the conv family (Conv, ConvTranspose; 1-D and 2-D, groups, dilations, auto_pad, output_shape): small
+models built with onnx.helper, run natively and compared with onnxruntime (or onnx.reference where onnxruntime
+refuses the case).
+"""
+from __future__ import annotations
+
+import pytest
+from onnx_import.import_support import check_model, onnx_node, ops_of, rand_normal
+from support import onnx_model
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+
+ort = pytest.importorskip("onnxruntime")
+
+
+
+CONV_CASES = {
+    "conv_1d_same_lower_dilated": (dict(auto_pad="SAME_LOWER", strides=[2], dilations=[2]), (2, 4, 11), (6, 4, 3), 1),
+    "conv_1d_groups_pads": (dict(group=2, pads=[2, 1]), (1, 4, 9), (6, 2, 3), 2),
+    "conv_2d_depthwise_multiplier": (dict(group=3, pads=[1, 0, 2, 1], strides=[2, 1]), (1, 3, 7, 6), (6, 1, 3, 3), 3),
+    "conv_2d_same_upper_strided": (dict(auto_pad="SAME_UPPER", strides=[2, 3]), (1, 2, 8, 10), (4, 2, 3, 2), 4),
+    "conv_2d_valid_grouped": (dict(auto_pad="VALID", group=2), (2, 4, 5, 5), (4, 2, 2, 3), 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv(case):
+    attrs, x_shape, w_shape, seed = CONV_CASES[case]
+    x, w, b = rand_normal(seed, *x_shape), rand_normal(seed + 10, *w_shape), rand_normal(seed + 20, w_shape[0])
+    oracle = "reference" if "dilations" in attrs and "auto_pad" in attrs else "ort"  # onnxruntime refuses it
+    check_model(onnx_model(onnx_node("Conv", ["x", "w", "b"], **attrs), {"x": x}, {"w": w, "b": b}), {"x": x}, oracle=oracle)
+
+
+def test_conv_weight_as_input_is_transposed_in_graph():
+    x, w = rand_normal(1, 1, 3, 6, 6), rand_normal(2, 4, 3, 3, 3)
+    result = check_model(onnx_model(onnx_node("Conv", ["x", "w"], pads=[1, 1, 1, 1]), {"x": x, "w": w}), {"x": x, "w": w})
+    assert OP.OH_NN_OPS_CONV2D in ops_of(result)
+
+
+CONV_TRANSPOSE_CASES = {
+    "convtranspose_1d_output_padding": (dict(strides=[3], output_padding=[2], pads=[1, 0]), (1, 2, 5), (2, 3, 4)),
+    "convtranspose_2d_group_dilated": (dict(group=2, strides=[2, 1], dilations=[1, 2], pads=[0, 1, 1, 0]),
+                                       (1, 4, 4, 5), (4, 3, 3, 2)),
+    "convtranspose_2d_output_shape_odd": (dict(strides=[2, 2], output_shape=[10, 8]), (1, 2, 5, 5), (2, 3, 3, 3)),
+    "convtranspose_2d_output_shape_larger": (dict(strides=[2, 2], output_shape=[12, 12]), (1, 2, 5, 5), (2, 3, 3, 3)),
+    "convtranspose_2d_same_lower": (dict(strides=[2, 2], auto_pad="SAME_LOWER"), (1, 2, 5, 4), (2, 3, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_TRANSPOSE_CASES))
+def test_conv_transpose(case):
+    attrs, x_shape, w_shape = CONV_TRANSPOSE_CASES[case]
+    x, w = rand_normal(7, *x_shape), rand_normal(8, *w_shape)
+    b = rand_normal(9, w_shape[1] * attrs.get("group", 1))
+    check_model(onnx_model(onnx_node("ConvTranspose", ["x", "w", "b"], **attrs), {"x": x}, {"w": w, "b": b}), {"x": x})

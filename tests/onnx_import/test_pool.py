@@ -1,0 +1,128 @@
+"""Import of the pool family (MaxPool, AveragePool, LpPool, the global pools, MaxUnpool): small models run natively
+and compared with onnxruntime (or onnx.reference where onnxruntime refuses the case or knowingly differs): padding,
+ceil mode, dilations, 1-D and 3-D, repeated unpool indices.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx_import.import_support import (
+    F32,
+    I64,
+    check_model,
+    check_named,
+    node_model_named,
+    onnx_node,
+    ops_of,
+    rand_normal,
+    randn1,
+    rejects_named,
+    rng_for,
+)
+from support import onnx_model, ort_run
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+
+ort = pytest.importorskip("onnxruntime")
+
+
+# -- pooling -----------------------------------------------------------------------------------------------------------
+
+POOL_CASES = {
+    "maxpool_1d_ceil": ("MaxPool", dict(kernel_shape=[3], strides=[2], ceil_mode=1, pads=[1, 0]), (1, 2, 10)),
+    "maxpool_2d_dilated_padded": ("MaxPool", dict(kernel_shape=[2, 3], dilations=[2, 1], pads=[1, 1, 0, 1],
+                                                  strides=[1, 2]), (1, 2, 7, 8)),
+    "avgpool_2d_pads_as_big_as_kernel": ("AveragePool", dict(kernel_shape=[2, 2], pads=[2, 0, 0, 2],
+                                                             count_include_pad=1), (1, 1, 5, 5)),
+    "avgpool_2d_count_include_pad_ceil": ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                                                              ceil_mode=1, count_include_pad=1), (1, 2, 8, 7)),
+    "avgpool_1d_count_include_pad": ("AveragePool", dict(kernel_shape=[4], pads=[2, 1], count_include_pad=1),
+                                     (2, 3, 9)),
+    "avgpool_2d_same_lower_exclude_pad": ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 2],
+                                                              auto_pad="SAME_LOWER"), (1, 2, 7, 7)),
+    "avgpool_3d_dilated_include_pad": ("AveragePool", dict(kernel_shape=[2, 2, 2], dilations=[1, 2, 1],
+                                                           pads=[1, 0, 1, 0, 1, 0], count_include_pad=1),
+                                       (1, 2, 4, 5, 4)),
+    "lppool_2d_p1_ceil": ("LpPool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, p=1), (1, 2, 5, 5)),
+    "lppool_1d_p3_pads": ("LpPool", dict(kernel_shape=[3], pads=[1, 1], p=3), (1, 2, 6)),
+    "lppool_2d_p2_dilated": ("LpPool", dict(kernel_shape=[2, 2], dilations=[2, 2], p=2), (1, 1, 6, 6)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_pool(case):
+    op, attrs, shape = POOL_CASES[case]
+    x = rand_normal(11, *shape)
+    oracle = "reference" if "as_big_as_kernel" in case else "ort"  # onnxruntime refuses it
+    check_model(onnx_model(onnx_node(op, ["x"], **attrs), {"x": x}, opset=19), {"x": x}, oracle=oracle)
+
+
+def test_maxpool_uint8_uses_native_pool():
+    x = rand_normal(3, 1, 2, 6, 6, dtype=np.uint8, low=0, high=255)
+    result = check_model(onnx_model(onnx_node("MaxPool", ["x"], kernel_shape=[2, 2], pads=[1, 1, 0, 0]), {"x": x}), {"x": x})
+    assert OP.OH_NN_OPS_MAX_POOL in ops_of(result)
+
+
+def test_avgpool_count_include_pad_uses_pad_then_pool():
+    x = rand_normal(4, 1, 2, 6, 6)
+    model = onnx_model(onnx_node("AveragePool", ["x"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1), {"x": x})
+    assert {OP.OH_NN_OPS_PAD, OP.OH_NN_OPS_AVG_POOL} <= ops_of(check_model(model, {"x": x}))
+
+
+GLOBAL_CASES = {
+    "globalaveragepool_3d_input": ("GlobalAveragePool", {}, (2, 3, 7)),
+    "globalaveragepool_5d_input": ("GlobalAveragePool", {}, (1, 2, 3, 4, 5)),
+    "globalmaxpool_3d_input": ("GlobalMaxPool", {}, (2, 3, 7)),
+    "globallppool_p2": ("GlobalLpPool", {"p": 2}, (1, 3, 4, 5)),
+    "globallppool_p3_3d_input": ("GlobalLpPool", {"p": 3}, (2, 2, 6)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GLOBAL_CASES))
+def test_global_pool(case):
+    op, attrs, shape = GLOBAL_CASES[case]
+    x = rand_normal(12, *shape)
+    check_model(onnx_model(onnx_node(op, ["x"], **attrs), {"x": x}), {"x": x})
+
+
+# -- MaxUnpool ---------------------------------------------------------------------------------------------------------
+
+def _pooled(rng, shape, kernel, strides, pads=None):
+    """MaxPool output and indices of random data (onnxruntime), overlapping windows give repeated indices."""
+    x = randn1(rng, shape)
+    attrs = {"kernel_shape": kernel, "strides": strides}
+    if pads:
+        attrs["pads"] = pads
+    model = node_model_named("MaxPool", {"x": x}, 12, attrs, outputs=("y", "i"))
+    return ort_run(model, {"x": x})
+
+
+@pytest.mark.parametrize("constant", [False, True], ids=["unpool-runtime-indices", "unpool-constant-indices"])
+def test_max_unpool_overlapping_windows_repeat_indices(constant):
+    values, indices = _pooled(rng_for(f"unpool-overlap-{constant}"), (2, 3, 7, 7), [3, 3], [2, 2])
+    assert len(np.unique(indices)) < indices.size  # the case is about repeated indices
+    check_named("MaxUnpool", {"x": values, "i": indices}, 11, {"kernel_shape": [3, 3], "strides": [2, 2]},
+          constants=("i",) if constant else ())
+
+
+def test_max_unpool_1d_with_pads_and_matching_output_shape():
+    values, indices = _pooled(rng_for("unpool-1d"), (1, 2, 8), [2], [2], pads=[1, 1])
+    check_named("MaxUnpool", {"x": values, "i": indices, "shape": np.asarray([1, 2, 8], I64)}, 22,
+          {"kernel_shape": [2], "strides": [2], "pads": [1, 1]}, constants=("shape",))
+
+
+def test_max_unpool_3d():
+    values, indices = _pooled(rng_for("unpool-3d"), (1, 1, 4, 4, 4), [2, 2, 2], [2, 2, 2])
+    check_named("MaxUnpool", {"x": values, "i": indices}, 9, {"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]})
+
+
+def test_max_unpool_larger_output_shape_follows_the_reference():
+    values, indices = _pooled(rng_for("unpool-bigger"), (1, 2, 4, 4), [2, 2], [2, 2])
+    check_named("MaxUnpool", {"x": values, "i": indices, "shape": np.asarray([1, 2, 5, 6], I64)}, 22,
+          {"kernel_shape": [2, 2], "strides": [2, 2]}, constants=("shape",), against="reference")
+
+
+def test_max_unpool_needs_constant_output_shape():
+    rejects_named("MaxUnpool", {"x": np.ones((1, 1, 2, 2), F32), "i": np.zeros((1, 1, 2, 2), I64),
+                          "shape": np.asarray([1, 1, 4, 4], I64)}, "needs_constant_input", 22,
+            {"kernel_shape": [2, 2], "strides": [2, 2]})
