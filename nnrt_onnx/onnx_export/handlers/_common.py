@@ -176,13 +176,6 @@ def _shape(ctx: ExportContext, name: str, what: str = "tensor") -> tuple[int, ..
     return tuple(int(d) for d in shape)
 
 
-def _static(ctx: ExportContext, name: str, what: str) -> tuple[int, ...]:
-    shape = ctx.value(name).shape
-    if shape is None or any(d < 0 for d in shape):
-        raise ExportIssue(f"{ctx.node.op.name}: {what} needs a static shape, got {shape}")
-    return tuple(int(d) for d in shape)
-
-
 def _rank(ctx: ExportContext, name: str) -> int:
     shape = ctx.value(name).shape
     if shape is None:
@@ -219,7 +212,7 @@ def _ints(values) -> list[int]:
 
 
 def _pair(values, what: str) -> list[int]:
-    values = [int(v) for v in np.asarray(values).reshape(-1).tolist()]
+    values = _ints(values)
     if len(values) == 1:
         values = values * 2
     if len(values) != 2:
@@ -425,7 +418,7 @@ def _wrapped(ctx: ExportContext) -> bool:
 
 def _nhwc(ctx: ExportContext, name: str, what: str) -> tuple[int, ...]:
     """The NHWC shape of the op's input 0 / output 0 (NCHW in the graph when the op was wrapped)."""
-    shape = _static(ctx, name, what)
+    shape = _shape(ctx, name, what)
     if _wrapped(ctx) and name in (ctx.input(0), ctx.output(0)):
         return tuple(shape[p] for p in NCHW_TO_NHWC)
     return shape

@@ -21,8 +21,6 @@ from ..context import ExportContext
 from ..custom import FunctionBody
 from ._common import (
     _WIDER,
-    F16,
-    F32,
     F64,
     UNSIGNED,
     _cast_to,
@@ -33,6 +31,7 @@ from ._common import (
     _single,
     _supported,
     _unary,
+    _work,
     emit_body,
     emit_function,
     emit_node,
@@ -119,7 +118,7 @@ def swish(ctx: ExportContext) -> None:
     if ctx.opset >= 24:
         emit_node(ctx, "Swish", dt)
         return
-    emit_body(ctx, F32 if dt == F16 else dt, lambda f, xs, d: f.one("Mul", [xs[0], f.one("Sigmoid", xs)]))
+    emit_body(ctx, _work(dt), lambda f, xs, d: f.one("Mul", [xs[0], f.one("Sigmoid", xs)]))
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -146,7 +145,7 @@ def gelu(ctx: ExportContext) -> None:
             gate = f.one("Add", [_const(f, 1, d), erf_float64(f, scaled) if d == F64 else f.one("Erf", [scaled])])
         return f.one("Mul", [f.one("Mul", [_const(f, 0.5, d), x]), gate])
 
-    emit_body(ctx, F32 if dt == F16 else dt, body)
+    emit_body(ctx, _work(dt), body)
 
 
 # Cephes ndtr.c: erf(x) = x T(x^2) / U(x^2) for |x| <= 1; erfc(x) = exp(-x^2) P(x) / Q(x) for x < 8, else

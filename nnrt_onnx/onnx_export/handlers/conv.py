@@ -29,7 +29,7 @@ from ._common import (
     _pad_list,
     _pair,
     _same,
-    _static,
+    _shape,
     _to_nchw,
     _wrapped,
 )
@@ -104,7 +104,7 @@ def _conv(ctx: ExportContext, group: int) -> None:
     if _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
         raise ExportIssue(f"{ctx.node.op.name}: a {_input_dtype(ctx, 2)} bias with {_input_dtype(ctx, 0)} data")
     n, h, w, c = _nhwc(ctx, ctx.input(0), "the input")
-    _, kh, kw, _ = _static(ctx, ctx.input(1), "the weight")
+    _, kh, kw, _ = _shape(ctx, ctx.input(1), "the weight")
     attrs = {"strides": _pair(ctx.args["strides"], "strides"), "dilations": _pair(ctx.args["dilation"], "dilation"),
              "kernel_shape": [kh, kw], "pads": _conv_pads(ctx.args, h, w, kh, kw), "group": group}
     if _wrapped(ctx):
@@ -117,7 +117,7 @@ def _conv(ctx: ExportContext, group: int) -> None:
         x, weight, bias = f.inputs
         if _input_dtype(ctx) not in _ORT_FLOAT:
             t, l, b, r = attrs["pads"]
-            y = _conv_taps(f, x, weight, (n, h, w, c), _static(ctx, ctx.input(1), "the weight"), attrs["strides"],
+            y = _conv_taps(f, x, weight, (n, h, w, c), _shape(ctx, ctx.input(1), "the weight"), attrs["strides"],
                            attrs["dilations"], (t, b, l, r), group)
             f.one("Add", [y, bias], "y0")
             return
@@ -202,7 +202,7 @@ def conv2d_transpose(ctx: ExportContext) -> None:
     if _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
         raise ExportIssue(f"CONV2D_TRANSPOSE: a {_input_dtype(ctx, 2)} bias with {_input_dtype(ctx, 0)} data")
     n, h, w, c = _nhwc(ctx, ctx.input(0), "the input")
-    o, kh, kw, cg = _static(ctx, ctx.input(1), "the weight")
+    o, kh, kw, cg = _shape(ctx, ctx.input(1), "the weight")
     group = int(ctx.args.get("group", 1))
     og = o // group
     pads, extra, strides, dilation = _transpose_geometry(ctx.args, h, w, kh, kw)

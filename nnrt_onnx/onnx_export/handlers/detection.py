@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
-from ._common import F16, F32, _const, _elem, _i64, _input_dtype, _no_quant, _static
+from ._common import F16, F32, _const, _elem, _i64, _input_dtype, _no_quant, _shape
 
 
 class _SubGraph(FunctionBody):
@@ -88,8 +88,8 @@ def detection_post_process(ctx: ExportContext) -> None:
     dtype = _input_dtype(ctx, 0)
     if dtype not in (F16, F32):
         raise ExportIssue(f"DETECTION_POST_PROCESS of {dtype}")
-    batch, count, _ = _static(ctx, ctx.input(0), "bbox")
-    columns = _static(ctx, ctx.input(1), "scores")[2]
+    batch, count, _ = _shape(ctx, ctx.input(0), "bbox")
+    columns = _shape(ctx, ctx.input(1), "scores")[2]
     classes = int(a["num_classes"])
     first = columns - classes
     h_scale, w_scale, x_scale, y_scale = (float(v) for v in a["scale"])

@@ -19,8 +19,6 @@ from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter as _register
 from ._common import (
-    F16,
-    F32,
     _cast_to,
     _const,
     _dtype,
@@ -30,6 +28,7 @@ from ._common import (
     _out_dtype,
     _runs_in,
     _unary,
+    _work,
     emit_body,
     emit_function,
     emit_node,
@@ -128,7 +127,7 @@ for _op, _op_type in _UNARY.items():
 def rsqrt(ctx: ExportContext) -> None:
     """1 / sqrt(x); float16 is evaluated in float32 and rounded once, as the kernel does."""
     dt = _dtype(ctx, ctx.input(0))
-    emit_body(ctx, F32 if dt == F16 else dt, lambda f, xs, d: f.one("Reciprocal", [f.one("Sqrt", xs)]))
+    emit_body(ctx, _work(dt), lambda f, xs, d: f.one("Reciprocal", [f.one("Sqrt", xs)]))
 
 
 @exporter("OH_NN_OPS_SQUARE")
@@ -155,7 +154,7 @@ def exp(ctx: ExportContext) -> None:
             t = f.one("Add", [f.one("Mul", [t, _const(f, scale, d)]), _const(f, shift, d)])
         return f.one("Exp", [t]) if base == -1.0 else f.one("Pow", [_const(f, base, d), t])
 
-    emit_body(ctx, F32 if dt == F16 else dt, body)
+    emit_body(ctx, _work(dt), body)
 
 
 # -- comparisons and logic ----------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ._common import (
     _norm,
     _rank,
     _scalar,
-    _static,
+    _shape,
     _widen,
     _work,
     _wrapped,
@@ -232,7 +232,7 @@ def lrn(ctx: ExportContext) -> None:
         ctx.add("LRN", [ctx.input(0)], [ctx.result(0)], main=True, **attrs)
         return
     dtype = _input_dtype(ctx)
-    shape = _static(ctx, ctx.input(0), "the input")
+    shape = _shape(ctx, ctx.input(0), "the input")
     channels = shape[-1]
 
     def build(f: FunctionBody) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
-from ._common import _const, _i64, _input_dtype, _no_quant, _static
+from ._common import _const, _i64, _input_dtype, _no_quant, _shape
 
 
 def _lstm_unrolled(f: FunctionBody, seq: str, w: str, r: str, bias: str | None, h0: str, c0: str, *, steps: int,
@@ -66,8 +66,8 @@ def lstm(ctx: ExportContext) -> None:
     if int(args.get("proj_size", 0)) > 0:
         raise ExportIssue("LSTM with proj_size > 0")
     dtype = _input_dtype(ctx)
-    steps, batch, _features = _static(ctx, ctx.input(0), "the input")
-    stack, rows, _ = _static(ctx, ctx.input(1), "wIh")
+    steps, batch, _features = _shape(ctx, ctx.input(0), "the input")
+    stack, rows, _ = _shape(ctx, ctx.input(1), "wIh")
     dirs = 2 if args.get("bidirectional") else 1
     hidden = rows // 4
     layers = int(args.get("num_layers", 0)) or stack // dirs

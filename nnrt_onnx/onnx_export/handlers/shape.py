@@ -37,7 +37,6 @@ from ._common import (
     _pad_constant,
     _rank,
     _shape,
-    _static,
 )
 
 # -- reshape and friends ------------------------------------------------------------------------------------------
@@ -294,7 +293,7 @@ def _gather_pad(f: FunctionBody, x: str, shape, pads, mode: str) -> str:
 def pad(ctx: ExportContext) -> None:
     _no_quant(ctx)
     dtype = _input_dtype(ctx)
-    shape = _static(ctx, ctx.input(0), "the input")
+    shape = _shape(ctx, ctx.input(0), "the input")
     rank = len(shape)
     mode = int(ctx.args.get("padding_mode", 0))
     if mode not in (0, 1, 2):

@@ -32,7 +32,7 @@ from ._common import (
     _nhwc,
     _no_quant,
     _pad_constant,
-    _static,
+    _shape,
     _to_nchw,
     _wrapped,
 )
@@ -130,7 +130,7 @@ def space_to_depth(ctx: ExportContext) -> None:
 @exporter("OH_NN_OPS_BATCH_TO_SPACE_ND")
 def batch_to_space_nd(ctx: ExportContext) -> None:
     _no_quant(ctx)
-    n, h, w, c = _static(ctx, ctx.input(0), "the input")
+    n, h, w, c = _shape(ctx, ctx.input(0), "the input")
     b0, b1 = _ints(ctx.args["block_size"])
     crop = _ints(ctx.args.get("crops", [])) or [0, 0, 0, 0]
     nb = n // (b0 * b1)
@@ -150,7 +150,7 @@ def batch_to_space_nd(ctx: ExportContext) -> None:
 @exporter("OH_NN_OPS_SPACE_TO_BATCH_ND")
 def space_to_batch_nd(ctx: ExportContext) -> None:
     _no_quant(ctx)
-    n, h, w, c = _static(ctx, ctx.input(0), "the input")
+    n, h, w, c = _shape(ctx, ctx.input(0), "the input")
     b0, b1 = _ints(ctx.args["block_shape"])
     pad = _ints(ctx.args.get("paddings", [])) or [0, 0, 0, 0]
     hp, wp = h + pad[0] + pad[1], w + pad[2] + pad[3]
@@ -173,7 +173,7 @@ def space_to_batch_nd(ctx: ExportContext) -> None:
 def crop(ctx: ExportContext) -> None:
     """A Slice with constant starts (the offsets) and sizes (the output shape, or the shape input's values)."""
     _no_quant(ctx)
-    shape = _static(ctx, ctx.input(0), "the input")
+    shape = _shape(ctx, ctx.input(0), "the input")
     rank = len(shape)
     axis = int(ctx.args.get("axis", 0)) % rank
     offsets = _ints(ctx.args.get("offset", []))
