@@ -1,6 +1,8 @@
 """Export functions for NNRt ops whose ONNX form is more than a reversed generic row.
 
 ``@exporter("OH_NN_OPS_CONV2D")`` registers the function converting that op; modules here load on first use.
+An op's export function lives in the module of its family (``conv.py``: see ``optable.FAMILIES``); helpers shared
+by several families in ``_common.py``.
 """
 from __future__ import annotations
 
