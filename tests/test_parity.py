@@ -320,7 +320,9 @@ def _qlinear_conv_model():
                               [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 3, 5, 5])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    x = np.random.default_rng(12).integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    # x < 128: byte-pair sums stay below 2 * 127 * 128 < 32768, so onnxruntime's u8s8 kernels are exact on every
+    # CPU here (with x up to 255 they saturate on AVX2 without VNNI, and the referee would rightly say "neither")
+    x = np.random.default_rng(12).integers(0, 128, (1, 2, 5, 5)).astype(np.uint8)
     return model, x
 
 
