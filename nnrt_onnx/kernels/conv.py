@@ -16,7 +16,16 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
 from . import kernel
-from ._common import _FLOATS, _check_pad_mode, _check_rank, _compute_dtype, _pad_list, _pair, _same_pads, _tap_range
+from ._common import (
+    _FLOATS,
+    _check_pad_mode,
+    _check_rank,
+    _compute_dtype,
+    _pad_list,
+    _pair,
+    _same_pads,
+    _tap_range,
+)
 
 
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list):

@@ -18,8 +18,20 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import kernel
-from ._common import (_FI, _agree, _check, _declared, _dtype_name, _erf, _kind, _one_int, _out,
-                      _output_quantized, _type_code, _unary_float)
+from ._common import (
+    _FI,
+    _agree,
+    _check,
+    _declared,
+    _dtype_name,
+    _erf,
+    _kind,
+    _one_int,
+    _out,
+    _output_quantized,
+    _type_code,
+    _unary_float,
+)
 
 # More kinds of dtypes an op accepts (_F and _FI: _common).
 _FS = frozenset({"float", "int"})  # floats and signed integers

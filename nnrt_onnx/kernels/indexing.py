@@ -12,7 +12,15 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import kernel
-from ._common import _check_dims, _declared, _int_values, _norm_axis, _np_dtype_name, _one_int, _output_quantized
+from ._common import (
+    _check_dims,
+    _declared,
+    _int_values,
+    _norm_axis,
+    _np_dtype_name,
+    _one_int,
+    _output_quantized,
+)
 
 
 def _int_array(arr: Any, op: str, what: str) -> np.ndarray:

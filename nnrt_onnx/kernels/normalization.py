@@ -18,7 +18,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
 from . import kernel
-from ._common import _FLOAT_KINDS, _axes_list, _axis_index, _compute_dtype, _scalar, _work_dtype
+from ._common import (
+    _FLOAT_KINDS,
+    _axes_list,
+    _axis_index,
+    _compute_dtype,
+    _scalar,
+    _work_dtype,
+)
 
 
 def _require_float(op: str, x: np.ndarray, what: str = "input") -> None:

@@ -10,7 +10,15 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import kernel
-from ._common import _check_pad_mode, _check_rank, _compute_dtype, _pad_list, _pair, _same_pads, _tap_range
+from ._common import (
+    _check_pad_mode,
+    _check_rank,
+    _compute_dtype,
+    _pad_list,
+    _pair,
+    _same_pads,
+    _tap_range,
+)
 
 
 def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):

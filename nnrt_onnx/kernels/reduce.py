@@ -16,7 +16,14 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axes_list, _axis_index, _scalar, _work_dtype
+from ._common import (
+    _FLOAT_KINDS,
+    _INT_KINDS,
+    _axes_list,
+    _axis_index,
+    _scalar,
+    _work_dtype,
+)
 
 
 def _axis_tensor(op: str, axis: np.ndarray, rank: int) -> list[int]:

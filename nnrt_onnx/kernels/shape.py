@@ -15,8 +15,18 @@ import numpy as np
 from ..enums import OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from . import kernel
-from ._common import (_FLOATS, _agree, _check_dims, _declared, _int_values, _norm_axis, _np_dtype_name, _one_int,
-                      _output_quantized, _type_code)
+from ._common import (
+    _FLOATS,
+    _agree,
+    _check_dims,
+    _declared,
+    _int_values,
+    _norm_axis,
+    _np_dtype_name,
+    _one_int,
+    _output_quantized,
+    _type_code,
+)
 
 
 def _output_count(ctx) -> int | None:

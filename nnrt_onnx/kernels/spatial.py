@@ -12,7 +12,6 @@ from ..errors import invalid
 from . import kernel
 from ._common import _check_rank, _compute_dtype
 
-
 # ----------------------------------------------------------------------------------------------------------------
 # resize
 

@@ -30,6 +30,7 @@ from .context import (
     ExportIssue,
 )
 from .handlers import exporters
+from .handlers._common import emit_node
 
 DEFAULT_OPSET = 18
 
@@ -197,6 +198,10 @@ def export_generic(ctx: ExportContext) -> None:
         if rule.transform:
             value = transforms.apply(transforms.INVERSES[rule.transform], value)
         attrs[attr_name] = _onnx_attr_value(value, _schema_attr_type(row.op_type, ctx.opset, attr_name))
+    if row.inputs is None and len(ctx.node.outputs) == 1 and ctx.node.inputs:
+        # the one node, widened (and cast back) where onnxruntime has no kernel for the dtype
+        emit_node(ctx, row.op_type, ctx.graph.values[ctx.node.inputs[0]].dtype, **attrs)
+        return
     ctx.add(row.op_type, inputs, [ctx.result(0)] + ctx.node.outputs[1:], main=True, **attrs)
 
 

@@ -403,12 +403,6 @@ def emit_body(ctx: ExportContext, compute: np.dtype, body: Callable[[FunctionBod
                                                       compute), compute, out_dtype))
 
 
-def _unary(op_type: str):
-    def export(ctx: ExportContext) -> None:
-        emit_node(ctx, op_type, _dtype(ctx, ctx.input(0)))
-    return export
-
-
 # -- NHWC ops -----------------------------------------------------------------------------------------------------
 
 def _wrapped(ctx: ExportContext) -> bool:

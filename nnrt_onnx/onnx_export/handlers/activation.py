@@ -30,7 +30,6 @@ from ._common import (
     _runs_in,
     _single,
     _supported,
-    _unary,
     _work,
     emit_body,
     emit_function,
@@ -38,10 +37,6 @@ from ._common import (
     exporter,
 )
 
-_UNARY = {"SIGMOID": "Sigmoid", "TANH": "Tanh"}
-
-for _op, _op_type in _UNARY.items():
-    exporter(f"OH_NN_OPS_{_op}")(_unary(_op_type))
 
 
 def _relu6_over_6(f: FunctionBody, x: str, d: np.dtype) -> str:

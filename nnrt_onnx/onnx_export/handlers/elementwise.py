@@ -27,7 +27,6 @@ from ._common import (
     _in_dtypes,
     _out_dtype,
     _runs_in,
-    _unary,
     _work,
     emit_body,
     emit_function,
@@ -115,13 +114,6 @@ def pow_(ctx: ExportContext) -> None:
 
 
 # -- unary math ---------------------------------------------------------------------------------------------------
-
-_UNARY = {"ABS": "Abs", "NEG": "Neg", "LOG": "Log", "SQRT": "Sqrt", "RECIPROCAL": "Reciprocal", "SIN": "Sin",
-          "COS": "Cos", "ERF": "Erf", "CEIL": "Ceil", "FLOOR": "Floor", "ROUND": "Round"}
-
-for _op, _op_type in _UNARY.items():
-    exporter(f"OH_NN_OPS_{_op}")(_unary(_op_type))
-
 
 @exporter("OH_NN_OPS_RSQRT")
 def rsqrt(ctx: ExportContext) -> None:

@@ -52,7 +52,6 @@ from ..context import NodeContext
 from ..generic import bshape
 from . import handler_for
 
-
 FLOAT = ("float16", "float32", "float64")
 SIGNED = ("int8", "int16", "int32", "int64")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")

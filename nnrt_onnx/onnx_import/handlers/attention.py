@@ -49,7 +49,6 @@ from ._common import (
     _where,
 )
 
-
 # -- RotaryEmbedding ---------------------------------------------------------------------------------------------------
 
 def _slice(ctx: NodeContext, x: str, axis: int, start: int, length: int, hint: str) -> str:

@@ -48,7 +48,6 @@ from ._common import (
     fold_constant_node,
 )
 
-
 # -- helpers -----------------------------------------------------------------------------------------------------------
 
 def _wrap_negative(ctx: NodeContext, indices: str, dims) -> str:

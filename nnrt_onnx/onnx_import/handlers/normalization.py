@@ -41,7 +41,6 @@ from ._common import (
     _unsupported,
 )
 
-
 # float32 smallest normal: a norm floor that only differs from "no floor" for denormal norms
 _TINY = float(np.finfo(np.float32).tiny)
 

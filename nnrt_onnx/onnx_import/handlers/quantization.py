@@ -54,7 +54,6 @@ from ._common import (
     _where,
 )
 
-
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------------------------
 
 _QUANT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))

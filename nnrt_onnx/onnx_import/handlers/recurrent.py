@@ -38,7 +38,6 @@ from ._common import (
     _unsupported,
 )
 
-
 MAX_IO = 200  # AddOperation caps an input/output index list at 200
 
 

@@ -34,7 +34,6 @@ from ._common import (
     normalize_axes,
 )
 
-
 # -- constants, shapes, no-ops -----------------------------------------------------------------------------------------
 
 @converts("Constant")

@@ -38,7 +38,6 @@ from ._common import (
     fold_constant_node,
 )
 
-
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 
 def _nearest_coeffs(ratio: float, mode: str) -> list[float]:
