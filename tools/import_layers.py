@@ -3,6 +3,7 @@ across packages that the architecture forbids.
 
     python tools/import_layers.py            # layers, one line per module, then cycles
     python tools/import_layers.py --summary  # module count, layer count, cycles
+    python tools/import_layers.py --packages # the same with each subpackage as one node (the architecture view)
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency), except those under
 ``if TYPE_CHECKING:`` (annotations only).
@@ -70,6 +71,22 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
+def collapse(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph with every subpackage of nnrt_onnx as one node (its modules merged)."""
+    def node(module: str) -> str:
+        parts = module.split(".")
+        if len(parts) > 2 and (PACKAGE / parts[1]).is_dir():
+            return ".".join(parts[:2])
+        return module if len(parts) > 1 else module
+
+    merged: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        merged.setdefault(node(module), set()).update(node(t) for t in targets)
+    for name, targets in merged.items():
+        targets.discard(name)
+    return merged
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -133,14 +150,17 @@ def layers(edges: dict[str, set[str]]) -> dict[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--packages", action="store_true")
     args = parser.parse_args()
     edges = graph()
+    if args.packages:
+        edges = collapse(edges)
     found = cycles(edges)
     level = layers(edges)
     if not args.summary:
         for name in sorted(edges, key=lambda n: (level[n], n)):
             print(f"{level[name]:>3}  {name}")
-    print(f"{len(edges)} modules on {max(level.values()) + 1} import layers, {len(found)} import cycle(s)")
+    print(f"{len(edges)} {'nodes' if args.packages else 'modules'} on {max(level.values()) + 1} import layers, {len(found)} import cycle(s)")
     for component in found:
         print("  cycle: " + " <-> ".join(component))
     return 0
