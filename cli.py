@@ -81,6 +81,47 @@ def _shape_specs(ctx, param, specs: tuple[str, ...]) -> dict[str, list[int]]:
     return shapes
 
 
+def _input_options(command):
+    """--input, --input-shape, --constant-input and --seed: what every command that runs a model accepts."""
+    options = [
+        click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
+                     help="An input from .npy/.pb (or a .npz of several); it also pins the input's dynamic dims. "
+                          "Inputs not given get seeded random data."),
+        click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
+                     callback=_shape_specs, help="Pin a dynamic input's dims (.onnx models)."),
+        click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE|VALUE[,VALUE...]",
+                     help="Bind an input to a fixed value, e.g. a sample rate the model branches on (.onnx models)."),
+        click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+                     help="Seed of the random inputs."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs):
+    """(the model, converted with what the user gave about its inputs; the ModelInputs)."""
+    from pathlib import Path
+
+    from nnrt_onnx.workflows.inference import input_names, load_any, parse_input_specs
+    from nnrt_onnx.workflows.model_inputs import ModelInputs, declared_inputs, import_options, parse_constant_specs
+
+    path = Path(model_path)
+    constants = parse_constant_specs(constant_inputs)
+    if path.suffix.lower() == ".onnx" and path.is_file():
+        from nnrt_onnx.onnx_import import load_onnx
+
+        proto = load_onnx(path)
+        given = parse_input_specs(inputs, sorted(declared_inputs(proto)))
+        model_inputs = ModelInputs(given, dict(input_shapes or {}), constants)
+        model_inputs.constants = import_options(proto, model_inputs)["constant_inputs"]  # literals typed
+        return load_any(proto, model_inputs), model_inputs
+    model_inputs = ModelInputs({}, dict(input_shapes or {}), constants)
+    model = load_any(model_path, model_inputs)
+    model_inputs.data = parse_input_specs(inputs, input_names(model))
+    return model, model_inputs
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="The docs/ops.md table.")
@@ -102,29 +143,20 @@ def ops(as_json: bool, markdown: bool) -> None:
 
 @main.command()
 @click.argument("model_path", type=click.Path(dir_okay=False))
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
-              help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
+@_input_options
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), help="Save each output as DIR/<name>.npy.")
 @click.option("--device", default="cpu", show_default=True,
               help="Device name, backend or id: cpu (native numpy kernels) or onnxruntime (the same model exported "
                    "to ONNX and run by onnxruntime).")
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
-def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device: str, float16: bool, seed: int) -> None:
+def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, output_dir: str | None,
+        device: str, float16: bool) -> None:
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes and timings."""
-    from nnrt_onnx.workflows.inference import (
-        complete_inputs,
-        device_id_by_name,
-        input_names,
-        load_any,
-        parse_input_specs,
-        run_model,
-        save_outputs,
-    )
+    from nnrt_onnx.workflows.inference import complete_inputs, device_id_by_name, run_model, save_outputs
 
-    model = load_any(model_path)
+    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
     device_id = device_id_by_name(device)
-    arrays = complete_inputs(model, parse_input_specs(inputs, input_names(model)), seed)
+    arrays = complete_inputs(model, model_inputs.data, seed)
     result = run_model(model, arrays, device_id, float16)
     for name, array in zip(result.names, result.outputs):
         flat = array.reshape(-1)
@@ -141,8 +173,9 @@ def run(model_path: str, inputs: tuple[str, ...], output_dir: str | None, device
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to write.")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
               help="Pin an input's dims.")
-@click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE.npy",
-              help="Bind an input to fixed values (shapes, axes ... NNRt needs as constants).")
+@click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE|VALUE[,VALUE...]",
+              help="Bind an input to fixed values (a setting the model branches on; shapes, axes ... NNRt needs as "
+                   "constants).")
 @click.option("--nhwc-io", is_flag=True, help="Model inputs/outputs in NHWC instead of the ONNX layout.")
 @click.option("--no-fold-batchnorm", is_flag=True, help="Keep BatchNormalization after Conv as its own op.")
 @click.option("--opset", type=int, default=None, help="Target ONNX opset of an export (default: 18).")
@@ -156,9 +189,9 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     """
     from pathlib import Path
 
-    from nnrt_onnx.onnx_import import from_onnx
+    from nnrt_onnx.onnx_import import from_onnx, load_onnx
     from nnrt_onnx.serialization import save_model
-    from nnrt_onnx.workflows.inference import parse_input_specs
+    from nnrt_onnx.workflows.model_inputs import ModelInputs, import_options, parse_constant_specs
 
     ctx.obj["json_errors"] = as_json
     src, dst = Path(source), Path(output)
@@ -170,14 +203,9 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
         return
     if direction != (".onnx", ".nnrt"):
         raise UserError("convert takes MODEL.onnx -o MODEL.nnrt, or MODEL.nnrt -o MODEL.onnx")
-    bound = {}
-    for spec in constant_inputs:
-        name, sep, file = spec.partition("=")
-        if not sep:
-            raise UserError(f"--constant-input {spec}: expected NAME=FILE")
-        bound.update(parse_input_specs([spec], [name]))
-    result = from_onnx(str(src), input_shapes=input_shapes, constant_inputs=bound, nhwc_io=nhwc_io,
-                       fold_batchnorm=not no_fold_batchnorm)
+    proto = load_onnx(src)
+    pinned = import_options(proto, ModelInputs({}, dict(input_shapes or {}), parse_constant_specs(constant_inputs)))
+    result = from_onnx(proto, **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm)
     save_model(result.model, dst)
     stats = {**result.stats, "output": str(dst)}
     if as_json:
@@ -319,11 +347,7 @@ def _echo_table(rows, indent: str = "") -> None:
 
 @main.command()
 @click.argument("model_path", metavar="MODEL.onnx", type=click.Path(dir_okay=False))
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
-              help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
-@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
-              help="Pin a dynamic input's dims.")
+@_input_options
 @click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance of float outputs [float32: 1e-4].")
 @click.option("--atol", type=click.FloatRange(min=0),
               help="Absolute tolerance of float outputs, times the output's largest magnitude [float32: 1e-5].")
@@ -332,23 +356,21 @@ def _echo_table(rows, indent: str = "") -> None:
               help="Write the smallest ONNX model reproducing the first divergence, and its inputs, to DIR "
                    "(implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
-def check(model_path: str, inputs, seed: int, input_shapes, rtol, atol, per_layer: bool, repro_dir, as_json: bool):
+def check(model_path: str, inputs, input_shapes, constant_inputs, seed: int, rtol, atol, per_layer: bool, repro_dir,
+          as_json: bool):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
     Exits 0 when every output is within tolerance, 1 otherwise (or on an error), 2 on a malformed command line.
     """
     from nnrt_onnx.workflows.inference import parse_input_specs
-    from nnrt_onnx.workflows.parity import (
-        check_model,
-        load_checked,
-        runtime_input_names,
-    )
+    from nnrt_onnx.workflows.model_inputs import parse_constant_specs
+    from nnrt_onnx.workflows.parity import check_model, load_checked, runtime_input_names
 
     model, label = load_checked(model_path)
     given = parse_input_specs(inputs, runtime_input_names(model))
     per_layer = per_layer or repro_dir is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
-                         progress=_progress, label=label)
+                         constant_inputs=parse_constant_specs(constant_inputs), progress=_progress, label=label)
     repro = None
     if repro_dir is not None and report.first_divergence is not None:
         repro = report.extract_repro(repro_dir)
@@ -392,13 +414,12 @@ def _print_check(report, repro) -> None:
 
 @main.command()
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=FILE",
-              help="An input from .npy/.pb (or a .npz of several). Inputs not given get seeded random data.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random inputs.")
+@_input_options
 @click.option("--runs", "-n", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs.")
 @click.option("--warmup", default=3, show_default=True, type=click.IntRange(min=0), help="Untimed runs first.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def bench(model_path: str, inputs, seed: int, runs: int, warmup: int, as_json: bool) -> None:
+def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, runs: int, warmup: int,
+          as_json: bool) -> None:
     """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: median of N runs after warm-up.
 
     Both devices run the same compiled NNRt model through Compilation/Executor; an .onnx MODEL is also timed as
@@ -406,18 +427,13 @@ def bench(model_path: str, inputs, seed: int, runs: int, warmup: int, as_json: b
     """
     from pathlib import Path
 
-    from nnrt_onnx.workflows.inference import (
-        benchmark,
-        complete_inputs,
-        input_names,
-        load_any,
-        parse_input_specs,
-    )
+    from nnrt_onnx.workflows.inference import benchmark, complete_inputs
 
-    model = load_any(model_path)
-    arrays = complete_inputs(model, parse_input_specs(inputs, input_names(model)), seed)
+    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
+    arrays = complete_inputs(model, model_inputs.data, seed)
     original = model_path if Path(model_path).suffix.lower() == ".onnx" else None
-    results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress)
+    results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress,
+                        bound=model_inputs.constants)
     native = results[0].median
     if as_json:
         click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "results": [

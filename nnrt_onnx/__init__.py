@@ -16,14 +16,7 @@ from .enums import (
 from .errors import NNRtError
 from .executor import Executor, Memory
 from .model import Model
-from .runtime.device import (
-    CompileOptions,
-    Device,
-    PreparedModel,
-    all_device_ids,
-    get_device,
-    register_device,
-)
+from .runtime.device import CompileOptions, Device, PreparedModel, all_device_ids, get_device, register_device
 from .tensor import QuantParam, Tensor, TensorDesc
 
 __version__ = "0.1.0"

@@ -8,13 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .dtypes import element_size, from_numpy, to_numpy
-from .enums import (
-    OH_NN_DataType,
-    OH_NN_Format,
-    OH_NN_OperationType,
-    OH_NN_ReturnCode,
-    OH_NN_TensorType,
-)
+from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
 from .errors import NNRtError, forbidden, invalid
 from .optable import op_spec, param_dtype
 from .tensor import QuantParam, TensorDesc, check_dims, check_dtype

@@ -27,13 +27,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .dtypes import element_size, to_numpy
-from .enums import (
-    OH_NN_DataType,
-    OH_NN_Format,
-    OH_NN_OperationType,
-    OH_NN_ReturnCode,
-    OH_NN_TensorType,
-)
+from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
 from .errors import NNRtError, invalid
 from .model import Model
 from .tensor import MAX_TENSOR_RANK, UINT32_MAX, QuantParam, check_dims

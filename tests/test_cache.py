@@ -12,12 +12,7 @@ import pytest
 import support
 
 from nnrt_onnx import cache as cache_module
-from nnrt_onnx.cache import (
-    CACHE_FILE_NAME,
-    CACHE_FORMAT_VERSION,
-    CACHE_MAGIC,
-    CompilationCache,
-)
+from nnrt_onnx.cache import CACHE_FILE_NAME, CACHE_FORMAT_VERSION, CACHE_MAGIC, CompilationCache
 from nnrt_onnx.enums import OH_NN_DataType as DT
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC

@@ -304,3 +304,59 @@ def test_progress_bars_only_on_a_terminal(cli_main, monkeypatch):
         with progress([1, 2, 3], "comparing layers") as items:
             assert list(items) == [1, 2, 3]
         assert ("comparing layers" in stream.getvalue()) == shown
+
+
+# -- what users say about inputs: data pins shapes, --input-shape, --constant-input ---------------------------------
+
+@pytest.fixture
+def reshape_by_input(tmp_path):
+    """y = Reshape(x, shape): x has a dynamic batch; ``shape`` is a model input, a constant only when bound."""
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6]),
+                                            helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "reshape.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_constant_input_binds_a_literal_and_the_data_pins_the_batch(invoke, tmp_path, reshape_by_input):
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.save(tmp_path / "x.npy", x)
+    result = invoke("check", reshape_by_input, "--input", f"x={tmp_path / 'x.npy'}", "--constant-input",
+                    "shape=3,4", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] and report["inputs"]["x"]["shape"] == [2, 6]
+    assert report["outputs"][0]["shape"] == [3, 4]
+    result = invoke("run", reshape_by_input, "--input", f"x={tmp_path / 'x.npy'}", "--constant-input", "shape=4,3",
+                    "--output-dir", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), x.reshape(4, 3))
+    # without the binding the shape is a runtime input: a clear conversion error naming the node
+    one_line_error(invoke("run", reshape_by_input, "--input", f"x={tmp_path / 'x.npy'}"), 1, "reshape (Reshape")
+
+
+def test_input_shape_on_run_and_bench(invoke, reshape_by_input):
+    result = invoke("run", reshape_by_input, "--input-shape", "x=4,6", "--constant-input", "shape=2,12")
+    assert result.exit_code == 0, result.output
+    assert "y: float32 [2, 12]" in result.stdout
+    result = invoke("bench", reshape_by_input, "--input-shape", "x=4,6", "--constant-input", "shape=12,2", "-n", "2",
+                    "--warmup", "0", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["error"] is None
+
+
+def test_input_options_errors(invoke, tmp_path, reshape_by_input):
+    np.save(tmp_path / "x3.npy", np.zeros((2, 6, 1), np.float32))
+    np.save(tmp_path / "wide.npy", np.zeros((2, 7), np.float32))
+    one_line_error(invoke("run", reshape_by_input, "--input", f"x={tmp_path / 'x3.npy'}"), 1, "rank")
+    one_line_error(invoke("check", reshape_by_input, "--input", f"x={tmp_path / 'wide.npy'}", "--constant-input",
+                          "shape=2,7"), 1, "static shape [?, 6]")
+    one_line_error(invoke("check", reshape_by_input, "--input-shape", "x=2,5", "--constant-input", "shape=10"), 1,
+                   "dim 1: 6 vs 5")
+    one_line_error(invoke("check", reshape_by_input, "--constant-input", "shape=a,b"), 1, "not numbers")
+    one_line_error(invoke("check", reshape_by_input, "--constant-input", "nope=3"), 1, "unknown input 'nope'")
+    one_line_error(invoke("check", reshape_by_input, "--constant-input", "shape"), 1, "NAME=FILE or NAME=VALUE")
+    one_line_error(invoke("run", TINY_NNRT, "--input-shape", "x=1,2"), 1, "apply to .onnx models")
+    one_line_error(invoke("run", SMALL_CNN, "--seed", "-5"), 2, "-5")

@@ -22,13 +22,7 @@ from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as TT
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.model import Model
-from nnrt_onnx.serialization import (
-    FORMAT_VERSION,
-    load_model,
-    model_from_bytes,
-    model_to_bytes,
-    save_model,
-)
+from nnrt_onnx.serialization import FORMAT_VERSION, load_model, model_from_bytes, model_to_bytes, save_model
 from nnrt_onnx.tensor import QuantParam, TensorDesc
 
 

@@ -9,13 +9,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..ir.graph import Graph, Node
-from ..ir.metadata import (  # noqa: F401
-    METADATA_FUSED,
-    METADATA_OP,
-    METADATA_PARAMS,
-    METADATA_QUANT,
-    NNRT_DOMAIN,
-)
+from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN  # noqa: F401
 from ..optable import op_spec
 
 

@@ -22,13 +22,7 @@ from ..ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
 from ..ir.rows import onnx_rows
 from ..model import Model
 from ..runtime.graph import execution_order
-from .context import (
-    METADATA_FUSED,
-    METADATA_QUANT,
-    NNRT_DOMAIN,
-    ExportContext,
-    ExportIssue,
-)
+from .context import METADATA_FUSED, METADATA_QUANT, NNRT_DOMAIN, ExportContext, ExportIssue
 from .handlers import exporters
 from .handlers._common import emit_node
 

@@ -9,12 +9,7 @@ from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
 from ..ir.graph import Graph, Node, Value
-from ..ir.issues import (
-    DYNAMIC_SHAPE,
-    NEEDS_CONSTANT,
-    UNSUPPORTED_ATTRIBUTE,
-    ConversionIssue,
-)
+from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..ir.rows import Row
 from ..optable import op_spec, param_array
 

@@ -24,13 +24,7 @@ from ..ir.issues import (
     ConversionIssue,
     Issue,
 )
-from ..ir.metadata import (
-    METADATA_FUSED,
-    METADATA_OP,
-    METADATA_PARAMS,
-    METADATA_QUANT,
-    NNRT_DOMAIN,
-)
+from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
 from ..ir.rows import find_row
 from ..model import Model
 from .context import NodeContext

@@ -12,12 +12,7 @@ from typing import Any, MutableMapping, Sequence
 
 import numpy as np
 
-from ..enums import (
-    OH_NN_DeviceType,
-    OH_NN_OperationType,
-    OH_NN_PerformanceMode,
-    OH_NN_Priority,
-)
+from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority
 from ..errors import NNRtError, invalid, unsupported
 
 

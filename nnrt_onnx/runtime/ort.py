@@ -17,13 +17,7 @@ import numpy as np
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..enums import OH_NN_OperationType as OP
 from ..errors import NNRtError
-from .device import (
-    CompileOptions,
-    Device,
-    PreparedModel,
-    cannot_capture,
-    register_device,
-)
+from .device import CompileOptions, Device, PreparedModel, cannot_capture, register_device
 
 
 def _failed(message: str) -> NNRtError:

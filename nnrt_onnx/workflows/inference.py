@@ -15,24 +15,34 @@ from ..errors import UserError
 from ..executor import Executor
 from ..model import Model
 from ..runtime.device import all_device_ids, get_device
+from .model_inputs import ModelInputs
+from .model_inputs import import_options as import_options_for
 
 
-def load_any(path: str | Path, **import_options) -> Model:
-    """A finished NNRt model from a ``.nnrt`` file (or an ``.onnx`` file, converted)."""
+def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model:
+    """A finished NNRt model from a ``.nnrt`` file (or an ``.onnx`` file or ModelProto, converted: ``inputs`` --
+    data, shapes, constants the user gave -- pin its dynamic dims and bind inputs)."""
+    if not isinstance(path, (str, Path)):  # an ONNX ModelProto already loaded
+        from ..onnx_import import from_onnx
+
+        return from_onnx(path, **import_options_for(path, inputs or ModelInputs()), **import_options).model
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     suffix = path.suffix.lower()
+    inputs = inputs or ModelInputs()
     if suffix == ".nnrt":
         from ..serialization import load_model
 
+        if inputs.shapes or inputs.constants:
+            raise UserError(f"{path}: --input-shape and --constant-input apply to .onnx models (an .nnrt model's "
+                            f"shapes are fixed when it is converted)")
         return load_model(path)
     if suffix == ".onnx":
-        try:
-            from ..onnx_import import from_onnx
-        except ImportError:
-            raise UserError("ONNX import is not available in this version") from None
-        return from_onnx(str(path), **import_options).model
+        from ..onnx_import import from_onnx, load_onnx
+
+        model = load_onnx(path)
+        return from_onnx(model, **import_options_for(model, inputs), **import_options).model
     raise UserError(f"{path}: unknown model type {suffix!r} (expected .nnrt or .onnx)")
 
 
@@ -180,9 +190,11 @@ class BenchResult:
 
 
 def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[int] = (1, 2), runs: int = 20,
-              warmup: int = 3, onnx_model=None, progress=None) -> list[BenchResult]:
+              warmup: int = 3, onnx_model=None, progress=None,
+              bound: Mapping[str, np.ndarray] | None = None) -> list[BenchResult]:
     """Median-of-``runs`` latency (after ``warmup`` runs) of ``model`` on each device through Compilation and
-    Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session.
+    Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session (fed ``bound`` too: the
+    inputs the conversion bound to constants).
 
     A device that cannot build the model gets a result with ``error`` set. ``progress(items, label)`` may wrap
     the timing loops (a context manager yielding the items).
@@ -221,7 +233,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             candidates.append((result, None))
         else:
             result.compile_seconds = time.perf_counter() - start
-            feed = dict(zip(input_names(model), inputs))
+            feed = {**dict(zip(input_names(model), inputs)), **dict(bound or {})}
             candidates.append((result, lambda: session.run(None, feed)))
     for result, run in candidates:
         if run is None:

@@ -33,6 +33,8 @@ import numpy as np
 
 from ..errors import UserError
 from .inference import complete_inputs, input_names, safe_file_name
+from .model_inputs import ModelInputs
+from .model_inputs import import_options as input_import_options
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float16": (1e-2, 1e-2),
@@ -307,13 +309,15 @@ def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
 
 def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0, per_layer: bool = False, *,
                 rtol: float | None = None, atol: float | None = None,
-                input_shapes: Mapping[str, Sequence[int]] | None = None, progress: Progress | None = None,
+                input_shapes: Mapping[str, Sequence[int]] | None = None,
+                constant_inputs: Mapping[str, Any] | None = None, progress: Progress | None = None,
                 label: str | None = None, device: int | None = None, **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
-    as ``nnrt-onnx run`` makes for that seed). ``rtol``/``atol`` override the float tolerances. ``input_shapes``
-    pins dynamic input dims; other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
+    as ``nnrt-onnx run`` makes for that seed); the data given pins the input's dynamic dims. ``rtol``/``atol``
+    override the float tolerances. ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to
+    values (arrays, or literals as ``"16000"``); other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
     Raises UserError for bad inputs, ConversionError when the model cannot be converted, NNRtError (OH_NN_UNSUPPORTED)
@@ -324,15 +328,17 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     progress = progress or _no_progress
     model, default_label = load_checked(onnx_path)
     label = label or default_label
-    result = from_onnx(model, input_shapes=dict(input_shapes or {}), **import_options)
-    nnrt, graph = result.model, result.graph
     given = dict(inputs or {})
+    pinned = input_import_options(model, ModelInputs(given, dict(input_shapes or {}), dict(constant_inputs or {})))
+    result = from_onnx(model, **pinned, **import_options)
+    nnrt, graph = result.model, result.graph
     names = input_names(nnrt)
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
     arrays = complete_inputs(nnrt, given, seed)
     feed = dict(zip(names, arrays))
+    feed.update(pinned["constant_inputs"])  # onnxruntime runs the original model: bound inputs are fed
     missing = [n for n in runtime_input_names(model) if n not in feed]
     if missing:
         raise UserError(f"ONNX input(s) {missing} have no NNRt counterpart (converted away); give them with --input")

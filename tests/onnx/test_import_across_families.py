@@ -12,11 +12,11 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx_import.import_support import (
-    F,
     F16,
     F32,
     F64,
     FLOAT,
+    F,
     V,
     check,
     check_graph_ort,

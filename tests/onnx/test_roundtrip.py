@@ -16,13 +16,7 @@ from test_light_models import INTRINSIC_TRANSPOSES, LIGHT, MODELS, randomized
 
 from nnrt_onnx.onnx_export import to_onnx
 from nnrt_onnx.onnx_import import from_onnx
-from nnrt_onnx.testing.conformance import (
-    compare_outputs,
-    feed_for,
-    import_case,
-    is_claimed,
-    node_cases,
-)
+from nnrt_onnx.testing.conformance import compare_outputs, feed_for, import_case, is_claimed, node_cases
 
 KNOWN = json.loads((Path(__file__).resolve().parent.parent / "data" / "conformance_known_failures.json").read_text())
 PASSING = sorted(n for n, c in node_cases().items() if is_claimed(c) and n not in KNOWN)

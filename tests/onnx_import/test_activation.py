@@ -7,11 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper, numpy_helper
+from support import onnx_model, run_imported
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
-    F,
     F16,
     F32,
     F64,
+    F,
     check,
     check_named,
     compare,
@@ -24,11 +29,6 @@ from onnx_import.import_support import (
     rng_for,
     run_ours,
 )
-from support import onnx_model, run_imported
-
-from nnrt_onnx.enums import OH_NN_OperationType as OP
-from nnrt_onnx.ir.issues import ConversionError
-from nnrt_onnx.onnx_import import from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 

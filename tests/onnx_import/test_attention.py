@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from onnx_import.import_support import F16, F32, I64, check_named, randn1, rejects_named, rng_for
 
 ort = pytest.importorskip("onnxruntime")

@@ -5,10 +5,10 @@ refuses the case).
 from __future__ import annotations
 
 import pytest
-from onnx_import.import_support import check_model, onnx_node, ops_of, rand_normal
 from support import onnx_model
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
+from onnx_import.import_support import check_model, onnx_node, ops_of, rand_normal
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto as TP
 from onnx import TensorProto, helper
+from onnx import TensorProto as TP
+from support import onnx_model, run_imported
+
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
-    F,
     F16,
     F32,
     F64,
+    F,
     V,
     check,
     check_graph,
@@ -27,10 +31,6 @@ from onnx_import.import_support import (
     rejects_graph,
     run_ours,
 )
-from support import onnx_model, run_imported
-
-from nnrt_onnx.ir.issues import ConversionError
-from nnrt_onnx.onnx_import import from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
+
+from nnrt_onnx import Compilation, Executor
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
     BOOL,
     F32,
@@ -26,9 +29,6 @@ from onnx_import.import_support import (
     rng_for,
     x_of,
 )
-
-from nnrt_onnx import Compilation, Executor
-from nnrt_onnx.onnx_import import from_onnx
 
 ort = pytest.importorskip("onnxruntime")
 

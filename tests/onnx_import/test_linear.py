@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_import.import_support import F, F32, check_n, compare, rand_uniform, randint, randn, rejects_n, rng_for
 from support import onnx_model, run_imported
 
 from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
+from onnx_import.import_support import F32, F, check_n, compare, rand_uniform, randint, randn, rejects_n, rng_for
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import onnx_model, run_imported
+
 from onnx_import.import_support import (
-    F,
     F16,
     F32,
     F64,
+    F,
     check_n,
     check_named,
     node_model_n,
@@ -23,7 +25,6 @@ from onnx_import.import_support import (
     rng_for,
     run_ours,
 )
-from support import onnx_model, run_imported
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support import onnx_model, ort_run
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
 from onnx_import.import_support import (
     F32,
     I64,
@@ -19,9 +22,6 @@ from onnx_import.import_support import (
     rejects_named,
     rng_for,
 )
-from support import onnx_model, ort_run
-
-from nnrt_onnx.enums import OH_NN_OperationType as OP
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import integer_oracle
 import numpy as np
 import pytest
+from support import onnx_model, ort_run
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
 from onnx_import.import_support import (
-    F,
     F32,
-    I32,
     I8,
+    I32,
     U8,
+    F,
     check_model,
     check_n,
     check_named,
@@ -26,9 +29,6 @@ from onnx_import.import_support import (
     rng_for,
     run_ours,
 )
-from support import onnx_model, ort_run
-
-from nnrt_onnx.enums import OH_NN_OperationType as OP
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
+from support import onnx_model
+
 from onnx_import.import_support import (
     FLOAT,
     INT32,
@@ -19,7 +21,6 @@ from onnx_import.import_support import (
     rand_normal,
     rejects_graph,
 )
-from support import onnx_model
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+
 from onnx_import.import_support import F16, F32, I64, check_n, randint, randn, rejects_n, rng_for, run_ours
 
 ort = pytest.importorskip("onnxruntime")

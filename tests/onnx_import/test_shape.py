@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
+
 from onnx_import.import_support import (
     F32,
     FLOAT,

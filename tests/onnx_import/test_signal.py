@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
+
 from onnx_import.import_support import (
     DOUBLE,
     FLOAT,
@@ -19,7 +20,6 @@ from onnx_import.import_support import (
     native,
     rejects_graph,
 )
-
 
 # -- DFT / STFT --------------------------------------------------------------------------------------------------------
 

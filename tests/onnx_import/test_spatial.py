@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
+from support import onnx_model
+
+from nnrt_onnx.enums import OH_NN_OperationType as OP
 from onnx_import.import_support import (
-    F,
     FLOAT,
     INT64,
+    F,
     V,
     check_graph,
     check_graph_ort,
@@ -22,9 +25,6 @@ from onnx_import.import_support import (
     rejects_graph,
     x_of,
 )
-from support import onnx_model
-
-from nnrt_onnx.enums import OH_NN_OperationType as OP
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -18,11 +18,7 @@ from .layout import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes, sink_transposes
 from .manager import Pass, PassResult, run_passes
 from .nhwc_io import nhwc_boundaries
 from .permutations import inverse, perm_of
-from .reshape_algebra import (
-    only_moves_unit_dims,
-    reshape_then_transpose,
-    transpose_then_reshape,
-)
+from .reshape_algebra import only_moves_unit_dims, reshape_then_transpose, transpose_then_reshape
 
 REMOVE_UNUSED = Pass("remove_unused", Graph.remove_unused)
 

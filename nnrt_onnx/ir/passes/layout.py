@@ -9,13 +9,7 @@ import numpy as np
 from ...enums import OH_NN_OperationType as OP
 from ...optable import op_spec
 from ..graph import Graph, Node, Value
-from .permutations import (
-    _insert_after,
-    _new_transpose,
-    _permuted_shape,
-    inverse,
-    perm_of,
-)
+from .permutations import _insert_after, _new_transpose, _permuted_shape, inverse, perm_of
 from .reshape_algebra import _merge_reshapes, _through_reshapes, only_moves_unit_dims
 
 NHWC_TO_NCHW = (0, 3, 1, 2)

@@ -38,7 +38,6 @@ from ._common import (
 )
 
 
-
 def _relu6_over_6(f: FunctionBody, x: str, d: np.dtype) -> str:
     """clip(x + 3, 0, 6) / 6, the kernel's order of operations."""
     return f.one("Div", [f.one("Clip", [f.one("Add", [x, _const(f, 3, d)]), _const(f, 0, d), _const(f, 6, d)]),

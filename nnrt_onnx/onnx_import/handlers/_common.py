@@ -39,13 +39,7 @@ from onnx import helper
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    DYNAMIC_SHAPE,
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.rows import find_row
 from ..context import NodeContext

@@ -11,11 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    ConversionIssue,
-)
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.transforms import transform
 from ..context import NodeContext

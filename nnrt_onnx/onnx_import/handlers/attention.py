@@ -23,12 +23,7 @@ import math
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (

@@ -20,26 +20,11 @@ import onnx
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from ..generic import check_dtype, check_op_dtype
 from . import converts
-from ._common import (
-    FLOAT,
-    NUMERIC,
-    SIGNED,
-    UNSIGNED,
-    _align,
-    _binary,
-    _Builder,
-    _delegate,
-    _read_consumed_inputs,
-)
+from ._common import FLOAT, NUMERIC, SIGNED, UNSIGNED, _align, _binary, _Builder, _delegate, _read_consumed_inputs
 
 # -- unary math --------------------------------------------------------------------------------------------------------
 

@@ -9,12 +9,7 @@ from math import prod
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    DYNAMIC_SHAPE,
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    ConversionIssue,
-)
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..context import NodeContext
 from ..generic import emit_row
 from . import converts

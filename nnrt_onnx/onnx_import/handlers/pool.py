@@ -18,12 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    DYNAMIC_SHAPE,
-    INVALID_MODEL,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
 from . import converts

@@ -21,22 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    ConversionIssue,
-)
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..context import NodeContext
 from . import converts
-from ._common import (
-    _binary,
-    _float_dtype,
-    _matmul,
-    _reshape,
-    _set_shape,
-    _transpose,
-    _unsupported,
-)
+from ._common import _binary, _float_dtype, _matmul, _reshape, _set_shape, _transpose, _unsupported
 
 MAX_IO = 200  # AddOperation caps an input/output index list at 200
 

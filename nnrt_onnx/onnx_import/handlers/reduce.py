@@ -15,13 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    DYNAMIC_SHAPE,
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (

@@ -25,11 +25,7 @@ from onnx import helper
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.graph import Value
-from ...ir.issues import (
-    INVALID_MODEL,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import _binary, _float_dtype, _matmul, _reshape, _transpose

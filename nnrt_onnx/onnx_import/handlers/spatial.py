@@ -17,26 +17,12 @@ import math
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import (
-    DYNAMIC_SHAPE,
-    INVALID_MODEL,
-    UNSUPPORTED_ATTRIBUTE,
-    UNSUPPORTED_DTYPE,
-    ConversionIssue,
-)
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...kernels.spatial import bilinear_matrix
 from ..context import NodeContext
 from . import converts
-from ._common import (
-    _float_dtype,
-    _matmul,
-    _nhwc_shape,
-    _reshape,
-    _set_shape,
-    _unsupported,
-    fold_constant_node,
-)
+from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _set_shape, _unsupported, fold_constant_node
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 

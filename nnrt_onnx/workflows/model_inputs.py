@@ -1,0 +1,139 @@
+"""What a user says about an ONNX model's inputs, turned into import options: data given for an input pins its
+shape, ``--input-shape`` pins dims explicitly, ``--constant-input`` binds an input to a fixed value (a setting the
+model branches on, such as a sample rate, or a shape the graph computes with).
+
+Pinning a dim that the model declares static to another value is an error naming the input and the dim.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import UserError
+
+
+@dataclass
+class ModelInputs:
+    """Data (pins shapes), explicit shapes, and constants for some of a model's inputs, by ONNX input name."""
+
+    data: dict[str, np.ndarray] = field(default_factory=dict)
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeclaredInput:
+    name: str
+    dtype: np.dtype | None  # None: an element type numpy has no name for
+    dims: tuple[int | None, ...] | None  # None per dynamic dim; None for the whole shape when the rank is unknown
+
+
+def declared_inputs(model) -> dict[str, DeclaredInput]:
+    """The runtime inputs of an ONNX ModelProto (initializers excluded), as declared."""
+    from onnx import helper
+
+    initializers = {t.name for t in model.graph.initializer}
+    found = {}
+    for info in model.graph.input:
+        if info.name in initializers:
+            continue
+        tensor_type = info.type.tensor_type
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+        except (KeyError, TypeError, ValueError):
+            dtype = None
+        dims = None
+        if tensor_type.HasField("shape"):
+            dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                         for d in tensor_type.shape.dim)
+        found[info.name] = DeclaredInput(info.name, dtype, dims)
+    return found
+
+
+def parse_constant_specs(specs: Sequence[str]) -> dict[str, np.ndarray | str]:
+    """``NAME=FILE`` (.npy/.npz/.pb) or ``NAME=VALUE[,VALUE...]`` (numbers, typed later by the model's input)."""
+    from .inference import read_array
+
+    bound: dict[str, np.ndarray | str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise UserError(f"--constant-input {spec}: expected NAME=FILE or NAME=VALUE[,VALUE...]")
+        if any(value.lower().endswith(suffix) for suffix in (".npy", ".npz", ".pb")):
+            data = read_array(value)
+            if isinstance(data, dict):
+                if len(data) != 1:
+                    raise UserError(f"--constant-input {spec}: a .npz with {len(data)} arrays; give one array")
+                data = next(iter(data.values()))
+            bound[name] = np.asarray(data)
+        else:
+            bound[name] = value  # a literal: typed once the model's declared dtype is known
+    return bound
+
+
+def _literal(name: str, text: str, dtype: np.dtype | None) -> np.ndarray:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) if dtype is None or dtype.kind == "f" else int(p) for p in parts]
+    except ValueError:
+        raise UserError(f"--constant-input {name}={text}: not a file (.npy/.npz/.pb) and not numbers") from None
+    array = np.asarray(values if len(values) > 1 else values[0], dtype=dtype or np.float32)
+    return array
+
+
+def import_options(model, inputs: ModelInputs) -> dict:
+    """``input_shapes`` and ``constant_inputs`` for ``from_onnx``: explicit shapes, the shapes of the data given
+    (for inputs with dynamic dims), constants typed by the model; a UserError for anything inconsistent."""
+    declared = declared_inputs(model)
+    names = sorted(declared)
+
+    def known(name: str, what: str) -> DeclaredInput:
+        if name not in declared:
+            raise UserError(f"{what}: unknown input {name!r} (the model's inputs: {names})")
+        return declared[name]
+
+    shapes: dict[str, list[int]] = {}
+    for name, dims in inputs.shapes.items():
+        shapes[name] = _pinned(known(name, "--input-shape"), [int(d) for d in dims], "--input-shape")
+    for name, array in inputs.data.items():
+        entry = known(name, "--input")
+        dims = _pinned(entry, list(np.shape(array)), "the data given for it")
+        if name in shapes and shapes[name] != dims:
+            raise UserError(f"input {name!r}: --input-shape {shapes[name]} but the data given has shape {dims}")
+        if entry.dims is None or any(d is None for d in entry.dims):
+            shapes[name] = dims
+    constants: dict[str, np.ndarray] = {}
+    for name, value in inputs.constants.items():
+        entry = known(name, "--constant-input")
+        if name in inputs.data:
+            raise UserError(f"input {name!r} is given both as data (--input) and as a constant (--constant-input)")
+        array = _literal(name, value, entry.dtype) if isinstance(value, str) else np.asarray(value)
+        if entry.dtype is not None and array.dtype != entry.dtype:
+            if not np.can_cast(array.dtype, entry.dtype, "same_kind"):
+                raise UserError(f"constant input {name!r} has dtype {array.dtype}, the model declares {entry.dtype}")
+            array = array.astype(entry.dtype)
+        _pinned(entry, list(array.shape), "the constant given for it")
+        constants[name] = array
+    return {"input_shapes": shapes, "constant_inputs": constants}
+
+
+def _pinned(entry: DeclaredInput, dims: list[int], source: str) -> list[int]:
+    """``dims`` checked against what the model declares for the input."""
+    if any(d <= 0 for d in dims):
+        raise UserError(f"input {entry.name!r}: {source} has shape {dims}; dims must be positive")
+    if entry.dims is None:
+        return dims
+    if len(entry.dims) != len(dims):
+        raise UserError(f"input {entry.name!r} has rank {len(entry.dims)} (shape {_shown(entry.dims)}), "
+                        f"{source} has rank {len(dims)} ({dims})")
+    for axis, (declared, given) in enumerate(zip(entry.dims, dims)):
+        if declared is not None and declared != given:
+            raise UserError(f"input {entry.name!r} has the static shape {_shown(entry.dims)}, {source} has shape "
+                            f"{dims} (dim {axis}: {declared} vs {given}; only dynamic dims can be pinned)")
+    return dims
+
+
+def _shown(dims) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
