@@ -32,11 +32,10 @@ from ..enums import OH_NN_OperationType
 from ..errors import unsupported
 from ..optable import op_spec
 
+from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
-
-# A shape: one int per dim, -1 where the dim is not known; None where even the rank is not.
-Shape = tuple[int, ...]
 
 
 def kernel(op_name: str):

@@ -81,10 +81,21 @@ def _reshape_dims(op: str, in_shape, target: list[int]) -> tuple[int, ...]:
         if known == 0 or _known(known, size) and size % known:
             raise invalid(f"{op}: cannot infer the -1 of shape {target} for an input of {size} elements "
                           f"(dims {shown})")
-        out[infer] = size // known if _known(known, size) else UNKNOWN
+        out[infer] = size // known if _known(known, size) else _inferred_with_copies(in_shape, target, out, infer)
     elif _known(known, size) and known != size:
         raise invalid(f"{op}: shape {target} holds {known} elements, the input {shown} holds {size}")
     return tuple(out)
+
+
+def _inferred_with_copies(in_shape, target, out, infer: int) -> int:
+    """The -1 of a target whose unknown dims are all copies (0) of the input's unknown dims: they cancel out of
+    both element counts (e.g. [batch, 4, 4] -> [0, -1] is [batch, 16]); UNKNOWN otherwise."""
+    if in_shape is None:
+        return UNKNOWN
+    copied = {i for i, d in enumerate(target) if d == 0 and not _known(in_shape[i])}
+    size = _product([d for i, d in enumerate(in_shape) if i not in copied])
+    known = _product([d for i, d in enumerate(out) if i not in copied and i != infer])
+    return size // known if _known(size, known) and known and size % known == 0 else UNKNOWN
 
 
 @shape_rule("OH_NN_OPS_RESHAPE")
