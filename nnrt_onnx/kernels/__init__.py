@@ -31,7 +31,6 @@ import numpy as np
 from ..enums import OH_NN_OperationType
 from ..errors import unsupported
 from ..optable import op_spec
-
 from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
@@ -99,8 +98,9 @@ def shape_rule(*op_names: str):
     return register
 
 
+@cache
 def shape_rules() -> dict[OH_NN_OperationType, Callable[..., Any]]:
-    """Every registered shape rule by op (importing every kernel module first)."""
+    """Every registered shape rule by op (importing every kernel module first, once)."""
     kernels()
     return dict(_SHAPE_RULES)
 
