@@ -16,12 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nnrt_onnx.ir.rows import claimed_op_types  # noqa: E402
-from nnrt_onnx.testing.conformance import (  # noqa: E402
-    case_op_types,
-    is_claimed,
-    node_cases,
-    run_case,
-)
+from nnrt_onnx.testing.conformance import case_op_types, is_claimed, node_cases, run_case  # noqa: E402
 
 
 def main() -> None:

@@ -7,6 +7,13 @@ The fused activation keyword (``params.fuse`` in the entry) is *not* passed: the
 A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext`.
 It returns one array, or a tuple of arrays for multi-output ops.
 
+Next to each kernel, a *shape rule* registered with ``@shape_rule`` gives the kernel's output shapes from shapes
+alone (see :func:`infer_output_shapes`): it is called as ``rule(op, input_shapes, input_values, **arguments)`` with the
+kernel's keywords (minus ``ctx``), and returns one shape per output. Where a kernel computes an output size itself
+(window geometry, slicing, reshaping, broadcasting), kernel and rule call the same helper, so they cannot drift
+apart. A rule shared by several ops (all same-shape unary ops, all broadcasting binary ops) is registered for
+each of them at once.
+
 Each kernel lives in the module of its op's family (``<family>.py``, see ``optable.FAMILIES``); private helpers
 shared by several families are in ``_common.py``. :func:`kernels` imports every module of this package.
 """
@@ -17,13 +24,17 @@ import inspect
 import pkgutil
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..enums import OH_NN_OperationType
+from ..errors import unsupported
+from ..optable import op_spec
+from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
+_SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 
 
 def kernel(op_name: str):
@@ -61,6 +72,74 @@ def kernels() -> dict[OH_NN_OperationType, Callable[..., Any]]:
 
 def get_kernel(op: OH_NN_OperationType) -> Callable[..., Any] | None:
     return kernels().get(OH_NN_OperationType(op))
+
+
+def shape_rule(*op_names: str):
+    """Register the decorated function as the shape rule of every op in ``op_names``.
+
+    A rule is called as ``rule(op, input_shapes, input_values, **arguments)``: the op's short name (``"ADD"``, for
+    the messages a rule shared by several ops raises), a tuple with one shape per input (-1 for an unknown dim,
+    None for an unknown rank), a tuple with the value (ndarray) of each input known before run time or None, and
+    the kernel's keyword arguments without ``ctx`` (the fused activation keyword included: rules take ``**_`` for
+    the keywords they do not read). A rule of an op whose output count is not fixed by its
+    inputs may declare a keyword ``output_count`` (the node's number of outputs, or None). It returns a sequence
+    with one shape (or None) per output and raises the kernel's NNRtError for inconsistent shapes it can see.
+    """
+    ops = [OH_NN_OperationType[name] for name in op_names]
+
+    def register(fn):
+        for op in ops:
+            if op in _SHAPE_RULES and _SHAPE_RULES[op] is not fn:
+                raise RuntimeError(f"{op.name} already has shape rule {_SHAPE_RULES[op].__module__}."
+                                   f"{_SHAPE_RULES[op].__name__}")
+            _SHAPE_RULES[op] = fn
+        return fn
+
+    return register
+
+
+@cache
+def shape_rules() -> dict[OH_NN_OperationType, Callable[..., Any]]:
+    """Every registered shape rule by op (importing every kernel module first, once)."""
+    kernels()
+    return dict(_SHAPE_RULES)
+
+
+@cache
+def _takes_output_count(rule: Callable[..., Any]) -> bool:
+    return "output_count" in inspect.signature(rule).parameters
+
+
+def _shape_of(shape: Sequence[int] | None, value: Any) -> Shape | None:
+    if value is not None:
+        return tuple(int(d) for d in np.shape(value))
+    return None if shape is None else tuple(int(d) for d in shape)
+
+
+def infer_output_shapes(op: OH_NN_OperationType | int, input_shapes: Sequence[Sequence[int] | None],
+                        input_values: Sequence[Any] | None = None, arguments: Mapping[str, Any] | None = None, *,
+                        output_count: int | None = None) -> tuple[Shape | None, ...]:
+    """The output shapes the kernel of ``op`` produces for inputs of ``input_shapes``.
+
+    ``input_values``: per input, its value when known before run time (a constant), else None; a given value also
+    fixes that input's shape. ``arguments``: the kernel's keywords (the op table defaults are filled in for any
+    that is missing; ``ctx`` is ignored). ``output_count``: the node's number of outputs, which SPLIT needs when
+    neither outputNum nor sizeSplits is given. Each output's shape has -1 where it depends on something unknown,
+    or is None when even its rank does. Inconsistent shapes raise the kernel's NNRtError.
+    """
+    op = OH_NN_OperationType(op)
+    rule = shape_rules().get(op)
+    if rule is None:
+        raise unsupported(f"{op.name} has no shape rule")
+    values = list(input_values) if input_values is not None else []
+    values += [None] * (len(input_shapes) - len(values))
+    shapes = tuple(_shape_of(s, v) for s, v in zip(input_shapes, values))
+    keywords = {**op_spec(op).defaults, **(arguments or {})}
+    keywords.pop("ctx", None)
+    if _takes_output_count(rule):
+        keywords["output_count"] = output_count
+    result = rule(op.name[len("OH_NN_OPS_"):], shapes, tuple(values), **keywords)
+    return tuple(None if s is None else tuple(int(d) for d in s) for s in result)
 
 
 def wants_context(fn: Callable[..., Any]) -> bool:

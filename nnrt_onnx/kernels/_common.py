@@ -3,8 +3,9 @@
 Grouped by their users: the dtype kinds and checks, OH_NN dtype names, float16 work dtype and erf of the elementwise
 and activation kernels (the float check and names also serve recurrent and detection); the axis and parameter helpers
 of the linear, normalization and reduce kernels; the integer-tensor, axis and data-type-code helpers of the shape,
-indexing and quantization kernels and CAST; the NHWC geometry of the conv and pool kernels (whose float check also
-serves resize, LRN and PAD).
+indexing and quantization kernels and CAST; the NHWC checks of the conv and pool kernels (whose float check also
+serves resize, LRN and PAD); the shape arithmetic of the shape rules (unknown dims, broadcasting, the rule of the
+ops whose output has their input's shape). The window geometry itself is in ``nnrt_onnx.geometry``.
 """
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ import numpy as np
 from ..dtypes import from_numpy, to_numpy
 from ..enums import OH_NN_DataType
 from ..errors import invalid, unsupported
+from ..geometry import UNKNOWN
+
+# A shape as the shape rules see it: -1 for an unknown dim; None for an unknown rank.
+Shape = tuple[int, ...]
 
 # ---------------------------------------------------------------------------------------------------------------
 # dtype kinds and names, float work dtype, erf (elementwise, activation; recurrent, detection)
@@ -215,7 +220,7 @@ def _agree(op: str, what: str, wanted: np.dtype | None, declared: np.dtype | Non
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# NHWC geometry (conv, pool; the float check also for resize, LRN, PAD)
+# NHWC checks (conv, pool; the float check also for resize, LRN, PAD)
 
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
@@ -230,44 +235,16 @@ def _compute_dtype(op: str, *arrays: np.ndarray) -> np.dtype:
 
 
 def _check_rank(op: str, x: np.ndarray, rank: int = 4, what: str = "input") -> None:
-    if x.ndim != rank:
-        raise invalid(f"{op}: {what} must be a {rank}-D NHWC tensor, got shape {list(x.shape)}")
+    _check_rank_dims(op, x.shape, rank, what)
 
 
-def _pair(op: str, name: str, values, minimum: int) -> tuple[int, int]:
-    vals = [int(v) for v in np.asarray(values).reshape(-1).tolist()]
-    if len(vals) == 1:
-        vals = vals * 2
-    if len(vals) != 2:
-        raise invalid(f"{op}: {name} needs 2 values [h, w] (or 1 for both), got {vals}")
-    if any(v < minimum for v in vals):
-        raise invalid(f"{op}: {name} values must be >= {minimum}, got {vals}")
-    return vals[0], vals[1]
-
-
-def _pad_list(op: str, pad_list) -> tuple[int, int, int, int]:
-    vals = [int(v) for v in np.asarray(pad_list).reshape(-1).tolist()]
-    if len(vals) == 0:
-        vals = [0, 0, 0, 0]
-    if len(vals) != 4:
-        raise invalid(f"{op}: pad list needs 4 values [top, bottom, left, right], got {vals}")
-    if any(v < 0 for v in vals):
-        raise invalid(f"{op}: pad list values must be >= 0, got {vals}")
-    return vals[0], vals[1], vals[2], vals[3]
-
-
-def _check_pad_mode(op: str, pad_mode) -> int:
-    mode = int(pad_mode)
-    if mode not in (-1, 0, 1, 2):
-        raise invalid(f"{op}: pad mode {mode} is not 0 (same) or 1/2 (valid)")
-    return mode
-
-
-def _same_pads(size: int, stride: int, extent: int) -> tuple[int, int, int]:
-    """NNAPI/TF SAME: output ceil(size/stride); the odd padding unit goes to the end (bottom/right)."""
-    out = -(-size // stride)
-    total = max((out - 1) * stride + extent - size, 0)
-    return out, total // 2, total - total // 2
+def _check_rank_dims(op: str, shape: Shape | None, rank: int = 4, what: str = "input") -> Shape:
+    """``shape`` checked to be of ``rank`` (NHWC); an unknown rank (None) is taken to be it, with unknown dims."""
+    if shape is None:
+        return (UNKNOWN,) * rank
+    if len(shape) != rank:
+        raise invalid(f"{op}: {what} must be a {rank}-D NHWC tensor, got shape {list(shape)}")
+    return tuple(shape)
 
 
 def _tap_range(out_size: int, size: int, stride: int, offset: int) -> tuple[int, int, int]:
@@ -276,3 +253,67 @@ def _tap_range(out_size: int, size: int, stride: int, offset: int) -> tuple[int,
     r0 = max(0, -(offset // stride))
     r1 = min(out_size, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
     return r0, max(r0, r1), r0 * stride + offset
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# shape arithmetic (the shape rules of every family, and the kernels that compute output sizes themselves)
+
+
+def _known(*dims: int) -> bool:
+    """Every dim is known (>= 0)."""
+    return all(d >= 0 for d in dims)
+
+
+def _product(dims: Sequence[int]) -> int:
+    """The element count of ``dims``, or UNKNOWN if a dim is (0 wins: an empty tensor is empty)."""
+    if 0 in dims:
+        return 0
+    return math.prod(dims) if _known(*dims) else UNKNOWN
+
+
+def _broadcast_dims(*shapes: Shape | None) -> Shape | None:
+    """NumPy broadcasting of shapes with unknown dims: a column takes its one known dim other than 1 (two
+    different ones raise ValueError), else -1 if a dim is unknown, else 1. None if a rank is unknown. Equal to
+    ``np.broadcast_shapes`` for known shapes."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(rank):
+        column = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        sizes = {d for d in column if d >= 0 and d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"dims {sorted(sizes)} do not broadcast")
+        out.append(sizes.pop() if sizes else UNKNOWN if any(d < 0 for d in column) else 1)
+    return tuple(out)
+
+
+def _merge_dims(shapes: Sequence[Shape]) -> Shape:
+    """Shapes that must be equal (of equal rank), merged: a known dim wins over an unknown one; two different
+    known dims raise ValueError."""
+    out = list(shapes[0])
+    for shape in shapes[1:]:
+        for i, d in enumerate(shape):
+            if d >= 0 and out[i] >= 0 and d != out[i]:
+                raise ValueError(f"dims {out[i]} and {d} differ")
+            if out[i] < 0:
+                out[i] = d
+    return tuple(out)
+
+
+def _value_ints(value: Any) -> list[int] | None:
+    """The elements of a known (constant) integer input as python ints; None when the value is not known."""
+    if value is None:
+        return None
+    return [int(v) for v in np.asarray(value).reshape(-1).tolist()]
+
+
+def _length(shape: Shape | None) -> int:
+    """The element count of a 1-D (or scalar) shape/axes input, UNKNOWN if its shape is."""
+    return UNKNOWN if shape is None else _product(shape)
+
+
+def _first_input_shape(op, shapes, values, **_) -> tuple[Shape | None]:
+    """The shape rule of the ops whose only output has the shape of their first input (element-wise unary ops,
+    activations, casts, normalizations)."""
+    return (shapes[0],)

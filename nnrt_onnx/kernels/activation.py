@@ -11,8 +11,13 @@ import math
 import numpy as np
 
 from ..errors import invalid
-from . import kernel
-from ._common import _F, _FI, _check, _erf, _kind, _out, _unary_float
+from . import kernel, shape_rule
+from ._common import _F, _FI, _check, _erf, _first_input_shape, _kind, _known, _out, _product, _unary_float
+
+# Every activation's output has its input's shape.
+shape_rule("OH_NN_OPS_RELU", "OH_NN_OPS_RELU6", "OH_NN_OPS_SIGMOID", "OH_NN_OPS_TANH", "OH_NN_OPS_HSWISH",
+           "OH_NN_OPS_HARD_SIGMOID", "OH_NN_OPS_SWISH", "OH_NN_OPS_GELU", "OH_NN_OPS_LEAKY_RELU",
+           "OH_NN_OPS_CLIP")(_first_input_shape)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -86,17 +91,31 @@ def prelu(input, weight):
     x, w = np.asarray(input), np.asarray(weight)
     _check("PRELU", x.dtype, _F)
     _check("PRELU", w.dtype, _F, what="weight")
-    channels = x.shape[-1] if x.ndim >= 2 else None
+    _check_prelu_weight(x.shape, w.shape)
     if w.size == 1:
         w = w.reshape(())
-    elif channels is not None and w.ndim == 1 and w.shape[0] == channels:
-        pass
-    else:
-        raise invalid(f"OH_NN_OPS_PRELU: weight shape {list(w.shape)} must have 1 element or be 1-D with the "
-                      f"channel count (last input dim"
-                      f"{' ' + str(channels) if channels is not None else '; input rank < 2 allows only 1'})")
     w = w.astype(x.dtype, copy=False)
     return _out(np.where(x >= 0, x, x * w), x.dtype)
+
+
+def _check_prelu_weight(x_shape, w_shape) -> None:
+    """One slope, or one per channel (the last input dim, rank >= 2); unknown dims and ranks pass."""
+    if x_shape is None or w_shape is None or _product(w_shape) == 1:
+        return
+    channels = x_shape[-1] if len(x_shape) >= 2 else None
+    if channels is not None and len(w_shape) == 1 and (not _known(channels, w_shape[0]) or w_shape[0] == channels):
+        return
+    if not _known(*w_shape):  # the weight may still hold one element
+        return
+    raise invalid(f"OH_NN_OPS_PRELU: weight shape {list(w_shape)} must have 1 element or be 1-D with the "
+                  f"channel count (last input dim"
+                  f"{' ' + str(channels) if channels is not None else '; input rank < 2 allows only 1'})")
+
+
+@shape_rule("OH_NN_OPS_PRELU")
+def _prelu_shape(op, shapes, values, **_):
+    _check_prelu_weight(shapes[0], shapes[1])
+    return (shapes[0],)
 
 
 @kernel("OH_NN_OPS_CLIP")

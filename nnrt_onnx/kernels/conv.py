@@ -6,6 +6,8 @@ Conventions shared by the convolution and pooling kernels (header + NNAPI, see d
   TRANSPOSE_CONV_2D); pad lists ``[top, bottom, left, right]``.
 * ``pad_mode``: 0 = SAME, 1 or 2 = VALID, -1 (the table default, "no pad mode given") = the explicit pad list.
   SAME follows NNAPI/TF: output = ceil(in / stride), total padding split evenly with the odd unit at bottom/right.
+  These rules (and the output sizes) are defined once in ``nnrt_onnx.geometry``; each kernel's shape rule runs
+  the kernel's own checks and geometry helpers on shapes alone.
 * Lists of two values ([h, w]) also accept a single value meaning both.
 * float16 data is accumulated in float32 and returned as float16; float64 stays float64.
 """
@@ -15,40 +17,55 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
-from . import kernel
-from ._common import (
-    _FLOATS,
-    _check_pad_mode,
-    _check_rank,
-    _compute_dtype,
-    _pad_list,
-    _pair,
-    _same_pads,
-    _tap_range,
+from ..geometry import (
+    PAD_MODE_EXPLICIT,
+    UNKNOWN,
+    check_pad_list,
+    check_pad_mode,
+    effective_extent,
+    spatial_pair,
+    transposed_axis,
+    transposed_full_size,
+    window_axis,
 )
+from . import kernel, shape_rule
+from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
 
 
-def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list):
-    """Output size and pads of a (dilated) convolution; ek = effective (dilated) kernel extent."""
-    mode = _check_pad_mode(op, pad_mode)
-    if mode == 0:
-        oh, pt, pb = _same_pads(h, s_h, ek_h)
-        ow, pl, pr = _same_pads(w, s_w, ek_w)
-    else:
-        pt, pb, pl, pr = (0, 0, 0, 0) if mode in (1, 2) else _pad_list(op, pad_list)
-        oh = (h + pt + pb - ek_h) // s_h + 1 if h + pt + pb >= ek_h else 0
-        ow = (w + pl + pr - ek_w) // s_w + 1 if w + pl + pr >= ek_w else 0
-    if oh <= 0 or ow <= 0:
+def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list_values):
+    """Output size and pads of a (dilated) convolution; ek = effective (dilated) kernel extent (sizes may be
+    UNKNOWN: so are the results then)."""
+    mode = check_pad_mode(op, pad_mode)
+    pads = check_pad_list(op, pad_list_values) if mode == PAD_MODE_EXPLICIT else (0, 0, 0, 0)
+    oh, pt, pb = window_axis(mode, h, ek_h, s_h, pads[0], pads[1])
+    ow, pl, pr = window_axis(mode, w, ek_w, s_w, pads[2], pads[3])
+    if oh == 0 or ow == 0:
         raise invalid(f"{op}: kernel extent [{ek_h}, {ek_w}] does not fit the padded input "
                       f"[{h + pt + pb}, {w + pl + pr}]")
     return oh, ow, (pt, pb, pl, pr)
 
 
+def _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list_values):
+    """Checked strides and dilation, then :func:`_conv_geometry` of a kH x kW kernel: (strides, dilation,
+    (oh, ow, pads))."""
+    s = spatial_pair(op, "stride", strides, 1)
+    d = spatial_pair(op, "dilation", dilation, 1)
+    geometry = _conv_geometry(op, h, w, effective_extent(kh, d[0]), effective_extent(kw, d[1]), s[0], s[1],
+                              pad_mode, pad_list_values)
+    return s, d, geometry
+
+
+def _check_bias_dims(op: str, bias_shape, n_out: int) -> None:
+    if bias_shape is None or not _known(n_out):
+        return
+    if len(bias_shape) != 1 or _known(bias_shape[0]) and bias_shape[0] != n_out:
+        raise invalid(f"{op}: bias must be 1-D of length outChannel={n_out}, got shape {list(bias_shape)}")
+
+
 def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray:
     """The bias as real values in the compute dtype; an integer bias is the quantized INT32 bias of the header
     (scale = input scale * weight scale per output channel, zero point 0)."""
-    if bias.ndim != 1 or bias.shape[0] != n_out:
-        raise invalid(f"{op}: bias must be 1-D of length outChannel={n_out}, got shape {list(bias.shape)}")
+    _check_bias_dims(op, bias.shape, n_out)
     if bias.dtype in _FLOATS:
         return bias.astype(cdtype, copy=False)
     if not np.issubdtype(bias.dtype, np.integer):
@@ -64,7 +81,7 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
     return (bias.astype(np.float64) * (in_q.scales[0] * w_scales)).astype(cdtype)
 
 
-def _depthwise_core(x, w, strides, dilation, pads):
+def _depthwise_core(x, w, strides, dilation, pads, out_size):
     """Depthwise convolution (weight [C * mult, kH, kW, 1]), accumulated one kernel tap at a time in row-major tap
     order into the output buffer, as ``out = 0; out += x_tap * w_tap``. Taps that would read padding are skipped
     for those output positions (adding 0 * w changes nothing for finite weights), so no padded copy is made.
@@ -79,8 +96,7 @@ def _depthwise_core(x, w, strides, dilation, pads):
     s_h, s_w = strides
     d_h, d_w = dilation
     pt, pb, pl, pr = pads
-    oh = (h + pt + pb - (kh - 1) * d_h - 1) // s_h + 1
-    ow = (wd + pl + pr - (kw - 1) * d_w - 1) // s_w + 1
+    oh, ow = out_size
     # [kH, kW, OW, C]: each tap's weights repeated along the output width
     wt = np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, c)))
     out = np.empty((n, oh, ow, c), dtype=x.dtype)
@@ -114,20 +130,20 @@ def _depthwise_core(x, w, strides, dilation, pads):
     return out
 
 
-def _conv_core(x, w, strides, dilation, pads, group, op):
-    """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]: im2col + one batched matmul over groups."""
+def _conv_core(x, w, strides, dilation, pads, group, out_size):
+    """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]: im2col + one batched matmul over groups;
+    ``out_size`` (OH, OW) is :func:`_conv_geometry`'s."""
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
     if cg == 1 and group > 1 and np.isfinite(w).all():  # depthwise; non-finite weights: padded path below
-        return _depthwise_core(x, w, strides, dilation, pads)
+        return _depthwise_core(x, w, strides, dilation, pads, out_size)
     s_h, s_w = strides
     d_h, d_w = dilation
     pt, pb, pl, pr = pads
     if any(pads):
         x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    ek_h, ek_w = (kh - 1) * d_h + 1, (kw - 1) * d_w + 1
-    oh = (x.shape[1] - ek_h) // s_h + 1
-    ow = (x.shape[2] - ek_w) // s_w + 1
+    ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
+    oh, ow = out_size
     og = o // group
     if cg == 1 and group > 1:  # depthwise with a non-finite weight (0 * inf in the padding must stay NaN)
         xs = x if og == 1 else np.repeat(x, og, axis=3)  # output channel k reads input channel k // og
@@ -146,38 +162,61 @@ def _conv_core(x, w, strides, dilation, pads, group, op):
     return out.transpose(1, 0, 2).reshape(n, oh, ow, o)
 
 
+def _conv_dims(op, x_shape, w_shape, group):
+    """Checked NHWC input and [out, kH, kW, in/group] weight dims of a (transposed) convolution (unknown dims are
+    not checked; an UNKNOWN group, a depthwise convolution's unknown channel count, checks nothing): input dims,
+    weight dims, group."""
+    x_shape = _check_rank_dims(op, x_shape)
+    w_shape = _check_rank_dims(op, w_shape, what="weight")
+    c = x_shape[3]
+    o, _, _, cg = w_shape
+    group = int(group)
+    if group == UNKNOWN:
+        return x_shape, w_shape, group
+    if group < 1:
+        raise invalid(f"{op}: group must be >= 1, got {group}")
+    if _known(c, cg) and cg * group != c:
+        raise invalid(f"{op}: input has {c} channels but weight inChannel/group={cg} x group={group} = {cg * group}")
+    if _known(o) and o % group:
+        raise invalid(f"{op}: outChannel={o} is not divisible by group={group}")
+    return x_shape, w_shape, group
+
+
 def _conv_shapes(op, x, weight, group):
     """Checked NHWC input and [out, kH, kW, in/group] weight of a (transposed) convolution: compute dtype,
     input dims, weight dims, group."""
     _check_rank(op, x)
     _check_rank(op, weight, what="weight")
     cdtype = _compute_dtype(op, x, weight)
-    c = x.shape[3]
-    o, _, _, cg = weight.shape
-    group = int(group)
-    if group < 1:
-        raise invalid(f"{op}: group must be >= 1, got {group}")
-    if cg * group != c:
-        raise invalid(f"{op}: input has {c} channels but weight inChannel/group={cg} x group={group} = {cg * group}")
-    if o % group:
-        raise invalid(f"{op}: outChannel={o} is not divisible by group={group}")
-    return cdtype, x.shape, weight.shape, group
+    x_shape, w_shape, group = _conv_dims(op, x.shape, weight.shape, group)
+    return cdtype, x_shape, w_shape, group
 
 
 def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group):
     cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
-    s = _pair(op, "stride", strides, 1)
-    d = _pair(op, "dilation", dilation, 1)
-    oh, ow, pads = _conv_geometry(op, h, w, (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1, s[0], s[1], pad_mode, pad_list)
+    s, d, (oh, ow, pads) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
     b = _real_bias(op, bias, o, ctx, cdtype)
-    out = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, op)
+    out = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, (oh, ow))
     # the bias tiled along the width, so the add runs over whole (W, C) rows rather than C-long pieces
     np.add(out, np.tile(b, out.shape[2]).reshape(out.shape[2], o), out=out)
     return out.astype(x.dtype, copy=False)
 
 
+def _conv_output_shape(op, shapes, group, strides, pad_mode, pad_list, dilation):
+    """The shape rule of a convolution: [N, OH, OW, outChannel], by the kernel's own checks and geometry."""
+    (n, h, w, _), (o, kh, kw, _), _ = _conv_dims(op, shapes[0], shapes[1], group)
+    _, _, (oh, ow, _) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
+    _check_bias_dims(op, shapes[2], o)
+    return ((n, oh, ow, o),)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # convolutions
+
+
+@shape_rule("OH_NN_OPS_CONV2D")
+def _conv2d_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, group, **_):
+    return _conv_output_shape(op, shapes, group, strides, pad_mode, pad_list, dilation)
 
 
 @kernel("OH_NN_OPS_CONV2D")
@@ -190,12 +229,58 @@ def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dil
     op = "DEPTHWISE_CONV2D_NATIVE"
     _check_rank(op, x)
     _check_rank(op, weight, what="weight")
-    c = x.shape[3]
-    if weight.shape[3] != 1:
-        raise invalid(f"{op}: weight must be [outChannel, kH, kW, 1], got {list(weight.shape)}")
-    if weight.shape[0] % c:
-        raise invalid(f"{op}: outChannel={weight.shape[0]} is not a multiple (channelMultiplier) of inChannel={c}")
-    return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, c)
+    return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation,
+                        _depthwise_group(op, x.shape, weight.shape))
+
+
+def _depthwise_group(op, x_shape, w_shape) -> int:
+    """The group of a depthwise convolution, its input channel count (UNKNOWN if that is), after checking the
+    [outChannel, kH, kW, 1] weight against it."""
+    c = x_shape[3]
+    if _known(w_shape[3]) and w_shape[3] != 1:
+        raise invalid(f"{op}: weight must be [outChannel, kH, kW, 1], got {list(w_shape)}")
+    if _known(c, w_shape[0]) and w_shape[0] % c:
+        raise invalid(f"{op}: outChannel={w_shape[0]} is not a multiple (channelMultiplier) of inChannel={c}")
+    return c
+
+
+@shape_rule("OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
+def _depthwise_conv2d_native_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, **_):
+    x_shape = _check_rank_dims(op, shapes[0])
+    w_shape = _check_rank_dims(op, shapes[1], what="weight")
+    return _conv_output_shape(op, (x_shape, w_shape, shapes[2]), _depthwise_group(op, x_shape, w_shape), strides,
+                              pad_mode, pad_list, dilation)
+
+
+def _transposed_geometry(op, h, w, kh, kw, strides, dilation, output_paddings, pad_mode, pad_list_values):
+    """Checked strides, dilation and output paddings of the transposed convolution, then per axis its output size
+    and crop (``geometry.transposed_axis``): (strides, dilation, (out_h, out_w), (top, left), (full_h, full_w))."""
+    s_h, s_w = spatial_pair(op, "stride", strides, 1)
+    d_h, d_w = spatial_pair(op, "dilation", dilation, 1)
+    op_vals = list(np.asarray(output_paddings).reshape(-1).tolist())
+    op_h, op_w = spatial_pair(op, "output paddings", op_vals or [0], 0)
+    if op_h >= s_h or op_w >= s_w:
+        raise invalid(f"{op}: output paddings [{op_h}, {op_w}] must be smaller than the stride [{s_h}, {s_w}]")
+    ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
+    mode = check_pad_mode(op, pad_mode)
+    pt, pb, pl, pr = check_pad_list(op, pad_list_values) if mode == PAD_MODE_EXPLICIT else (0, 0, 0, 0)
+    out_h, top = transposed_axis(mode, h, ek_h, s_h, pt, pb, op_h)
+    out_w, left = transposed_axis(mode, w, ek_w, s_w, pl, pr, op_w)
+    full_h, full_w = transposed_full_size(h, ek_h, s_h), transposed_full_size(w, ek_w, s_w)
+    # (a negative size from known dims is a real result here, not UNKNOWN: decide by the inputs)
+    if (_known(h, ek_h) and out_h <= 0) or (_known(w, ek_w) and out_w <= 0):
+        raise invalid(f"{op}: the pads crop the whole output (full size [{full_h}, {full_w}])")
+    return (s_h, s_w), (d_h, d_w), (out_h, out_w), (top, left), (full_h, full_w)
+
+
+@shape_rule("OH_NN_OPS_CONV2D_TRANSPOSE")
+def _conv2d_transpose_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, output_paddings, group,
+                            **_):
+    (n, h, w, _), (o, kh, kw, _), _ = _conv_dims(op, shapes[0], shapes[1], group)
+    _, _, (out_h, out_w), _, _ = _transposed_geometry(op, h, w, kh, kw, strides, dilation, output_paddings,
+                                                      pad_mode, pad_list)
+    _check_bias_dims(op, shapes[2], o)
+    return ((n, out_h, out_w, o),)
 
 
 @kernel("OH_NN_OPS_CONV2D_TRANSPOSE")
@@ -208,26 +293,8 @@ def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, 
     """
     op = "CONV2D_TRANSPOSE"
     cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
-    s_h, s_w = _pair(op, "stride", strides, 1)
-    d_h, d_w = _pair(op, "dilation", dilation, 1)
-    op_vals = list(np.asarray(output_paddings).reshape(-1).tolist())
-    op_h, op_w = _pair(op, "output paddings", op_vals or [0], 0)
-    if op_h >= s_h or op_w >= s_w:
-        raise invalid(f"{op}: output paddings [{op_h}, {op_w}] must be smaller than the stride [{s_h}, {s_w}]")
-    ek_h, ek_w = (kh - 1) * d_h + 1, (kw - 1) * d_w + 1
-    full_h, full_w = (h - 1) * s_h + ek_h, (w - 1) * s_w + ek_w
-    mode = _check_pad_mode(op, pad_mode)
-    if mode == 0:
-        out_h, out_w = h * s_h, w * s_w
-        top, left = max(full_h - out_h, 0) // 2, max(full_w - out_w, 0) // 2
-    elif mode in (1, 2):
-        out_h, out_w, top, left = full_h, full_w, 0, 0
-    else:
-        pt, pb, pl, pr = _pad_list(op, pad_list)
-        out_h, out_w, top, left = full_h - pt - pb, full_w - pl - pr, pt, pl
-    out_h, out_w = out_h + op_h, out_w + op_w
-    if out_h <= 0 or out_w <= 0:
-        raise invalid(f"{op}: the pads crop the whole output (full size [{full_h}, {full_w}])")
+    (s_h, s_w), (d_h, d_w), (out_h, out_w), (top, left), (full_h, full_w) = _transposed_geometry(
+        op, h, w, kh, kw, strides, dilation, output_paddings, pad_mode, pad_list)
     b = _real_bias(op, bias, o, ctx, cdtype)
 
     og = o // group

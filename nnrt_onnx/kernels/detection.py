@@ -28,8 +28,9 @@ import math
 import numpy as np
 
 from ..errors import invalid
-from . import kernel
-from ._common import _need_float
+from ..geometry import UNKNOWN
+from . import kernel, shape_rule
+from ._common import _known, _need_float, _product
 
 _DPP = "OH_NN_OPS_DETECTION_POST_PROCESS"
 
@@ -106,12 +107,9 @@ def _output(value: np.ndarray, position: int, ctx, float_dtype) -> np.ndarray:
     return value.astype(float_dtype if dtype is None else dtype)
 
 
-@kernel(_DPP)
-def detection_post_process(bbox, scores, anchors, *, input_size, scale, nms_iou_threshold, nms_score_threshold,
-                           max_detections, detections_per_class, max_classes_per_detection, num_classes,
-                           use_regular_nms, out_quantized, ctx):
-    for what, array in (("bbox", bbox), ("scores", scores), ("anchors", anchors)):
-        _need_float(_DPP, what, array)
+def _checked_parameters(input_size, scale, nms_iou_threshold, nms_score_threshold, max_detections,
+                        detections_per_class, max_classes_per_detection, use_regular_nms) -> list[float]:
+    """The parameter checks; returns the scale as floats."""
     if input_size not in (0, 3):
         raise invalid(f"{_DPP}: input_size {input_size} must be 0 (unset) or 3, the op's input count "
                       f"(the value MindSpore records there)")
@@ -129,17 +127,60 @@ def detection_post_process(bbox, scores, anchors, *, input_size, scale, nms_iou_
         raise invalid(f"{_DPP}: max_classes_per_detection {max_classes_per_detection} must be >= 1")
     if use_regular_nms and detections_per_class < 1:
         raise invalid(f"{_DPP}: detections_per_class {detections_per_class} must be >= 1 with regular NMS")
-    if bbox.ndim != 3 or bbox.shape[2] < 4:
-        raise invalid(f"{_DPP}: bbox must be [batch, anchors, >=4], got shape {list(bbox.shape)}")
-    batch, count = bbox.shape[:2]
-    if scores.ndim != 3 or scores.shape[:2] != (batch, count):
-        raise invalid(f"{_DPP}: scores must be [batch, anchors, classes] = [{batch}, {count}, ...], "
-                      f"got shape {list(scores.shape)}")
-    if anchors.shape[-1:] != (4,) or anchors.size != 4 * count:
-        raise invalid(f"{_DPP}: anchors must be [{count}, 4] (ycenter, xcenter, h, w), got shape {list(anchors.shape)}")
-    if num_classes < 1 or scores.shape[2] - num_classes not in (0, 1):
-        raise invalid(f"{_DPP}: num_classes {num_classes} does not fit scores with {scores.shape[2]} columns "
+    return scale
+
+
+def _checked_dims(bbox_shape, scores_shape, anchors_shape, num_classes) -> tuple[int, int]:
+    """(batch, anchors) after checking bbox [batch, anchors, >=4], scores [batch, anchors, classes(+1)] and
+    anchors [anchors, 4] against each other (unknown dims, and shapes given as None, pass)."""
+    def differ(a, b):
+        return _known(a, b) and a != b
+
+    batch = count = UNKNOWN
+    if bbox_shape is not None:
+        if len(bbox_shape) != 3 or _known(bbox_shape[2]) and bbox_shape[2] < 4:
+            raise invalid(f"{_DPP}: bbox must be [batch, anchors, >=4], got shape {list(bbox_shape)}")
+        batch, count = bbox_shape[:2]
+    if scores_shape is not None:
+        if len(scores_shape) != 3 or differ(scores_shape[0], batch) or differ(scores_shape[1], count):
+            raise invalid(f"{_DPP}: scores must be [batch, anchors, classes] = [{batch}, {count}, ...], "
+                          f"got shape {list(scores_shape)}")
+        batch = scores_shape[0] if not _known(batch) else batch
+        count = scores_shape[1] if not _known(count) else count
+    if anchors_shape is not None:
+        size = _product(anchors_shape)
+        if anchors_shape[-1:] not in ((4,), (UNKNOWN,)) or _known(size, count) and size != 4 * count:
+            raise invalid(f"{_DPP}: anchors must be [{count}, 4] (ycenter, xcenter, h, w), got shape "
+                          f"{list(anchors_shape)}")
+    columns = UNKNOWN if scores_shape is None else scores_shape[2]
+    if num_classes < 1 or _known(columns) and columns - num_classes not in (0, 1):
+        raise invalid(f"{_DPP}: num_classes {num_classes} does not fit scores with {columns} columns "
                       f"(needs num_classes or num_classes + 1 with a leading background column)")
+    return batch, count
+
+
+@shape_rule(_DPP)
+def _detection_post_process_shape(op, shapes, values, *, input_size, scale, nms_iou_threshold, nms_score_threshold,
+                                  max_detections, detections_per_class, max_classes_per_detection, num_classes,
+                                  use_regular_nms, **_):
+    """bboxes [batch, M, 4], classes and confidences [batch, M], numDetections [batch];
+    M = max_detections * max_classes_per_detection."""
+    _checked_parameters(input_size, scale, nms_iou_threshold, nms_score_threshold, max_detections,
+                        detections_per_class, max_classes_per_detection, use_regular_nms)
+    batch, _ = _checked_dims(shapes[0], shapes[1], shapes[2], num_classes)
+    rows = max_detections * max_classes_per_detection
+    return (batch, rows, 4), (batch, rows), (batch, rows), (batch,)
+
+
+@kernel(_DPP)
+def detection_post_process(bbox, scores, anchors, *, input_size, scale, nms_iou_threshold, nms_score_threshold,
+                           max_detections, detections_per_class, max_classes_per_detection, num_classes,
+                           use_regular_nms, out_quantized, ctx):
+    for what, array in (("bbox", bbox), ("scores", scores), ("anchors", anchors)):
+        _need_float(_DPP, what, array)
+    scale = _checked_parameters(input_size, scale, nms_iou_threshold, nms_score_threshold, max_detections,
+                                detections_per_class, max_classes_per_detection, use_regular_nms)
+    batch, count = _checked_dims(bbox.shape, scores.shape, anchors.shape, num_classes)
     quantized = [ctx.output_quant[k] is not None for k in (0, 2)]
     if any(q != bool(out_quantized) for q in quantized):
         raise invalid(f"{_DPP}: out_quantized={bool(out_quantized)} but bboxes/confidences are "

@@ -17,18 +17,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import kernel
+from . import kernel, shape_rule
 from ._common import (
     _FI,
     _agree,
+    _broadcast_dims,
     _check,
     _declared,
     _dtype_name,
     _erf,
+    _first_input_shape,
     _kind,
+    _known,
     _one_int,
     _out,
     _output_quantized,
+    _product,
     _type_code,
     _unary_float,
 )
@@ -58,12 +62,35 @@ def _common_dtype(op: str, da: np.dtype, db: np.dtype) -> np.dtype:
     return common
 
 
-def _broadcast_shape(op: str, *arrays: np.ndarray) -> tuple[int, ...]:
+def _broadcast(op: str, *shapes):
+    """The broadcast shape of the inputs (unknown dims allowed); shapes that cannot broadcast are invalid."""
     try:
-        return np.broadcast_shapes(*(a.shape for a in arrays))
+        return _broadcast_dims(*shapes)
     except ValueError:
-        shapes = " and ".join(str(list(a.shape)) for a in arrays)
-        raise invalid(f"OH_NN_OPS_{op}: input shapes {shapes} are not broadcastable") from None
+        listed = " and ".join(str(list(s)) for s in shapes)
+        raise invalid(f"OH_NN_OPS_{op}: input shapes {listed} are not broadcastable") from None
+
+
+def _broadcast_shape(op: str, *arrays: np.ndarray) -> tuple[int, ...]:
+    return _broadcast(op, *(a.shape for a in arrays))
+
+
+_BROADCASTING_BINARY = ("ADD", "SUB", "MUL", "DIV", "ELTWISE", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE",
+                        "MOD", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND",
+                        "LOGICAL_OR")
+
+
+@shape_rule(*(f"OH_NN_OPS_{name}" for name in _BROADCASTING_BINARY))
+def _broadcast_binary_shape(op, shapes, values, **_):
+    """The shape rule of the broadcasting binary ops: the broadcast of their two input shapes."""
+    return (_broadcast(op, shapes[0], shapes[1]),)
+
+
+# The ops whose output has the shape of their (first) input.
+shape_rule("OH_NN_OPS_ABS", "OH_NN_OPS_NEG", "OH_NN_OPS_EXP", "OH_NN_OPS_LOG", "OH_NN_OPS_SQRT", "OH_NN_OPS_RSQRT",
+           "OH_NN_OPS_SQUARE", "OH_NN_OPS_RECIPROCAL", "OH_NN_OPS_SIN", "OH_NN_OPS_COS", "OH_NN_OPS_ERF",
+           "OH_NN_OPS_CEIL", "OH_NN_OPS_FLOOR", "OH_NN_OPS_ROUND", "OH_NN_OPS_LOGICAL_NOT",
+           "OH_NN_OPS_CAST")(_first_input_shape)
 
 
 def _binary(op: str, a, b, kinds: frozenset[str]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
@@ -190,12 +217,26 @@ def mod(input1, input2):
         return _out(np.fmod(a, b), dt)
 
 
+def _check_bias_add(x_shape, b_shape) -> None:
+    """The bias must be 1-D with the input's last dim (unknown dims and ranks pass)."""
+    if x_shape is None or b_shape is None:
+        return
+    last = x_shape[-1] if x_shape else None
+    if not x_shape or len(b_shape) != 1 or _known(b_shape[0], last) and b_shape[0] != last:
+        raise invalid(f"OH_NN_OPS_BIAS_ADD: bias must be 1-D with the input's last dimension "
+                      f"({last if x_shape else 'none'}); got bias shape {list(b_shape)}")
+
+
+@shape_rule("OH_NN_OPS_BIAS_ADD")
+def _bias_add_shape(op, shapes, values, **_):
+    _check_bias_add(shapes[0], shapes[1])
+    return (_broadcast(op, shapes[0], shapes[1]),)
+
+
 @kernel("OH_NN_OPS_BIAS_ADD")
 def bias_add(input, bias):
     x, b = np.asarray(input), np.asarray(bias)
-    if x.ndim < 1 or b.ndim != 1 or b.shape[0] != x.shape[-1]:
-        raise invalid(f"OH_NN_OPS_BIAS_ADD: bias must be 1-D with the input's last dimension "
-                      f"({x.shape[-1] if x.ndim else 'none'}); got bias shape {list(b.shape)}")
+    _check_bias_add(x.shape, b.shape)
     a, b, dt = _binary("BIAS_ADD", x, b, _FI)
     return _out(np.add(a, b), dt)
 
@@ -209,21 +250,46 @@ def scale(input, scale, bias, *, axis):
         if t.dtype != x.dtype:
             raise unsupported(f"OH_NN_OPS_SCALE: {name} dtype {_dtype_name(t.dtype)} differs from the input's "
                               f"{_dtype_name(x.dtype)}")
-    ax = int(axis)
-    if not -x.ndim <= ax < max(x.ndim, 1):
-        raise invalid(f"OH_NN_OPS_SCALE: axis {ax} out of range for a rank-{x.ndim} input")
-    ax %= max(x.ndim, 1)
+    ax = _scale_axis(x.ndim, axis)
 
     def place(t: np.ndarray, name: str) -> np.ndarray:
-        if t.size == 1:
+        if _scale_operand_is_scalar(x.shape, t.shape, ax, name):
             return t.reshape(())
-        span = x.shape[ax:ax + t.ndim]
-        if tuple(span) != t.shape:
-            raise invalid(f"OH_NN_OPS_SCALE: {name} shape {list(t.shape)} does not match input dims "
-                          f"{list(x.shape[ax:ax + t.ndim])} from axis {ax}")
         return t.reshape(t.shape + (1,) * (x.ndim - ax - t.ndim))
 
     return _out(x * place(s, "scale") + place(b, "bias"), x.dtype)
+
+
+def _scale_axis(rank: int, axis) -> int:
+    ax = int(axis)
+    if not -rank <= ax < max(rank, 1):
+        raise invalid(f"OH_NN_OPS_SCALE: axis {ax} out of range for a rank-{rank} input")
+    return ax % max(rank, 1)
+
+
+def _scale_operand_is_scalar(x_shape, t_shape, ax: int, name: str) -> bool:
+    """True for a one-element scale/bias; otherwise its shape must be the input dims from ``axis`` on (unknown
+    dims pass)."""
+    size = _product(t_shape)
+    if size == 1:
+        return True
+    span = tuple(x_shape[ax:ax + len(t_shape)])
+    if len(span) != len(t_shape) or any(_known(a, b) and a != b for a, b in zip(span, t_shape)):
+        raise invalid(f"OH_NN_OPS_SCALE: {name} shape {list(t_shape)} does not match input dims "
+                      f"{list(span)} from axis {ax}")
+    return False
+
+
+@shape_rule("OH_NN_OPS_SCALE")
+def _scale_shape(op, shapes, values, *, axis, **_):
+    """The input's shape, after the kernel's checks of axis and of the scale and bias shapes."""
+    x_shape = shapes[0]
+    if x_shape is not None:
+        ax = _scale_axis(len(x_shape), axis)
+        for name, t_shape in (("scale", shapes[1]), ("bias", shapes[2])):
+            if t_shape is not None and _known(_product(t_shape)):
+                _scale_operand_is_scalar(x_shape, t_shape, ax, name)
+    return (x_shape,)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -400,17 +466,36 @@ def _select(op: str, condition, input1, input2, rank1_rows: bool) -> np.ndarray:
         raise unsupported(f"OH_NN_OPS_{op}: condition dtype {_dtype_name(c.dtype)} is not supported (OH_NN_BOOL only)")
     a, b = np.asarray(input1), np.asarray(input2)
     dt = _common_dtype(op, a.dtype, b.dtype)
-    if rank1_rows and c.ndim == 1 and max(a.ndim, b.ndim) > 1:
-        # "If condition is rank 1, input1 may have higher rank, but its first dimension must match the size of
-        # condition": condition picks whole rows (TF Select semantics).
-        rank = max(a.ndim, b.ndim)
-        first = a.shape[0] if a.ndim == rank else b.shape[0]
-        if c.shape[0] != first:
-            raise invalid(f"OH_NN_OPS_{op}: rank-1 condition of length {c.shape[0]} must match the inputs' first "
-                          f"dimension {first}")
-        c = c.reshape(c.shape + (1,) * (rank - 1))
+    c_shape = _selecting_condition_shape(op, c.shape, a.shape, b.shape, rank1_rows)
+    if c_shape != c.shape:
+        c = c.reshape(c_shape)
     _broadcast_shape(op, c, a, b)
     return _out(np.where(c, a.astype(dt, copy=False), b.astype(dt, copy=False)), dt)
+
+
+def _selecting_condition_shape(op: str, c_shape, a_shape, b_shape, rank1_rows: bool):
+    """The shape the condition broadcasts as: with ``rank1_rows`` (SELECT), a rank-1 condition against inputs of
+    higher rank picks whole rows ("If condition is rank 1, input1 may have higher rank, but its first dimension
+    must match the size of condition", TF Select) and becomes [n, 1, ...]; None if a rank is unknown."""
+    if not rank1_rows or c_shape is None or len(c_shape) != 1:
+        return c_shape
+    if a_shape is None or b_shape is None:
+        return None
+    rank = max(len(a_shape), len(b_shape))
+    if rank <= 1:
+        return c_shape
+    first = a_shape[0] if len(a_shape) == rank else b_shape[0]
+    if _known(c_shape[0], first) and c_shape[0] != first:
+        raise invalid(f"OH_NN_OPS_{op}: rank-1 condition of length {c_shape[0]} must match the inputs' first "
+                      f"dimension {first}")
+    return tuple(c_shape) + (1,) * (rank - 1)
+
+
+@shape_rule("OH_NN_OPS_SELECT", "OH_NN_OPS_WHERE")
+def _select_shape(op, shapes, values, **_):
+    """The broadcast of condition and inputs (SELECT: a rank-1 condition picks rows)."""
+    c_shape = _selecting_condition_shape(op, shapes[0], shapes[1], shapes[2], rank1_rows=op == "SELECT")
+    return (_broadcast(op, c_shape, shapes[1], shapes[2]),)
 
 
 @kernel("OH_NN_OPS_SELECT")

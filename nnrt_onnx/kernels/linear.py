@@ -17,8 +17,8 @@ from math import prod
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import OpContext, kernel
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _work_dtype
+from . import OpContext, kernel, shape_rule
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _broadcast_dims, _known, _product, _work_dtype
 
 # Integer dtypes a matrix product accepts without quantization (ONNX MatMul's integer set); narrower integers are
 # only meaningful as quantized tensors, which the executor dequantizes before calling the kernel.
@@ -44,23 +44,41 @@ def matmul(input1: np.ndarray, input2: np.ndarray, *, transpose_a: bool, transpo
     op = "MATMUL"
     a, b = np.asarray(input1), np.asarray(input2)
     dtype = _check_product_dtypes(op, a, b)
-    if a.ndim == 0 or b.ndim == 0:
-        raise invalid(f"{op}: inputs must have rank >= 1, got shapes {list(a.shape)} and {list(b.shape)}")
+    _matmul_dims(op, a.shape, b.shape, transpose_a, transpose_b)
     if transpose_a and a.ndim >= 2:
         a = np.swapaxes(a, -1, -2)
     if transpose_b and b.ndim >= 2:
         b = np.swapaxes(b, -1, -2)
-    k_a = a.shape[-1]
-    k_b = b.shape[-2] if b.ndim >= 2 else b.shape[0]
-    if k_a != k_b:
-        raise invalid(f"{op}: inner dimensions differ ({k_a} vs {k_b}) for shapes {list(input1.shape)} x "
-                      f"{list(input2.shape)} (transpose_a={bool(transpose_a)}, transpose_b={bool(transpose_b)})")
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
-    try:
-        out = np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
-    except ValueError as exc:
-        raise invalid(f"{op}: batch dimensions of {list(a.shape)} and {list(b.shape)} do not broadcast") from exc
+    out = np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
     return out.astype(dtype, copy=False)
+
+
+def _matmul_dims(op: str, a_shape, b_shape, transpose_a, transpose_b):
+    """The output shape of ``input1 @ input2`` (np.matmul's: broadcast batch dims, a 1-D operand is a vector),
+    after the checks of rank, inner dimensions and batch dimensions; None if a rank is unknown."""
+    if any(shape is not None and len(shape) == 0 for shape in (a_shape, b_shape)):
+        shown = ["?" if shape is None else str(list(shape)) for shape in (a_shape, b_shape)]
+        raise invalid(f"{op}: inputs must have rank >= 1, got shapes {shown[0]} and {shown[1]}")
+    if a_shape is None or b_shape is None:
+        return None
+    a_t = tuple(a_shape[:-2]) + (a_shape[-1], a_shape[-2]) if transpose_a and len(a_shape) >= 2 else tuple(a_shape)
+    b_t = tuple(b_shape[:-2]) + (b_shape[-1], b_shape[-2]) if transpose_b and len(b_shape) >= 2 else tuple(b_shape)
+    k_a = a_t[-1]
+    k_b = b_t[-2] if len(b_t) >= 2 else b_t[0]
+    if _known(k_a, k_b) and k_a != k_b:
+        raise invalid(f"{op}: inner dimensions differ ({k_a} vs {k_b}) for shapes {list(a_shape)} x "
+                      f"{list(b_shape)} (transpose_a={bool(transpose_a)}, transpose_b={bool(transpose_b)})")
+    try:
+        batch = _broadcast_dims(a_t[:-2], b_t[:-2])
+    except ValueError:
+        raise invalid(f"{op}: batch dimensions of {list(a_t)} and {list(b_t)} do not broadcast") from None
+    return batch + a_t[-2:-1] + (b_t[-1:] if len(b_t) >= 2 else ())
+
+
+@shape_rule("OH_NN_OPS_MATMUL")
+def _matmul_shape(op, shapes, values, *, transpose_a, transpose_b, **_):
+    return (_matmul_dims(op, shapes[0], shapes[1], transpose_a, transpose_b),)
 
 
 def _dequantized_bias(op: str, bias: np.ndarray, ctx: OpContext, n_out: int, work: np.dtype) -> np.ndarray | None:
@@ -91,36 +109,17 @@ def full_connection(input: np.ndarray, weight: np.ndarray, *bias: np.ndarray, ha
     * A quantized layer's int32 bias without quant params is dequantized with ``input_scale * weight_scale``.
     """
     op = "FULL_CONNECTION"
-    if len(bias) > 1:
-        raise invalid(f"{op}: expects 2 or 3 inputs (input, weight[, bias]), got {2 + len(bias)}")
+    _check_bias_presence(op, 2 + len(bias), has_bias)
     b = np.asarray(bias[0]) if bias else None
-    if has_bias and b is None:
-        raise invalid(f"{op}: has_bias is true but no bias input (input #2) was given")
-    if not has_bias and b is not None:
-        raise invalid(f"{op}: a bias input (#2) was given but has_bias is false; set OH_NN_FULL_CONNECTION_HAS_BIAS")
     x, w = np.asarray(input), np.asarray(weight)
     dtype = _check_product_dtypes(op, x, w)
-    if w.ndim != 2:
-        raise invalid(f"{op}: weight must be 2-D [out_channels, in_channels], got shape {list(w.shape)}")
+    out_shape = _full_connection_dims(op, x.shape, w.shape, use_axis, axis)
     n_out, k = w.shape
-    if use_axis:
-        ax = _axis_index(op, axis, x.ndim, allow_end=True)
-        lead = x.shape[:ax]
-        if prod(x.shape[ax:]) != k:
-            raise invalid(f"{op}: dims {list(x.shape[ax:])} from axis {ax} hold {prod(x.shape[ax:])} values, "
-                          f"weight expects {k}")
-        out_shape = (*lead, n_out)
-        rows = x.reshape(prod(lead), k)
-    else:
-        if x.size % k:
-            raise invalid(f"{op}: input of {x.size} elements is not a whole number of rows of {k} (weight {list(w.shape)})")
-        out_shape = (x.size // k, n_out)
-        rows = x.reshape(-1, k)
+    rows = x.reshape(prod(out_shape[:-1]), k) if use_axis else x.reshape(-1, k)
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
     out = np.matmul(rows.astype(work, copy=False), w.astype(work, copy=False).T)
     if b is not None:
-        if b.size != n_out:
-            raise invalid(f"{op}: bias has {b.size} elements, expected {n_out} (weight {list(w.shape)})")
+        _check_full_connection_bias(op, b.shape, w.shape)
         deq = _dequantized_bias(op, b, ctx, n_out, work)
         if deq is None:
             if (b.dtype.kind in _FLOAT_KINDS) != (dtype.kind in _FLOAT_KINDS):
@@ -128,3 +127,51 @@ def full_connection(input: np.ndarray, weight: np.ndarray, *bias: np.ndarray, ha
             deq = b.astype(work)
         out = out + deq.reshape(n_out)
     return out.reshape(out_shape).astype(dtype, copy=False)
+
+
+def _check_bias_presence(op: str, input_count: int, has_bias) -> None:
+    if input_count > 3:
+        raise invalid(f"{op}: expects 2 or 3 inputs (input, weight[, bias]), got {input_count}")
+    if has_bias and input_count < 3:
+        raise invalid(f"{op}: has_bias is true but no bias input (input #2) was given")
+    if not has_bias and input_count == 3:
+        raise invalid(f"{op}: a bias input (#2) was given but has_bias is false; set OH_NN_FULL_CONNECTION_HAS_BIAS")
+
+
+def _full_connection_dims(op: str, x_shape, w_shape, use_axis, axis):
+    """The output shape: ``input.shape[:axis] + [out]`` with ``use_axis``, else ``[total / in, out]``, after the
+    checks of the weight and of the input's element count (unknown dims pass); None if the input rank is unknown
+    and use_axis needs it."""
+    if w_shape is not None and len(w_shape) != 2:
+        raise invalid(f"{op}: weight must be 2-D [out_channels, in_channels], got shape {list(w_shape)}")
+    n_out, k = w_shape if w_shape is not None else (-1, -1)
+    if use_axis:
+        if x_shape is None:
+            return None
+        ax = _axis_index(op, axis, len(x_shape), allow_end=True)
+        features = _product(x_shape[ax:])
+        if _known(features, k) and features != k:
+            raise invalid(f"{op}: dims {list(x_shape[ax:])} from axis {ax} hold {features} values, "
+                          f"weight expects {k}")
+        return (*x_shape[:ax], n_out)
+    size = -1 if x_shape is None else _product(x_shape)
+    if not _known(size, k):
+        return (-1, n_out)
+    if size % k:
+        raise invalid(f"{op}: input of {size} elements is not a whole number of rows of {k} (weight {list(w_shape)})")
+    return (size // k, n_out)
+
+
+def _check_full_connection_bias(op: str, b_shape, w_shape) -> None:
+    size, n_out = _product(b_shape), w_shape[0]
+    if _known(size, n_out) and size != n_out:
+        raise invalid(f"{op}: bias has {size} elements, expected {n_out} (weight {list(w_shape)})")
+
+
+@shape_rule("OH_NN_OPS_FULL_CONNECTION")
+def _full_connection_shape(op, shapes, values, *, has_bias, use_axis, axis, **_):
+    _check_bias_presence(op, len(shapes), has_bias)
+    out_shape = _full_connection_dims(op, shapes[0], shapes[1], use_axis, axis)
+    if has_bias and shapes[1] is not None and shapes[2] is not None:
+        _check_full_connection_bias(op, shapes[2], shapes[1])
+    return (out_shape,)

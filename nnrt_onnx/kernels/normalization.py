@@ -17,15 +17,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
-from . import kernel
-from ._common import (
-    _FLOAT_KINDS,
-    _axes_list,
-    _axis_index,
-    _compute_dtype,
-    _scalar,
-    _work_dtype,
-)
+from . import kernel, shape_rule
+from ._common import _FLOAT_KINDS, _axes_list, _axis_index, _compute_dtype, _known, _product, _scalar, _work_dtype
 
 
 def _require_float(op: str, x: np.ndarray, what: str = "input") -> None:
@@ -44,6 +37,14 @@ def _softmax_axis(op: str, axis: Any, rank: int) -> int:
     if a is None:  # the builder's "omitted" value is an empty list: the last axis (ONNX/NNAPI/TFLite default)
         a = -1
     return _axis_index(op, a, rank)
+
+
+@shape_rule("OH_NN_OPS_SOFTMAX", "OH_NN_OPS_LOG_SOFTMAX")
+def _softmax_shape(op, shapes, values, *, axis, **_):
+    """The input's shape, after the kernel's axis check."""
+    if shapes[0] is not None:
+        _softmax_axis(op, axis, len(shapes[0]))
+    return (shapes[0],)
 
 
 @kernel("OH_NN_OPS_SOFTMAX")
@@ -84,9 +85,44 @@ def _per_channel(op: str, name: str, t: np.ndarray, c: int, work: np.dtype) -> n
     t = np.asarray(t)
     if t.dtype.kind not in _FLOAT_KINDS:
         raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
-    if t.size != c:
-        raise invalid(f"{op}: {name} has shape {list(t.shape)}, expected [{c}] (one value per channel)")
+    _check_channel_count(op, name, t.shape, c)
     return t.reshape(c).astype(work)
+
+
+def _check_channel_count(op: str, name: str, t_shape, c: int) -> None:
+    """A per-channel operand holds ``c`` values (unknown sizes pass)."""
+    size = -1 if t_shape is None else _product(t_shape)
+    if _known(size, c) and size != c:
+        raise invalid(f"{op}: {name} has shape {list(t_shape)}, expected [{c}] (one value per channel)")
+
+
+def _channel_norm_shape(op: str, shapes, names: Sequence[str], min_rank: int):
+    """The rule of the per-channel (last axis) normalizations: the input's shape, after the kernel's checks of
+    rank and per-channel operand sizes."""
+    x_shape = shapes[0]
+    if x_shape is not None:
+        _check_min_rank(op, x_shape, min_rank)
+        for name, t_shape in zip(names, shapes[1:]):
+            _check_channel_count(op, name, t_shape, x_shape[-1])
+    return (x_shape,)
+
+
+def _check_min_rank(op: str, x_shape, min_rank: int) -> None:
+    if len(x_shape) >= min_rank:
+        return
+    if min_rank == 3:
+        raise invalid(f"{op}: input must be [N, spatial..., C] with rank >= 3, got shape {list(x_shape)}")
+    raise invalid(f"{op}: input must have rank >= 1 ([N, ..., C])")
+
+
+@shape_rule("OH_NN_OPS_BATCH_NORM")
+def _batch_norm_shape(op, shapes, values, **_):
+    return _channel_norm_shape(op, shapes, ("scale", "offset", "mean", "variance"), 1)
+
+
+@shape_rule("OH_NN_OPS_INSTANCE_NORM")
+def _instance_norm_shape(op, shapes, values, **_):
+    return _channel_norm_shape(op, shapes, ("scale", "bias"), 3)
 
 
 @kernel("OH_NN_OPS_BATCH_NORM")
@@ -96,8 +132,7 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     op = "BATCH_NORM"
     x = np.asarray(input)
     _require_float(op, x)
-    if x.ndim == 0:
-        raise invalid(f"{op}: input must have rank >= 1 ([N, ..., C])")
+    _check_min_rank(op, x.shape, 1)
     work = _work_dtype(x.dtype)
     c = x.shape[-1]
     s, o, m, v = (_per_channel(op, n, t, c, work) for n, t in
@@ -126,20 +161,12 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
     x = np.asarray(input)
     _require_float(op, x)
     rank = x.ndim
-    bna = int(_scalar(begin_norm_axis))
-    if not 1 <= bna < rank:
-        raise invalid(f"{op}: begin_norm_axis {bna} is out of range [1, {rank}) for an input of rank {rank}")
-    bpa = _axis_index(op, _scalar(begin_param_axis), rank, what="begin_param_axis")
+    bna, bpa = _layer_norm_axes(op, rank, begin_norm_axis, begin_param_axis)
     g, b = np.asarray(gamma), np.asarray(beta)
-    want = x.shape[bpa:]
     for name, t in (("gamma", g), ("beta", b)):
         if t.dtype.kind not in _FLOAT_KINDS:
             raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
-        if t.shape != want:
-            hint = (f" (begin_param_axis {bpa} differs from begin_norm_axis {bna}: AddOperation requires gamma/beta "
-                    "dims == input.shape[begin_norm_axis:], so set OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS to match)"
-                    if bpa != bna else "")
-            raise invalid(f"{op}: {name} has shape {list(t.shape)}, expected input.shape[{bpa}:] = {list(want)}{hint}")
+        _check_layer_norm_param(op, name, t.shape, x.shape, bna, bpa)
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     axes = tuple(range(bna, rank))
@@ -155,6 +182,36 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
     return centred.astype(x.dtype, copy=False)
 
 
+def _layer_norm_axes(op: str, rank: int, begin_norm_axis, begin_param_axis) -> tuple[int, int]:
+    """begin_norm_axis (in [1, rank)) and begin_param_axis (normalised)."""
+    bna = int(_scalar(begin_norm_axis))
+    if not 1 <= bna < rank:
+        raise invalid(f"{op}: begin_norm_axis {bna} is out of range [1, {rank}) for an input of rank {rank}")
+    return bna, _axis_index(op, _scalar(begin_param_axis), rank, what="begin_param_axis")
+
+
+def _check_layer_norm_param(op: str, name: str, t_shape, x_shape, bna: int, bpa: int) -> None:
+    """gamma/beta have shape ``input.shape[begin_param_axis:]`` (unknown dims pass)."""
+    want = tuple(x_shape[bpa:])
+    if len(t_shape) == len(want) and all(not _known(a, b) or a == b for a, b in zip(t_shape, want)):
+        return
+    hint = (f" (begin_param_axis {bpa} differs from begin_norm_axis {bna}: AddOperation requires gamma/beta "
+            "dims == input.shape[begin_norm_axis:], so set OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS to match)"
+            if bpa != bna else "")
+    raise invalid(f"{op}: {name} has shape {list(t_shape)}, expected input.shape[{bpa}:] = {list(want)}{hint}")
+
+
+@shape_rule("OH_NN_OPS_LAYER_NORM")
+def _layer_norm_shape(op, shapes, values, *, begin_norm_axis, begin_param_axis, **_):
+    x_shape = shapes[0]
+    if x_shape is not None:
+        bna, bpa = _layer_norm_axes(op, len(x_shape), begin_norm_axis, begin_param_axis)
+        for name, t_shape in (("gamma", shapes[1]), ("beta", shapes[2])):
+            if t_shape is not None:
+                _check_layer_norm_param(op, name, t_shape, x_shape, bna, bpa)
+    return (x_shape,)
+
+
 @kernel("OH_NN_OPS_INSTANCE_NORM")
 def instance_norm(input: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, epsilon: float) -> np.ndarray:
     """NHWC instance norm: per sample and channel, normalise over the spatial axes ``1..rank-2``, then
@@ -162,8 +219,7 @@ def instance_norm(input: np.ndarray, scale: np.ndarray, bias: np.ndarray, *, eps
     op = "INSTANCE_NORM"
     x = np.asarray(input)
     _require_float(op, x)
-    if x.ndim < 3:
-        raise invalid(f"{op}: input must be [N, spatial..., C] with rank >= 3, got shape {list(x.shape)}")
+    _check_min_rank(op, x.shape, 3)
     work = _work_dtype(x.dtype)
     c = x.shape[-1]
     s = _per_channel(op, "scale", scale, c, work)
@@ -186,8 +242,7 @@ def l2_normalize(input: np.ndarray, *, axis: Sequence[int], epsilon: float) -> n
     op = "L2_NORMALIZE"
     x = np.asarray(input)
     _require_float(op, x)
-    axes_in = [axis] if np.isscalar(axis) else list(np.asarray(axis).reshape(-1).tolist())
-    axes = tuple(_axes_list(op, axes_in, x.ndim)) if axes_in else tuple(range(x.ndim))
+    axes = _l2_axes(op, axis, x.ndim)
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     sq = np.sum(np.square(xw), axis=axes, keepdims=True)
@@ -198,6 +253,26 @@ def l2_normalize(input: np.ndarray, *, axis: Sequence[int], epsilon: float) -> n
 
 # ----------------------------------------------------------------------------------------------------------------
 # LRN
+
+
+def _l2_axes(op: str, axis, rank: int) -> tuple[int, ...]:
+    """The normalised axes of L2_NORMALIZE (an empty list: every axis)."""
+    axes_in = [axis] if np.isscalar(axis) else list(np.asarray(axis).reshape(-1).tolist())
+    return tuple(_axes_list(op, axes_in, rank)) if axes_in else tuple(range(rank))
+
+
+@shape_rule("OH_NN_OPS_L2_NORMALIZE")
+def _l2_normalize_shape(op, shapes, values, *, axis, **_):
+    if shapes[0] is not None:
+        _l2_axes(op, axis, len(shapes[0]))
+    return (shapes[0],)
+
+
+@shape_rule("OH_NN_OPS_LRN")
+def _lrn_shape(op, shapes, values, **_):
+    if shapes[0] is not None and len(shapes[0]) < 1:
+        raise invalid(f"{op}: input must have rank >= 1")
+    return (shapes[0],)
 
 
 @kernel("OH_NN_OPS_LRN")

@@ -3,22 +3,26 @@
 They follow the conventions of the convolution kernels (conv.py): layout NHWC, pad lists ``[top, bottom, left,
 right]``, ``pad_mode`` 0 = SAME (NNAPI/TF), 1 or 2 = VALID, -1 = the explicit pad list, two-value lists that also
 accept one value for both, float16 accumulated in float32. AVG_POOL divides by the number of real (unpadded) cells.
+The window geometry (round mode 1 = ONNX ceil_mode) is ``nnrt_onnx.geometry``'s, shared with the shape rule.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import kernel
-from ._common import (
-    _check_pad_mode,
-    _check_rank,
-    _compute_dtype,
-    _pad_list,
-    _pair,
-    _same_pads,
-    _tap_range,
+from ..geometry import (
+    PAD_MODE_EXPLICIT,
+    PAD_MODE_SAME,
+    ROUND_MODE_CEIL,
+    check_pad_list,
+    check_pad_mode,
+    check_round_mode,
+    spatial_pair,
+    touched_end_padding,
+    window_axis,
 )
+from . import kernel, shape_rule
+from ._common import _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
 
 
 def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):
@@ -65,6 +69,41 @@ def _max_1d(x, axis, out_size, k, s, p0, fill):
     return out
 
 
+def _pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode):
+    """Checked kernel size, strides and modes, then per axis the output size and pads of the windows
+    (``geometry.window_axis``; explicit pads must be smaller than the kernel and the kernel must fit): (kernel,
+    strides, (oh, ow), declared pads (top, bottom, left, right)). Sizes may be UNKNOWN (so are the results then)."""
+    if len(np.asarray(kernel_size).reshape(-1)) == 0:
+        raise invalid(f"{op}: kernel size is required (or set global pooling)")
+    k_h, k_w = spatial_pair(op, "kernel size", kernel_size, 1)
+    s_h, s_w = spatial_pair(op, "stride", stride, 1)
+    ceil_mode = check_round_mode(op, round_mode) == ROUND_MODE_CEIL
+    mode = check_pad_mode(op, pad_mode)
+
+    def axis_geometry(size, k, s, p0, p1, name):
+        if mode != PAD_MODE_SAME:
+            if p0 >= k or p1 >= k:
+                raise invalid(f"{op}: {name} pads [{p0}, {p1}] must be smaller than the kernel size {k}")
+            if _known(size) and size + p0 + p1 < k:
+                raise invalid(f"{op}: kernel size {k} does not fit the padded {name} extent {size + p0 + p1}")
+        return window_axis(mode, size, k, s, p0, p1, ceil_mode=ceil_mode)
+
+    pt, pb, pl, pr = check_pad_list(op, pad_list) if mode == PAD_MODE_EXPLICIT else (0, 0, 0, 0)
+    oh, pt, pb = axis_geometry(h, k_h, s_h, pt, pb, "height")
+    ow, pl, pr = axis_geometry(w, k_w, s_w, pl, pr, "width")
+    return (k_h, k_w), (s_h, s_w), (oh, ow), (pt, pb, pl, pr)
+
+
+@shape_rule("OH_NN_OPS_AVG_POOL", "OH_NN_OPS_MAX_POOL")
+def _pool_shape(op, shapes, values, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, **_):
+    """[N, OH, OW, C] by the kernel's geometry; [N, 1, 1, C] for global pooling."""
+    n, h, w, c = _check_rank_dims(op, shapes[0])
+    if bool(global_pool):
+        return ((n, 1, 1, c),)
+    _, _, (oh, ow), _ = _pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode)
+    return ((n, oh, ow, c),)
+
+
 def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
     _check_rank(op, x)
     if kind == "avg":
@@ -78,34 +117,11 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
         xc = x.astype(cdtype, copy=False)
         out = xc.mean(axis=(1, 2), keepdims=True) if kind == "avg" else xc.max(axis=(1, 2), keepdims=True)
         return out.astype(x.dtype, copy=False)
-    if len(np.asarray(kernel_size).reshape(-1)) == 0:
-        raise invalid(f"{op}: kernel size is required (or set global pooling)")
-    k_h, k_w = _pair(op, "kernel size", kernel_size, 1)
-    s_h, s_w = _pair(op, "stride", stride, 1)
-    round_mode = int(round_mode)
-    if round_mode not in (0, 1):
-        raise invalid(f"{op}: round mode {round_mode} is not 0 (floor) or 1 (ceil)")
-    mode = _check_pad_mode(op, pad_mode)
-
-    def axis_geometry(size, k, s, p0, p1, name):
-        if mode == 0:
-            return _same_pads(size, s, k)
-        if p0 >= k or p1 >= k:
-            raise invalid(f"{op}: {name} pads [{p0}, {p1}] must be smaller than the kernel size {k}")
-        span = size + p0 + p1 - k
-        if span < 0:
-            raise invalid(f"{op}: kernel size {k} does not fit the padded {name} extent {size + p0 + p1}")
-        out = (-(-span // s) if round_mode == 1 else span // s) + 1
-        if round_mode == 1 and (out - 1) * s >= size + p0:  # a last window starting in the end padding is dropped
-            out -= 1
-        return out, p0, p1
-
-    pt, pb, pl, pr = (0, 0, 0, 0) if mode != -1 else _pad_list(op, pad_list)
-    oh, pt, pb = axis_geometry(h, k_h, s_h, pt, pb, "height")
-    ow, pl, pr = axis_geometry(w, k_w, s_w, pl, pr, "width")
+    (k_h, k_w), (s_h, s_w), (oh, ow), (pt, pb, pl, pr) = _pool_geometry(op, h, w, kernel_size, stride, pad_mode,
+                                                                        pad_list, round_mode)
     # padding actually touched by the windows (ceil mode may reach past the declared end pad)
-    pb = max((oh - 1) * s_h + k_h - h - pt, 0)
-    pr = max((ow - 1) * s_w + k_w - w - pl, 0)
+    pb = touched_end_padding(h, oh, k_h, s_h, pt)
+    pr = touched_end_padding(w, ow, k_w, s_w, pl)
     xc = x.astype(cdtype, copy=False)
     # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
     # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.

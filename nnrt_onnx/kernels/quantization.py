@@ -9,8 +9,11 @@ import numpy as np
 
 from ..dtypes import quant_range
 from ..errors import invalid, unsupported
-from . import kernel
-from ._common import _agree, _declared, _norm_axis, _np_dtype_name, _type_code
+from . import kernel, shape_rule
+from ._common import _agree, _declared, _first_input_shape, _norm_axis, _np_dtype_name, _type_code
+
+# A conversion keeps the input's shape.
+shape_rule("OH_NN_OPS_QUANT_DTYPE_CAST")(_first_input_shape)
 
 
 @kernel("OH_NN_OPS_QUANT_DTYPE_CAST")

@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import kernel
-from ._common import _need_float
+from ..geometry import UNKNOWN
+from . import kernel, shape_rule
+from ._common import _known, _need_float
 
 _LSTM = "OH_NN_OPS_LSTM"
 
@@ -109,6 +110,23 @@ def lstm(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hi
     for what, array in (("input", x), ("wIh", w_ih), ("wHh", w_hh), ("hx", hx), ("cx", cx)) + (
             (("bias", bias),) if has_bias else ()):
         _need_float(_LSTM, what, array)
+    zc, zh = _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
+    steps, batch, features, hidden, layers, directions = _lstm_dims(
+        x.shape, w_ih.shape, w_hh.shape, bias.shape if has_bias else None, hx.shape, cx.shape,
+        bidirectional=bidirectional, has_bias=has_bias, input_size=input_size, hidden_size=hidden_size,
+        num_layers=num_layers)
+    dtype = x.dtype
+    b = None
+    if has_bias:
+        bias = bias.astype(dtype, copy=False)
+        b = bias[:, : 4 * hidden] + bias[:, 4 * hidden:]
+    return lstm_forward(x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b,
+                        hx.astype(dtype, copy=False), cx.astype(dtype, copy=False),
+                        directions=directions, layers=layers, zoneout_cell=zc, zoneout_hidden=zh)
+
+
+def _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size) -> tuple[float, float]:
+    """The parameter checks that need no shape; returns the zoneout rates (cell, hidden)."""
     directions = 2 if bidirectional else 1
     if num_directions not in (0, directions):
         raise invalid(f"{_LSTM}: num_directions {num_directions} contradicts bidirectional={bool(bidirectional)} "
@@ -120,41 +138,74 @@ def lstm(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hi
     if proj_size > 0:
         raise unsupported(f"{_LSTM}: proj_size {proj_size} > 0 (LSTM with projection) needs a projection weight, "
                           f"and the six-input LSTM has no input for it")
-    if x.ndim != 3:
-        raise invalid(f"{_LSTM}: input must be [seqLen, batch, inputSize], got shape {list(x.shape)}")
-    steps, batch, features = x.shape
-    if input_size not in (0, features):
+    return zc, zh
+
+
+def _lstm_dims(x_shape, w_ih_shape, w_hh_shape, bias_shape, hx_shape, cx_shape, *, bidirectional, has_bias,
+               input_size, hidden_size, num_layers):
+    """(seqLen, batch, inputSize, hidden, layers, directions) after checking every operand's shape against them
+    (unknown dims, and shapes given as None, pass; a size that no operand shows is UNKNOWN)."""
+    directions = 2 if bidirectional else 1
+    if x_shape is not None and len(x_shape) != 3:
+        raise invalid(f"{_LSTM}: input must be [seqLen, batch, inputSize], got shape {list(x_shape)}")
+    steps, batch, features = x_shape if x_shape is not None else (UNKNOWN,) * 3
+    if _known(features) and input_size not in (0, features):
         raise invalid(f"{_LSTM}: input_size {input_size} does not match the input's last dim {features}")
-    if w_ih.ndim != 3 or w_ih.shape[1] % 4 or w_ih.shape[0] % directions:
-        raise invalid(f"{_LSTM}: wIh must be [dirs*layers, 4*hidden, inputSize], got shape {list(w_ih.shape)}")
-    hidden = w_ih.shape[1] // 4
-    if hidden_size not in (0, hidden):
-        raise invalid(f"{_LSTM}: hidden_size {hidden_size} does not match wIh {list(w_ih.shape)} (4*hidden rows)")
-    layers = num_layers or w_ih.shape[0] // directions
-    if num_layers < 0 or layers < 1:
+    stacked, rows = (w_ih_shape[0], w_ih_shape[1]) if w_ih_shape is not None and len(w_ih_shape) == 3 else \
+        (UNKNOWN, UNKNOWN)
+    if w_ih_shape is not None and (len(w_ih_shape) != 3 or _known(rows) and rows % 4 or
+                                   _known(stacked) and stacked % directions):
+        raise invalid(f"{_LSTM}: wIh must be [dirs*layers, 4*hidden, inputSize], got shape {list(w_ih_shape)}")
+    hidden = rows // 4 if _known(rows) else hidden_size or _first_known(2, w_hh_shape, hx_shape, cx_shape)
+    if _known(rows) and hidden_size not in (0, hidden):
+        raise invalid(f"{_LSTM}: hidden_size {hidden_size} does not match wIh {list(w_ih_shape)} (4*hidden rows)")
+    if not _known(stacked):
+        stacked = _first_known(0, w_hh_shape, hx_shape, cx_shape, bias_shape if has_bias else None)
+    if not _known(batch):
+        batch = _first_known(1, hx_shape, cx_shape)
+    layers = num_layers or (stacked // directions if _known(stacked) else UNKNOWN)
+    if num_layers < 0 or _known(layers) and layers < 1:
         raise invalid(f"{_LSTM}: num_layers {num_layers} must be >= 1")
-    stack = directions * layers
+    stack = directions * layers if _known(layers) else UNKNOWN
+    four, eight = (4 * hidden, 8 * hidden) if _known(hidden) else (UNKNOWN, UNKNOWN)
     expected = {
-        "wIh": (w_ih, (stack, 4 * hidden, features)),
-        "wHh": (w_hh, (stack, 4 * hidden, hidden)),
-        "hx": (hx, (stack, batch, hidden)),
-        "cx": (cx, (stack, batch, hidden)),
+        "wIh": (w_ih_shape, (stack, four, features)),
+        "wHh": (w_hh_shape, (stack, four, hidden)),
+        "hx": (hx_shape, (stack, batch, hidden)),
+        "cx": (cx_shape, (stack, batch, hidden)),
     }
     if has_bias:
-        expected["bias"] = (bias, (stack, 8 * hidden))
-    for what, (array, shape) in expected.items():
-        if tuple(array.shape) != shape:
-            raise invalid(f"{_LSTM}: {what} has shape {list(array.shape)}, expected {list(shape)} "
+        expected["bias"] = (bias_shape, (stack, eight))
+    for what, (shape, want) in expected.items():
+        if shape is None:
+            continue
+        if len(shape) != len(want) or any(_known(a, b) and a != b for a, b in zip(shape, want)):
+            raise invalid(f"{_LSTM}: {what} has shape {list(shape)}, expected {list(want)} "
                           f"(seqLen={steps}, batch={batch}, inputSize={features}, hidden={hidden}, "
                           f"layers={layers}, directions={directions})")
-    if layers > 1 and features != directions * hidden:
+    if _known(layers, features, hidden) and layers > 1 and features != directions * hidden:
         raise invalid(f"{_LSTM}: with {layers} layers every wIh slice has inputSize={features} columns, but layers "
                       f"after the first read dirs*hidden={directions * hidden} features; they must be equal")
-    dtype = x.dtype
-    b = None
-    if has_bias:
-        bias = bias.astype(dtype, copy=False)
-        b = bias[:, : 4 * hidden] + bias[:, 4 * hidden:]
-    return lstm_forward(x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b,
-                        hx.astype(dtype, copy=False), cx.astype(dtype, copy=False),
-                        directions=directions, layers=layers, zoneout_cell=zc, zoneout_hidden=zh)
+    return steps, batch, features, hidden, layers, directions
+
+
+def _first_known(position: int, *shapes) -> int:
+    """Dim ``position`` of the first shape that knows it (the sizes the LSTM operands share), else UNKNOWN."""
+    for shape in shapes:
+        if shape is not None and len(shape) > position and _known(shape[position]):
+            return shape[position]
+    return UNKNOWN
+
+
+@shape_rule(_LSTM)
+def _lstm_shape(op, shapes, values, *, bidirectional, has_bias, input_size, hidden_size, num_layers,
+                num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size, **_):
+    """output [seqLen, batch, dirs*hidden]; hy and cy [dirs*layers, batch, hidden]."""
+    _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
+    steps, batch, _, hidden, layers, directions = _lstm_dims(
+        *shapes[:6], bidirectional=bidirectional, has_bias=has_bias, input_size=input_size,
+        hidden_size=hidden_size, num_layers=num_layers)
+    width = directions * hidden if _known(hidden) else UNKNOWN
+    stack = directions * layers if _known(layers) else UNKNOWN
+    state = (stack, batch, hidden)
+    return ((steps, batch, width), state, state)

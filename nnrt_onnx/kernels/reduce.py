@@ -15,15 +15,8 @@ from math import prod
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import OpContext, kernel
-from ._common import (
-    _FLOAT_KINDS,
-    _INT_KINDS,
-    _axes_list,
-    _axis_index,
-    _scalar,
-    _work_dtype,
-)
+from . import OpContext, kernel, shape_rule
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axes_list, _axis_index, _known, _length, _scalar, _work_dtype
 
 
 def _axis_tensor(op: str, axis: np.ndarray, rank: int) -> list[int]:
@@ -69,20 +62,48 @@ def _apply_coeff(op: str, out: np.ndarray, coeff: float, dtype: np.dtype) -> np.
                       "(integer outputs accept integral coeff only, bool outputs only 1.0)")
 
 
-def _reduce_axes(op: str, x: np.ndarray, axis: np.ndarray, reduce_to_end: bool) -> tuple[int, ...]:
-    axes = _axis_tensor(op, axis, x.ndim)
+def _reduce_axes(op: str, rank: int, axis: np.ndarray, reduce_to_end: bool) -> tuple[int, ...]:
+    axes = _axis_tensor(op, axis, rank)
     if reduce_to_end:
-        if len(axes) != 1:
-            raise invalid(f"{op}: reduce_to_end needs exactly one axis (the first reduced one), got {len(axes)}")
-        axes = list(range(axes[0], x.ndim))
-    return tuple(axes) if axes else tuple(range(x.ndim))  # no axis at all: reduce everything
+        _check_reduce_to_end(op, len(axes))
+        axes = list(range(axes[0], rank))
+    return tuple(axes) if axes else tuple(range(rank))  # no axis at all: reduce everything
+
+
+def _check_reduce_to_end(op: str, axis_count: int) -> None:
+    if axis_count != 1:
+        raise invalid(f"{op}: reduce_to_end needs exactly one axis (the first reduced one), got {axis_count}")
+
+
+def _reduced_dims(shape, axes, keep: bool):
+    """``shape`` with ``axes`` reduced: kept as 1 (``keep``) or dropped."""
+    return tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduction_shape(op: str, x_shape, axis_shape, axis_value, keep: bool, reduce_to_end: bool = False):
+    """The rule of the reductions over the axes of input #1: exact when those axes are known; else the rank when
+    the axis count tells it (every dim then unknown), or None."""
+    if x_shape is None:
+        return None
+    if axis_value is not None:
+        return _reduced_dims(x_shape, _reduce_axes(op, len(x_shape), axis_value, reduce_to_end), keep)
+    count = _length(axis_shape)
+    if reduce_to_end and _known(count):
+        _check_reduce_to_end(op, count)
+    if count == 0:  # no axis at all: reduce everything
+        return _reduced_dims(x_shape, range(len(x_shape)), keep)
+    if keep:
+        return (-1,) * len(x_shape)
+    known_rank = _known(count) and count <= len(x_shape) and not reduce_to_end  # (more axes: the kernel raises)
+    return (-1,) * (len(x_shape) - count) if known_rank else None
 
 
 def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: bool, reduce_to_end: bool,
             coeff: float) -> np.ndarray:
     x = np.asarray(input)
     dtype = x.dtype
-    axes = _reduce_axes(op, x, axis, bool(reduce_to_end))
+    axes = _reduce_axes(op, x.ndim, axis, bool(reduce_to_end))
     keep = bool(keep_dims)
     kind = dtype.kind
     if mode in ("mean", "l2") and kind not in _FLOAT_KINDS + (_INT_KINDS if mode == "mean" else ""):
@@ -151,6 +172,12 @@ def _reduce_kernel(op_name: str, mode: str, what: str):
     return kernel(op_name)(fn)
 
 
+@shape_rule("OH_NN_OPS_REDUCE_MEAN", "OH_NN_OPS_REDUCE_PROD", "OH_NN_OPS_REDUCE_ALL", "OH_NN_OPS_REDUCE_MAX",
+            "OH_NN_OPS_REDUCE_MIN", "OH_NN_OPS_REDUCE_SUM", "OH_NN_OPS_REDUCE_L2")
+def _reduce_shape(op, shapes, values, *, keep_dims, reduce_to_end, **_):
+    return (_reduction_shape(op, shapes[0], shapes[1], values[1], bool(keep_dims), bool(reduce_to_end)),)
+
+
 reduce_mean = _reduce_kernel("OH_NN_OPS_REDUCE_MEAN", "mean", "mean; integer inputs truncate toward zero")
 reduce_prod = _reduce_kernel("OH_NN_OPS_REDUCE_PROD", "prod", "product; integers wrap like C")
 reduce_all = _reduce_kernel("OH_NN_OPS_REDUCE_ALL", "all",
@@ -159,6 +186,11 @@ reduce_max = _reduce_kernel("OH_NN_OPS_REDUCE_MAX", "max", "maximum")
 reduce_min = _reduce_kernel("OH_NN_OPS_REDUCE_MIN", "min", "minimum")
 reduce_sum = _reduce_kernel("OH_NN_OPS_REDUCE_SUM", "sum", "sum; integers wrap like C")
 reduce_l2 = _reduce_kernel("OH_NN_OPS_REDUCE_L2", "l2", "sqrt(sum(x^2)); float only")
+
+
+@shape_rule("OH_NN_OPS_ALL")
+def _all_shape(op, shapes, values, *, keep_dims, **_):
+    return (_reduction_shape(op, shapes[0], shapes[1], values[1], bool(_scalar(keep_dims))),)
 
 
 @kernel("OH_NN_OPS_ALL")
@@ -195,13 +227,7 @@ def arg_max(input: np.ndarray, *, axis: int, keep_dims: bool, top_k: int, out_ma
     op = "ARG_MAX"
     x = np.asarray(input)
     _require_sortable(op, x)
-    if x.ndim == 0:
-        raise invalid(f"{op}: input must have rank >= 1")
-    ax = _axis_index(op, _scalar(axis), x.ndim)
-    k = int(_scalar(top_k))
-    n = x.shape[ax]
-    if not 1 <= k <= n:
-        raise invalid(f"{op}: top_k {k} is out of range [1, {n}] (size of axis {ax})")
+    ax, k = _arg_max_axis(op, x.shape, axis, top_k)
     if k == 1:
         idx = np.argmax(x, axis=ax, keepdims=True)  # first occurrence on ties
     else:
@@ -210,6 +236,61 @@ def arg_max(input: np.ndarray, *, axis: int, keep_dims: bool, top_k: int, out_ma
     if k == 1 and not keep_dims:
         out = np.squeeze(out, axis=ax)
     return out
+
+
+def _check_ranked(op: str, shape) -> None:
+    if len(shape) == 0:
+        raise invalid(f"{op}: input must have rank >= 1")
+
+
+def _arg_max_axis(op: str, shape, axis, top_k) -> tuple[int, int]:
+    """The normalised axis and the checked top_k (in [1, size of the axis]; unknown sizes pass)."""
+    _check_ranked(op, shape)
+    ax = _axis_index(op, _scalar(axis), len(shape))
+    k = int(_scalar(top_k))
+    n = shape[ax]
+    if not 1 <= k or _known(n) and k > n:
+        raise invalid(f"{op}: top_k {k} is out of range [1, {n}] (size of axis {ax})")
+    return ax, k
+
+
+@shape_rule("OH_NN_OPS_ARG_MAX")
+def _arg_max_shape(op, shapes, values, *, axis, keep_dims, top_k, **_):
+    """The axis keeps top_k entries when top_k > 1; with top_k 1 it is dropped unless keep_dims."""
+    if shapes[0] is None:
+        return (None,)
+    ax, k = _arg_max_axis(op, shapes[0], axis, top_k)
+    if k == 1 and not keep_dims:
+        return (_reduced_dims(shapes[0], (ax,), keep=False),)
+    return (tuple(k if i == ax else d for i, d in enumerate(shapes[0])),)
+
+
+def _top_k_count(op: str, k) -> int:
+    kt = np.asarray(k)
+    if kt.dtype.kind not in _INT_KINDS or kt.size != 1:
+        raise invalid(f"{op}: k must be a single integer, got dtype {kt.dtype} shape {list(kt.shape)}")
+    return int(kt.reshape(-1)[0])
+
+
+def _top_k_axis(op: str, shape, axis, kv: int | None) -> int:
+    """The normalised axis after checking k against its size (an unknown k, None, or size passes)."""
+    ax = _axis_index(op, _scalar(axis), len(shape))
+    n = shape[ax]
+    if kv is not None and (kv < 0 or _known(n) and kv > n):
+        raise invalid(f"{op}: k {kv} is out of range [0, {n}] (size of axis {ax})")
+    return ax
+
+
+@shape_rule("OH_NN_OPS_TOP_K")
+def _top_k_shape(op, shapes, values, *, axis, **_):
+    """Values and indices: the input's shape with k entries along the axis (-1 while k is unknown)."""
+    if shapes[0] is None:
+        return (None, None)
+    _check_ranked(op, shapes[0])
+    kv = None if values[1] is None else _top_k_count(op, values[1])
+    ax = _top_k_axis(op, shapes[0], axis, kv)
+    out = tuple((-1 if kv is None else kv) if i == ax else d for i, d in enumerate(shapes[0]))
+    return (out, out)
 
 
 @kernel("OH_NN_OPS_TOP_K")
@@ -223,16 +304,9 @@ def top_k(input: np.ndarray, k: np.ndarray, *, sorted: bool, axis: int,
     op = "TOP_K"
     x = np.asarray(input)
     _require_sortable(op, x)
-    if x.ndim == 0:
-        raise invalid(f"{op}: input must have rank >= 1")
-    kt = np.asarray(k)
-    if kt.dtype.kind not in _INT_KINDS or kt.size != 1:
-        raise invalid(f"{op}: k must be a single integer, got dtype {kt.dtype} shape {list(kt.shape)}")
-    kv = int(kt.reshape(-1)[0])
-    ax = _axis_index(op, _scalar(axis), x.ndim)
-    n = x.shape[ax]
-    if not 0 <= kv <= n:
-        raise invalid(f"{op}: k {kv} is out of range [0, {n}] (size of axis {ax})")
+    _check_ranked(op, x.shape)
+    kv = _top_k_count(op, k)
+    ax = _top_k_axis(op, x.shape, axis, kv)
     idx = np.take(_descending_order(x, ax), np.arange(kv), axis=ax)
     values = np.take_along_axis(x, idx, axis=ax)
     if not sorted:

@@ -19,9 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.helper import np_dtype_to_tensor_dtype
 from onnx.reference import ReferenceEvaluator
-from onnxruntime.capi.onnxruntime_pybind11_state import (
-    NotImplemented as OrtNotImplemented,
-)
+from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 from support import ort_session
 
 from nnrt_onnx.dtypes import dequantize, quantize

@@ -11,8 +11,28 @@ import math
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (BOOL, F16, F32, F64, I8, I32, I64, INV, SHORT, U, U8, add_unary_cases, case_table,
-                                    onnx_ref, ones_f32, oracle_for, rand, run_case, run_error_case, run_quantized_case)
+from kernels.kernel_support import (
+    BOOL,
+    F16,
+    F32,
+    F64,
+    I8,
+    I32,
+    I64,
+    INV,
+    SHORT,
+    U8,
+    U,
+    add_unary_cases,
+    case_table,
+    ones_f32,
+    onnx_ref,
+    oracle_for,
+    rand,
+    run_case,
+    run_error_case,
+    run_quantized_case,
+)
 
 # -- cases --------------------------------------------------------------------------------------------------------
 # Each case: id -> builder(rng) returning (op, inputs, params, expected, run_op kwargs).

@@ -14,10 +14,42 @@ import zlib
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (BOOL, DTYPES, F16, F32, F64, I8, I16, I32, I64, INV, INVALID, OH_CODE, SHORT, U,
-                                    U8, add_unary_cases, case_table, check, check_one, dequantize_ref, i32,
-                                    onnx_ref, onnx_type, ones_f32, oracle_for, ort1, raises, rand, run, run_case,
-                                    run_error_case, run_one, run_quantized_case, via_f32)
+from kernels.kernel_support import (
+    BOOL,
+    DTYPES,
+    F16,
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    INV,
+    INVALID,
+    OH_CODE,
+    SHORT,
+    U8,
+    U,
+    add_unary_cases,
+    case_table,
+    check,
+    check_one,
+    dequantize_ref,
+    i32,
+    ones_f32,
+    onnx_ref,
+    onnx_type,
+    oracle_for,
+    ort1,
+    raises,
+    rand,
+    run,
+    run_case,
+    run_error_case,
+    run_one,
+    run_quantized_case,
+    via_f32,
+)
 
 from nnrt_onnx.enums import OH_NN_DataType
 from nnrt_onnx.tensor import QuantParam

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (DTYPES, INVALID, SHORT, UNSUPPORTED, check, dequantize_ref, i32, i64, ort1,
-                                    quantize_ref, raises, rand_any, run)
+from kernels.kernel_support import (
+    DTYPES,
+    INVALID,
+    SHORT,
+    UNSUPPORTED,
+    check,
+    dequantize_ref,
+    i32,
+    i64,
+    ort1,
+    quantize_ref,
+    raises,
+    rand_any,
+    run,
+)
 
 from nnrt_onnx.tensor import QuantParam
-
 
 # --------------------------------------------------------------------------------------------------------- SLICE
 

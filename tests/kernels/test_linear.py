@@ -7,13 +7,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (F16, F32, F64, I32, QUANT_ATOL, TOL, assert_close, expect_error, ort_run, qparam,
-                                    rand_uniform, ref_in, rng_for, run)
+from kernels.kernel_support import (
+    F16,
+    F32,
+    F64,
+    I32,
+    QUANT_ATOL,
+    TOL,
+    assert_close,
+    expect_error,
+    ort_run,
+    qparam,
+    rand_uniform,
+    ref_in,
+    rng_for,
+    run,
+)
 
 from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
-
 
 # ================================================================================================================
 # MATMUL

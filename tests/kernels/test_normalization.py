@@ -9,15 +9,36 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (DTYPE_F16, DTYPE_F32, F16, F32, F64, I32, I64, QUANT_ATOL, TOL, assert_close,
-                                    check_tol, expect_error, f32, nchw, nhwc, ort_node, ort_run, qparam, rand_uniform,
-                                    ref_in, rng_for, rng_for_request, run)
+from kernels.kernel_support import (
+    DTYPE_F16,
+    DTYPE_F32,
+    F16,
+    F32,
+    F64,
+    I32,
+    I64,
+    QUANT_ATOL,
+    TOL,
+    assert_close,
+    check_tol,
+    expect_error,
+    f32,
+    nchw,
+    nhwc,
+    ort_node,
+    ort_run,
+    qparam,
+    rand_uniform,
+    ref_in,
+    rng_for,
+    rng_for_request,
+    run,
+)
 
 from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.kernels import normalization
-
 
 # ================================================================================================================
 # SOFTMAX / LOG_SOFTMAX

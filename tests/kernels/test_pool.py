@@ -10,12 +10,25 @@ import zlib
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (DTYPE_F16, DTYPE_F32, act, check_tol, dequant, expect_error, f32, nchw, nhwc,
-                                    ort_node, qparams_for, quant, rng_for_request, run)
+from kernels.kernel_support import (
+    DTYPE_F16,
+    DTYPE_F32,
+    act,
+    check_tol,
+    dequant,
+    expect_error,
+    f32,
+    nchw,
+    nhwc,
+    ort_node,
+    qparams_for,
+    quant,
+    rng_for_request,
+    run,
+)
 
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # pooling

@@ -13,7 +13,6 @@ from kernels.kernel_support import INVALID, OH_CODE, UNSUPPORTED, check, ort1, r
 from nnrt_onnx.enums import OH_NN_DataType
 from nnrt_onnx.tensor import QuantParam
 
-
 # ---------------------------------------------------------------------------------------------- QUANT_DTYPE_CAST
 
 QDC = "OH_NN_QUANT_DTYPE_CAST"

@@ -9,9 +9,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels.kernel_support import (DTYPES, INVALID, SHORT, UNSUPPORTED, check, check_tol, dequant,
-                                    dequantize_ref, expect_error, i32, i64, oracle, ort1, ort_node, quant,
-                                    quantize_ref, raises, rand_any, rng_for_request, run)
+from kernels.kernel_support import (
+    DTYPES,
+    INVALID,
+    SHORT,
+    UNSUPPORTED,
+    check,
+    check_tol,
+    dequant,
+    dequantize_ref,
+    expect_error,
+    i32,
+    i64,
+    oracle,
+    ort1,
+    ort_node,
+    quant,
+    quantize_ref,
+    raises,
+    rand_any,
+    rng_for_request,
+    run,
+)
 from onnx import helper, numpy_helper
 
 from nnrt_onnx.enums import OH_NN_DataType, OH_NN_ReturnCode
