@@ -103,8 +103,14 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs):
     """(the model, converted with what the user gave about its inputs; the ModelInputs)."""
     from pathlib import Path
 
-    from nnrt_onnx.workflows.inference import input_names, load_any, parse_input_specs
-    from nnrt_onnx.workflows.model_inputs import ModelInputs, declared_inputs, import_options, parse_constant_specs
+    from nnrt_onnx.workflows.inference import input_names, load_any
+    from nnrt_onnx.workflows.model_inputs import (
+        ModelInputs,
+        declared_inputs,
+        import_options,
+        parse_constant_specs,
+        parse_input_specs,
+    )
 
     path = Path(model_path)
     constants = parse_constant_specs(constant_inputs)
@@ -362,8 +368,7 @@ def check(model_path: str, inputs, input_shapes, constant_inputs, seed: int, rto
 
     Exits 0 when every output is within tolerance, 1 otherwise (or on an error), 2 on a malformed command line.
     """
-    from nnrt_onnx.workflows.inference import parse_input_specs
-    from nnrt_onnx.workflows.model_inputs import parse_constant_specs
+    from nnrt_onnx.workflows.model_inputs import parse_constant_specs, parse_input_specs
     from nnrt_onnx.workflows.parity import check_model, load_checked, runtime_input_names
 
     model, label = load_checked(model_path)

@@ -87,54 +87,6 @@ def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1) -> list[np.
     return arrays
 
 
-def read_array(path: str | Path) -> dict[str, np.ndarray] | np.ndarray:
-    """An array from ``.npy``, a dict of arrays from ``.npz``, or an ONNX TensorProto ``.pb``; never unpickles."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    try:
-        if path.suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                return {k: archive[k] for k in archive.files}
-        if path.suffix == ".pb":
-            import onnx
-            from onnx import numpy_helper
-
-            tensor = onnx.TensorProto()
-            tensor.ParseFromString(path.read_bytes())
-            return numpy_helper.to_array(tensor)
-    except (ValueError, OSError, EOFError) as exc:
-        raise UserError(f"{path}: cannot read an array ({exc})") from None
-    except Exception as exc:  # protobuf's DecodeError has no stable import path
-        raise UserError(f"{path}: cannot read an ONNX tensor ({exc})") from None
-    raise UserError(f"{path}: unknown input file type (expected .npy, .npz or .pb)")
-
-
-def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
-    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names)."""
-    given: dict[str, np.ndarray] = {}
-    for spec in specs:
-        name, sep, file = spec.partition("=")
-        if not sep:
-            if not spec.lower().endswith(".npz"):
-                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
-            data = read_array(spec)
-            if not isinstance(data, dict):
-                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
-            given.update(data)
-            continue
-        data = read_array(file)
-        if isinstance(data, dict):
-            raise UserError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
-        given[name] = data
-    unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {list(names)}")
-    return given
-
-
 def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
     """The given arrays in model order; inputs not given are seeded random data."""
     names = input_names(model)
@@ -274,5 +226,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "benchmark", "complete_inputs", "device_id_by_name", "load_any", "parse_input_specs",
-           "random_inputs", "read_array", "run_model", "safe_file_name", "save_outputs"]
+__all__ = ["BenchResult", "RunResult", "benchmark", "complete_inputs", "device_id_by_name", "load_any",
+           "random_inputs", "run_model", "safe_file_name", "save_outputs"]

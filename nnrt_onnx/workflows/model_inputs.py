@@ -7,6 +7,7 @@ Pinning a dim that the model declares static to another value is an error naming
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -52,10 +53,56 @@ def declared_inputs(model) -> dict[str, DeclaredInput]:
     return found
 
 
+def read_array(path: str | Path) -> dict[str, np.ndarray] | np.ndarray:
+    """An array from ``.npy``, a dict of arrays from ``.npz``, or an ONNX TensorProto ``.pb``; never unpickles."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        if path.suffix == ".npy":
+            return np.load(path, allow_pickle=False)
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                return {k: archive[k] for k in archive.files}
+        if path.suffix == ".pb":
+            import onnx
+            from onnx import numpy_helper
+
+            tensor = onnx.TensorProto()
+            tensor.ParseFromString(path.read_bytes())
+            return numpy_helper.to_array(tensor)
+    except (ValueError, OSError, EOFError) as exc:
+        raise UserError(f"{path}: cannot read an array ({exc})") from None
+    except Exception as exc:  # protobuf's DecodeError has no stable import path
+        raise UserError(f"{path}: cannot read an ONNX tensor ({exc})") from None
+    raise UserError(f"{path}: unknown input file type (expected .npy, .npz or .pb)")
+
+
+def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names)."""
+    given: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep:
+            if not spec.lower().endswith(".npz"):
+                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
+            data = read_array(spec)
+            if not isinstance(data, dict):
+                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
+            given.update(data)
+            continue
+        data = read_array(file)
+        if isinstance(data, dict):
+            raise UserError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
+        given[name] = data
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+    return given
+
+
 def parse_constant_specs(specs: Sequence[str]) -> dict[str, np.ndarray | str]:
     """``NAME=FILE`` (.npy/.npz/.pb) or ``NAME=VALUE[,VALUE...]`` (numbers, typed later by the model's input)."""
-    from .inference import read_array
-
     bound: dict[str, np.ndarray | str] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
