@@ -15,10 +15,11 @@ import onnx
 from onnx import TensorProto, helper
 
 from ..enums import OH_NN_OperationType as OP
+from ..geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..ir import transforms
 from ..ir.graph import Graph, Node, Value
 from ..ir.metadata import quant_metadata
-from ..ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes
+from ..ir.passes import sink_transposes
 from ..ir.rows import onnx_rows
 from ..model import Model
 from ..runtime.graph import execution_order

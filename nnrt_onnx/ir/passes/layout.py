@@ -7,13 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute  # noqa: F401 (the constants: the passes' API)
 from ...optable import op_spec
 from ..graph import Graph, Node, Value
-from .permutations import _insert_after, _new_transpose, _permuted_shape, inverse, perm_of
+from .permutations import _insert_after, _new_transpose, inverse, perm_of
 from .reshape_algebra import _merge_reshapes, _through_reshapes, only_moves_unit_dims
-
-NHWC_TO_NCHW = (0, 3, 1, 2)
-NCHW_TO_NHWC = (0, 2, 3, 1)
 
 
 def _operand_for(graph: Graph, producers, name: str, perm, target: str) -> str | None:
@@ -103,7 +101,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
         out = user.outputs[0]
         value = graph.values[out]
         moved = graph.fresh_name(f"{out}.moved")
-        graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+        graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(perm)), None, value.quant))
         user.outputs = [moved]
         _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
         return
@@ -125,7 +123,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     out = user.outputs[0]
     value = graph.values[out]
     moved = graph.fresh_name(f"{out}.moved")
-    graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+    graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(perm)), None, value.quant))
     user.outputs = [moved]
     _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
 
@@ -169,7 +167,7 @@ def _sink_into_axis_op(graph: Graph, user: Node, source: str, perm) -> None:
     if out_perm == tuple(range(len(out_perm))):
         return  # the op now writes its output directly, in the right order
     moved = graph.fresh_name(f"{out}.moved")
-    graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(out_perm)), None, value.quant))
+    graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(out_perm)), None, value.quant))
     user.outputs = [moved]
     _insert_after(graph, user, _new_transpose(graph, moved, out_perm, out, user.origin))
 
@@ -201,7 +199,7 @@ def _sink_into_indexing_op(graph: Graph, user: Node, source: str, perm, role: st
     for out in user.outputs:
         value = graph.values[out]
         moved = graph.fresh_name(f"{out}.moved")
-        graph.add_value(Value(moved, value.dtype, _permuted_shape(value.shape, inverse(perm)), None, value.quant))
+        graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(perm)), None, value.quant))
         outputs.append(moved)
         transpose = _new_transpose(graph, moved, perm, out, user.origin)
         _insert_after(graph, anchor, transpose)

@@ -2,9 +2,9 @@
 layout, absorbing the transposes at the graph boundary (``nhwc_boundaries``)."""
 from __future__ import annotations
 
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute
 from ..graph import Graph, Value
-from .layout import NCHW_TO_NHWC, NHWC_TO_NCHW
-from .permutations import _new_transpose, _permuted_shape, perm_of
+from .permutations import _new_transpose, perm_of
 
 
 def nhwc_boundaries(graph: Graph) -> None:
@@ -18,7 +18,7 @@ def nhwc_boundaries(graph: Graph) -> None:
         transposes = [u for u in users if perm_of(graph, u) == NCHW_TO_NHWC]
         # the NHWC input replaces the NCHW one; remaining NCHW users read a transpose of it
         nhwc = graph.fresh_name(f"{name}.nhwc")
-        graph.add_value(Value(nhwc, value.dtype, _permuted_shape(value.shape, NCHW_TO_NHWC)))
+        graph.add_value(Value(nhwc, value.dtype, permute(value.shape, NCHW_TO_NHWC)))
         for t in transposes:
             graph.rename_uses(t.outputs[0], nhwc)
             graph.nodes.remove(t)
@@ -51,6 +51,6 @@ def nhwc_boundaries(graph: Graph) -> None:
                 graph.rename_uses(source, name)
         else:
             out = graph.fresh_name(f"{name}.nhwc")
-            graph.add_value(Value(out, value.dtype, _permuted_shape(value.shape, NCHW_TO_NHWC)))
+            graph.add_value(Value(out, value.dtype, permute(value.shape, NCHW_TO_NHWC)))
             graph.nodes.append(_new_transpose(graph, name, NCHW_TO_NHWC, out, "output"))
             graph.outputs[position] = out

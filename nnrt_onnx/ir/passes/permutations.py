@@ -26,10 +26,6 @@ def inverse(perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _permuted_shape(shape, perm):
-    return None if shape is None else tuple(shape[p] for p in perm)
-
-
 def _new_transpose(graph: Graph, source: str, perm: Sequence[int], output: str, origin: str) -> Node:
     perm_name = graph.constant(np.asarray(perm, np.int64), f"{output}.perm")
     return Node(OP.OH_NN_OPS_TRANSPOSE, [source, perm_name], [output], {}, origin)

@@ -51,8 +51,9 @@ import onnx
 from onnx import TensorProto, helper
 
 from ...dtypes import dequantize
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute
 from ...ir.graph import Value
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW, only_moves_unit_dims
+from ...ir.passes import only_moves_unit_dims
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter as _register
@@ -414,7 +415,7 @@ def _nhwc(ctx: ExportContext, name: str, what: str) -> tuple[int, ...]:
     """The NHWC shape of the op's input 0 / output 0 (NCHW in the graph when the op was wrapped)."""
     shape = _shape(ctx, name, what)
     if _wrapped(ctx) and name in (ctx.input(0), ctx.output(0)):
-        return tuple(shape[p] for p in NCHW_TO_NHWC)
+        return permute(shape, NCHW_TO_NHWC)
     return shape
 
 
@@ -439,13 +440,6 @@ def _no_quant(ctx: ExportContext) -> None:
 
 def _to_nchw(f: FunctionBody, x: str) -> str:
     return f.one("Transpose", [x], perm=_TO_NCHW)
-
-
-def _same(size: int, stride: int, extent: int) -> tuple[int, int]:
-    """NNAPI/TF SAME pads (begin, end) of one axis: output ceil(size/stride), odd unit at the end."""
-    out = -(-size // stride)
-    total = max((out - 1) * stride + extent - size, 0)
-    return total // 2, total - total // 2
 
 
 def _pad_constant(f: FunctionBody, x: str, dtype: np.dtype, pads_onnx: str, value, mode: str = "constant") -> str:

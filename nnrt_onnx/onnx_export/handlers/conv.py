@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import geometry
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
@@ -28,7 +29,6 @@ from ._common import (
     _no_quant,
     _pad_list,
     _pair,
-    _same,
     _shape,
     _to_nchw,
     _wrapped,
@@ -38,14 +38,11 @@ from ._common import (
 def _conv_pads(args, h: int, w: int, kh: int, kw: int) -> list[int]:
     """ONNX pads [top, left, bottom, right] of a (dilated) convolution, exactly as the kernel pads."""
     strides, dilation = _pair(args["strides"], "strides"), _pair(args["dilation"], "dilation")
-    mode = int(args.get("pad_mode", -1))
-    if mode == 0:
-        (t, b), (l, r) = (_same(size, s, (k - 1) * d + 1) for size, s, k, d in zip((h, w), strides, (kh, kw), dilation))
-    elif mode in (1, 2):
-        t = b = l = r = 0
-    else:
-        t, b, l, r = _pad_list(args)
-    return [t, l, b, r]
+    mode = int(args.get("pad_mode", geometry.PAD_MODE_EXPLICIT))
+    explicit = geometry.pad_list_to_axes(_pad_list(args))
+    axes = [geometry.window_axis(mode, size, geometry.effective_extent(k, d), s, *pads)[1:]
+            for size, k, s, d, pads in zip((h, w), (kh, kw), strides, dilation, explicit)]
+    return geometry.axes_to_onnx_pads(axes)
 
 
 def _conv_taps(f: FunctionBody, x: str, weight: str, x_shape, w_shape, strides, dilation, tblr, group: int,
@@ -57,8 +54,8 @@ def _conv_taps(f: FunctionBody, x: str, weight: str, x_shape, w_shape, strides, 
     o, kh, kw, cg = w_shape
     og = o // group
     t, b, l, r = tblr
-    oh = (h + t + b - ((kh - 1) * dilation[0] + 1)) // strides[0] + 1
-    ow = (w + l + r - ((kw - 1) * dilation[1] + 1)) // strides[1] + 1
+    oh = geometry.window_output_size(h, geometry.effective_extent(kh, dilation[0]), strides[0], t, b)
+    ow = geometry.window_output_size(w, geometry.effective_extent(kw, dilation[1]), strides[1], l, r)
     if any(tblr):
         x = f.one("Pad", [x, _i64(f, [0, t, l, 0, 0, b, r, 0])])
     # weight [O, kH, kW, Cg] -> [kH, kW, G, Cg, Og]
@@ -145,10 +142,9 @@ def _transpose_geometry(args, h: int, w: int, kh: int, kw: int):
     tblr = _pad_list(args)
     begin, end, extra = [], [], []
     for size, k, s, d, op, (p0, p1) in zip((h, w), (kh, kw), strides, dilation, out_pad, (tblr[0:2], tblr[2:4])):
-        full = (size - 1) * s + (k - 1) * d + 1
-        if mode == 0:
-            out = size * s
-            p0 = max(full - out, 0) // 2
+        full = geometry.transposed_full_size(size, geometry.effective_extent(k, d), s)
+        if mode == geometry.PAD_MODE_SAME:
+            out, p0 = geometry.transposed_axis(mode, size, geometry.effective_extent(k, d), s)
             p1 = full - p0 - out
         elif mode in (1, 2):
             p0 = p1 = 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from ... import geometry
 from ..context import ExportContext, ExportIssue
 from ..custom import FunctionBody, emit_custom
 from . import exporter
@@ -33,7 +34,6 @@ from ._common import (
     _no_quant,
     _pad_list,
     _pair,
-    _same,
     _to_nchw,
     _wrapped,
 )
@@ -57,14 +57,9 @@ def _pool_geometry(args, h: int, w: int):
     ceil = int(args.get("round_mode", 0)) == 1 and mode != 0  # SAME ignores the round mode
     tblr = _pad_list(args) if mode == -1 else [0, 0, 0, 0]
     axes = []
-    for size, k, s, (p0, p1) in zip((h, w), kernel, strides, (tblr[0:2], tblr[2:4])):
-        if mode == 0:
-            p0, p1 = _same(size, s, k)
-        span = size + p0 + p1 - k
-        out = (-(-span // s) if ceil else span // s) + 1
-        if ceil and (out - 1) * s >= size + p0:
-            out -= 1
-        axes.append((out, p0, max((out - 1) * s + k - size - p0, 0)))
+    for size, k, s, (p0, p1) in zip((h, w), kernel, strides, geometry.pad_list_to_axes(tblr)):
+        out, p0, _ = geometry.window_axis(mode, size, k, s, p0, p1, ceil_mode=ceil)
+        axes.append((out, p0, geometry.touched_end_padding(size, out, k, s, p0)))
     pads = [axes[0][1], axes[1][1], axes[0][2], axes[1][2]]
     return kernel, strides, pads, axes
 

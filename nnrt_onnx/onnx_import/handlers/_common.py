@@ -37,10 +37,11 @@ from typing import Sequence
 import numpy as np
 from onnx import helper
 
+from ... import geometry
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import bshape
@@ -474,27 +475,15 @@ def _onnx_pads(ctx: NodeContext, nd: int, kernel, strides, dilations, in_sizes, 
             raise ConversionIssue(INVALID_MODEL, f"pads={pads} needs {2 * nd} values")
         if any(p < 0 for p in pads):
             raise _unsupported(f"negative pads {pads} are not supported")
-        return list(zip(pads[:nd], pads[nd:]))
-    if auto_pad == "VALID":
-        return [(0, 0)] * nd
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        return geometry.onnx_pads_to_axes(pads)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER", "VALID"):
         raise _unsupported(f"auto_pad={auto_pad!r} is not supported")
-    if not _known(in_sizes):
+    if auto_pad != "VALID" and not _known(in_sizes):
         if auto_pad == "SAME_UPPER" and allow_modes:
-            return ("mode", 0)
+            return ("mode", geometry.AUTO_PAD_PAD_MODES[auto_pad])
         raise ConversionIssue(DYNAMIC_SHAPE, f"auto_pad={auto_pad} needs static spatial dims, got {list(in_sizes)}")
-    result = []
-    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
-        out = -(-size // s)
-        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-        small, big = total // 2, total - total // 2
-        result.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
-    return result
-
-
-def _tblr(pads_2d) -> list[int]:
-    (top, bottom), (left, right) = pads_2d
-    return [top, bottom, left, right]
+    return [geometry.auto_pad_padding(auto_pad, size, geometry.effective_extent(k, d), s)
+            for size, k, s, d in zip(in_sizes, kernel, strides, dilations)]
 
 
 def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:
@@ -509,7 +498,7 @@ def _nhwc_shape(nd: int, out_shape) -> tuple[int, ...] | None:
     if out_shape is None:
         return None
     if nd == 2:
-        return tuple(out_shape[p] for p in NCHW_TO_NHWC)
+        return geometry.permute(out_shape, NCHW_TO_NHWC)
     return (out_shape[0], 1, out_shape[2], out_shape[1])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import geometry
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, ConversionIssue
 from ..context import NodeContext
@@ -19,13 +20,8 @@ from ._common import (
     _reshape,
     _set_shape,
     _spatial_rank,
-    _tblr,
     _unsupported,
 )
-
-
-def _conv_out(size, k, s, d, pads) -> int:
-    return (size + pads[0] + pads[1] - ((k - 1) * d + 1)) // s + 1 if size >= 0 else -1
 
 
 def _weight(ctx: NodeContext, position: int, what: str):
@@ -77,7 +73,7 @@ def conv(ctx: NodeContext) -> None:
     if pads[0] == "mode":
         params[f"{prefix}_PAD_MODE"] = np.asarray([pads[1]], np.int8)
     else:
-        params[f"{prefix}_PAD"] = _tblr(pads)
+        params[f"{prefix}_PAD"] = geometry.axes_to_pad_list(pads)
     if not depthwise and group != 1:
         params["OH_NN_CONV2D_GROUP"] = group
     # weight [O, C/g, (kH,) kW] -> [O, kH, kW, C/g]
@@ -93,7 +89,7 @@ def conv(ctx: NodeContext) -> None:
         b = ctx.constant(np.zeros(out_c, w_value.dtype), f"{ctx.name}.bias")
     out = ctx.output(0)
     if _known(x_shape[2:]) and pads[0] != "mode":
-        spatial = [_conv_out(s, k, st, d, p) for s, k, st, d, p in
+        spatial = [geometry.window_output_size(s, geometry.effective_extent(k, d), st, *p) for s, k, st, d, p in
                    zip(x_shape[2:], kernel[-nd:], strides[-nd:], dilations[-nd:], pads[-nd:])]
         _set_shape(ctx, out, [x_shape[0], out_c, *spatial])
     x_nhwc = _into_nhwc(ctx, x, nd)
@@ -119,7 +115,8 @@ def conv_transpose(ctx: NodeContext) -> None:
     pads_attr = ctx.attr("pads")
     x_shape = ctx.value(x).shape
     in_sizes = list(x_shape[2:])
-    full = [(s - 1) * st + (k - 1) * d + 1 if s >= 0 else -1 for s, st, k, d in zip(in_sizes, strides, kernel, dilations)]
+    full = [geometry.transposed_full_size(s, geometry.effective_extent(k, d), st)
+            for s, st, k, d in zip(in_sizes, strides, kernel, dilations)]
     if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if not _known(in_sizes):
             raise ConversionIssue(DYNAMIC_SHAPE, f"output_shape/auto_pad need static spatial dims, got {in_sizes}")
@@ -141,7 +138,7 @@ def conv_transpose(ctx: NodeContext) -> None:
         raw = [int(p) for p in pads_attr] if pads_attr is not None and auto_pad == "NOTSET" else [0] * (2 * nd)
         if len(raw) != 2 * nd or any(p < 0 for p in raw):
             raise _unsupported(f"pads={raw} are not supported (need {2 * nd} values >= 0)")
-        pads = list(zip(raw[:nd], raw[nd:]))
+        pads = geometry.onnx_pads_to_axes(raw)
     else:
         raise _unsupported(f"auto_pad={auto_pad!r} is not supported")
     for i in range(nd):
@@ -151,14 +148,16 @@ def conv_transpose(ctx: NodeContext) -> None:
     out_c = out_per_group * group
     out = ctx.output(0)
     if _known(in_sizes):
-        spatial = [f + op - p[0] - p[1] for f, op, p in zip(full, out_pad, pads)]
+        spatial = [geometry.transposed_axis(geometry.PAD_MODE_EXPLICIT, size, geometry.effective_extent(k, d), st, p0, p1,
+                                            op)[0]
+                   for size, k, d, st, (p0, p1), op in zip(in_sizes, kernel, dilations, strides, pads, out_pad)]
         if any(s <= 0 for s in spatial):
             raise ConversionIssue(INVALID_MODEL, f"the pads leave an empty output {spatial}")
         _set_shape(ctx, out, [x_shape[0], out_c, *spatial])
     if nd == 1:
         strides, dilations, out_pad, pads = [1] + strides, [1] + dilations, [0] + out_pad, [(0, 0)] + pads
     params = {"OH_NN_CONV2D_TRANSPOSE_STRIDES": strides, "OH_NN_CONV2D_TRANSPOSE_DILATION": dilations,
-              "OH_NN_CONV2D_TRANSPOSE_PAD": _tblr(pads), "OH_NN_CONV2D_TRANSPOSE_OUTPUT_PADDINGS": out_pad,
+              "OH_NN_CONV2D_TRANSPOSE_PAD": geometry.axes_to_pad_list(pads), "OH_NN_CONV2D_TRANSPOSE_OUTPUT_PADDINGS": out_pad,
               "OH_NN_CONV2D_TRANSPOSE_GROUP": group}
     cg = in_c // group
     kh, kw = (1, kernel[0]) if nd == 1 else kernel

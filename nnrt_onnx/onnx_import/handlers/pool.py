@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import geometry
 from ...enums import OH_NN_OperationType as OP
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -37,7 +38,6 @@ from ._common import (
     _set_shape,
     _shape,
     _spatial_rank,
-    _tblr,
     _unsupported,
 )
 
@@ -46,13 +46,10 @@ def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[i
     """ONNX output sizes (ceil mode drops a last window that would start in the end padding)."""
     result = []
     for size, k, s, d, (p0, p1) in zip(in_sizes, kernel, strides, dilations, pads):
-        span = size + p0 + p1 - ((k - 1) * d + 1)
-        if span < 0:
+        extent = geometry.effective_extent(k, d)
+        if size + p0 + p1 < extent:
             raise ConversionIssue(INVALID_MODEL, f"kernel {k} (dilation {d}) does not fit the padded extent {size + p0 + p1}")
-        out = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (out - 1) * s >= size + p0:
-            out -= 1
-        result.append(out)
+        result.append(geometry.window_output_size(size, extent, s, p0, p1, ceil_mode=bool(ceil_mode)))
     return result
 
 
@@ -93,7 +90,7 @@ def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, d
     kind: "max", "avg" or "sum"."""
     value = ctx.value(x)
     shape = value.shape
-    extra = [max((o - 1) * s + (k - 1) * d + 1 - (size + p0 + p1), 0)
+    extra = [max(geometry.touched_end_padding(size, o, geometry.effective_extent(k, d), s, p0) - p1, 0)
              for o, s, k, d, size, (p0, p1) in zip(out_sizes, strides, kernel, dilations, shape[2:], pads)]
     pad_list = [(0, 0), (0, 0)] + [(p0, p1 + e) for (p0, p1), e in zip(pads, extra)]
     fill = _lowest(value.dtype) if kind == "max" else 0.0
@@ -172,7 +169,7 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
         _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
         return
     # counted padding (average with count_include_pad, or a sum): PAD zeros, then pool with uncounted extra end pads
-    extra = [max((o - 1) * s + k - (size + p0 + p1), 0)
+    extra = [max(geometry.touched_end_padding(size, o, k, s, p0) - p1, 0)
              for o, s, k, size, (p0, p1) in zip(out_sizes, strides, kernel, in_sizes, pads)]
     source = x
     if any(p0 or p1 for p0, p1 in pads):
@@ -200,7 +197,7 @@ def _native_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel,
     if pad_mode is not None:
         params[f"{prefix}_PAD_MODE"] = np.asarray([pad_mode], np.int8)
     else:
-        params[f"{prefix}_PAD"] = _tblr(pads)
+        params[f"{prefix}_PAD"] = geometry.axes_to_pad_list(pads)
     x_nhwc = _into_nhwc(ctx, x, nd)
     out_value = ctx.value(out)
     y = ctx.new_value(out_value.dtype, _nhwc_shape(nd, out_value.shape), f"{out}.nhwc")

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import geometry
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.graph import Value
 from ...ir.issues import (
     DYNAMIC_SHAPE,
@@ -33,7 +35,6 @@ from ...ir.issues import (
     UNSUPPORTED_DTYPE,
     ConversionIssue,
 )
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...tensor import QuantParam
 from ..context import NodeContext
 from . import converts
@@ -43,6 +44,7 @@ from ._common import (
     _compare,
     _const,
     _ints_attr,
+    _onnx_pads,
     _ranked_shape,
     _reduce,
     _reshape,
@@ -309,27 +311,6 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
 _INT32_LIMIT = 2 ** 31
 
 
-def _conv_pads(ctx: NodeContext, nd: int, kernel, strides, dilations, sizes) -> list[tuple[int, int]]:
-    """(begin, end) per spatial dim, ``auto_pad`` resolved against the static input size."""
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
-    pads = ctx.attr("pads")
-    if auto_pad in ("NOTSET", ""):
-        pads = [int(p) for p in pads] if pads is not None else [0] * (2 * nd)
-        if len(pads) != 2 * nd or any(p < 0 for p in pads):
-            raise ConversionIssue(INVALID_MODEL, f"pads={pads} must be {2 * nd} values >= 0")
-        return list(zip(pads[:nd], pads[nd:]))
-    if auto_pad == "VALID":
-        return [(0, 0)] * nd
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"auto_pad={auto_pad!r} is not supported")
-    result = []
-    for size, k, s, d in zip(sizes, kernel, strides, dilations):
-        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
-        small, big = total // 2, total - total // 2
-        result.append((small, big) if auto_pad == "SAME_UPPER" else (big, small))
-    return result
-
-
 def _zero_point_data(ctx: NodeContext, position: int, operand: str, per_channel: int | None) -> np.ndarray | str | None:
     """A zero point: its data (int64; scalar, or one per output channel when ``per_channel``), a runtime tensor,
     or None when absent."""
@@ -374,8 +355,8 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
                                              f"channels with weight {list(w_shape)}")
     strides = _ints_attr(ctx, "strides", nd, 1)
     dilations = _ints_attr(ctx, "dilations", nd, 1)
-    pads = _conv_pads(ctx, nd, kernel, strides, dilations, x_shape[2:])
-    spatial = [(s + p0 + p1 - ((k - 1) * d + 1)) // st + 1
+    pads = _onnx_pads(ctx, nd, kernel, strides, dilations, x_shape[2:], allow_modes=False)
+    spatial = [geometry.window_output_size(s, geometry.effective_extent(k, d), st, p0, p1)
                for s, k, st, d, (p0, p1) in zip(x_shape[2:], kernel, strides, dilations, pads)]
     if any(n < 1 for n in spatial):
         raise ConversionIssue(INVALID_MODEL, f"the convolution output would be empty ({spatial})")
@@ -438,12 +419,11 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
         y_nhwc_shape = (out_shape[0], 1, out_shape[2], out_c)
     else:
         x_nhwc = _transpose(ctx, xf, NCHW_TO_NHWC)
-        y_nhwc_shape = tuple(out_shape[p] for p in NCHW_TO_NHWC)
+        y_nhwc_shape = geometry.permute(out_shape, NCHW_TO_NHWC)
     depthwise = group > 1 and in_per_group == 1
     prefix = "OH_NN_DEPTHWISE_CONV2D_NATIVE" if depthwise else "OH_NN_CONV2D"
-    (top, bottom), (left, right) = pads
     params = {f"{prefix}_STRIDES": strides, f"{prefix}_DILATION": dilations,
-              f"{prefix}_PAD": [top, bottom, left, right]}
+              f"{prefix}_PAD": geometry.axes_to_pad_list(pads)}
     if not depthwise and group != 1:
         params["OH_NN_CONV2D_GROUP"] = group
     y_nhwc = ctx.emit_to(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE if depthwise else OP.OH_NN_OPS_CONV2D,

@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
+from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
-from ...ir.passes import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...kernels.spatial import bilinear_matrix
 from ..context import NodeContext
 from . import converts
@@ -361,7 +361,7 @@ def depth_to_space(ctx: NodeContext) -> None:
     out_nchw = [n, c // (block * block) if c >= 0 else -1, h * block if h >= 0 else -1, w * block if w >= 0 else -1]
     ctx.settle(out, out_nchw)
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
-    y = ctx.emit_to(OP.OH_NN_OPS_DEPTH_TO_SPACE, [x_nhwc], ctx.value(x).dtype, [out_nchw[p] for p in NCHW_TO_NHWC],
+    y = ctx.emit_to(OP.OH_NN_OPS_DEPTH_TO_SPACE, [x_nhwc], ctx.value(x).dtype, list(permute(out_nchw, NCHW_TO_NHWC)),
                f"{out}.nhwc", {"OH_NN_DEPTH_TO_SPACE_BLOCK_SIZE": block,
                                "OH_NN_DEPTH_TO_SPACE_MODE": 0 if mode == "DCR" else 1})
     ctx.transpose(y, NHWC_TO_NCHW, output=out)
@@ -386,7 +386,7 @@ def space_to_depth(ctx: NodeContext) -> None:
     out_nchw = [n, c * block * block if c >= 0 else -1, h // block if h >= 0 else -1, w // block if w >= 0 else -1]
     ctx.settle(out, out_nchw)
     dtype = ctx.value(x).dtype
-    nhwc_shape = [out_nchw[p] for p in NCHW_TO_NHWC]
+    nhwc_shape = list(permute(out_nchw, NCHW_TO_NHWC))
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
     y = ctx.emit_to(OP.OH_NN_OPS_SPACE_TO_DEPTH, [x_nhwc], dtype, nhwc_shape, f"{out}.nhwc",
                {"OH_NN_SPACE_TO_DEPTH_BLOCK_SIZE": block})
