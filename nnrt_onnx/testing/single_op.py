@@ -9,9 +9,9 @@ from ..compilation import Compilation
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
 from ..executor import Executor
-from ..kernels import OpContext, get_kernel, wants_context
 from ..model import Model
 from ..optable import op_spec
+from ..runtime.invoke import bind
 from ..tensor import QuantParam
 from ..validation import validate_operation
 
@@ -48,24 +48,15 @@ def _infer_outputs(op, inputs, params, output_dtypes, input_quant, output_quant)
     probe = Model()
     input_indices = [probe.add_constant(a) for a in inputs]  # with data: some checks read operands (CAST)
     param_indices = [probe.add_param(_tensor_type(k), v) for k, v in params.items()]
-    entry = op_spec(op)
-    output_indices = [probe.add_tensor_legacy(from_numpy(inputs[0].dtype), ()) for _ in range(entry.outputs[0])]
+    output_indices = [probe.add_tensor_legacy(from_numpy(inputs[0].dtype), ()) for _ in range(op_spec(op).outputs[0])]
     validated, values = validate_operation(probe.tensors, op, param_indices, input_indices, output_indices)
-    arguments = {**entry.defaults, **values}
-    if entry.fuse:
-        arguments.pop(entry.fuse, None)
-    fn = get_kernel(op)
-    if fn is None:
+    dtypes = tuple(np.dtype(d) for d in output_dtypes) if output_dtypes else tuple(
+        inputs[0].dtype for _ in output_indices)
+    bound = bind(op, values, [a.dtype for a in inputs], dtypes, [() for _ in dtypes],  # shapes: being inferred
+                 [input_quant.get(i) for i in range(len(inputs))], [output_quant.get(i) for i in range(len(dtypes))])
+    if bound is None:
         return None
-    if wants_context(fn):
-        dtypes = tuple(np.dtype(d) for d in output_dtypes) if output_dtypes else tuple(
-            inputs[0].dtype for _ in output_indices)
-        arguments["ctx"] = OpContext(op, tuple(a.dtype for a in inputs), dtypes,
-                                     tuple(() for _ in dtypes),  # shapes: what is being inferred
-                                     tuple(input_quant.get(i) for i in range(len(inputs))),
-                                     tuple(output_quant.get(i) for i in range(len(dtypes))))
-    result = fn(*inputs, **arguments)
-    results = result if isinstance(result, tuple) else (result,)
+    results = bound(*inputs)
     return [(np.dtype(output_dtypes[i] if output_dtypes else np.asarray(v).dtype), np.shape(v))
             for i, v in enumerate(results)]
 
