@@ -993,3 +993,22 @@ def expected(case) -> list[np.ndarray]:
         outputs = [_quantized(o, spec) if i < len(case.outputs) else o for i, (o, spec) in
                    enumerate(zip(outputs, case.outputs + [{}] * len(outputs)))]
     return [np.asarray(o) for o in outputs]
+
+
+def assert_matches_spec(case, outputs, want, who: str) -> None:
+    """``outputs`` (of onnxruntime or the native kernel) against the specification's values: floats within the
+    case's tolerance, integers and bools exactly, quantized outputs within one quantization step."""
+    assert len(outputs) == len(want), f"{who}: {len(outputs)} outputs, the op has {len(want)}"
+    for position, (got, exp) in enumerate(zip(outputs, want)):
+        got = np.asarray(got)
+        where = f"{who}, output #{position}"
+        assert got.shape == exp.shape, f"{where}: shape {got.shape}, expected {exp.shape}"
+        quantized = position < len(case.outputs) and "quant" in case.outputs[position]
+        if got.dtype.kind == "f":
+            rtol, atol = case.tolerance(got.dtype)
+            np.testing.assert_allclose(got.astype(np.float64), exp.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=where)
+        else:
+            assert exp.dtype.kind in "biu", f"{where}: a {got.dtype} output where the op gives {exp.dtype} values"
+            difference = np.abs(got.astype(np.float64) - exp.astype(np.float64))
+            assert difference.max(initial=0) <= (1 if quantized else 0), f"{where}: {got} != {exp}"

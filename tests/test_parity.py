@@ -87,6 +87,14 @@ def test_tolerance_overrides_move_the_boundary():
     assert not compare(ref + [0.99 * bound, 0.0], ref).within  # the defaults are far tighter
 
 
+def test_rtol_is_relative_to_the_reference_not_to_the_native_value():
+    ref = np.array([1.0], np.float64)
+    assert compare(np.array([0.6]), ref, rtol=0.5, atol=0.0).within  # |0.4| <= 0.5 * |1.0|
+    assert not compare(np.array([1.9]), ref, rtol=0.5, atol=0.0).within  # |0.9| > 0.5 * |1.0| (0.5 * 1.9 would pass)
+    c = compare(np.array([1.9]), ref, rtol=0.5, atol=0.0)
+    assert c.max_rel == pytest.approx(0.9) and c.max_abs == pytest.approx(0.9)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.bool_], ids=lambda d: np.dtype(d).name)
 def test_integers_and_bools_are_exact(dtype):
     ref = np.array([0, 1, 1, 0], dtype)
