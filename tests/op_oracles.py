@@ -7,7 +7,8 @@ for LSTM (``reference_lstm``) and DETECTION_POST_PROCESS (the centre-size decodi
 NonMaxSuppression). Nothing here imports the kernels, the exporter or the op table.
 
 ``expected(case)`` -> the outputs of ``case`` (an ``nnrt_onnx.testing.opcases.OpCase``: its op, seeded input arrays,
-parameter values by OH_NN_TensorType name, declared outputs). Quantized operands: inputs are dequantized
+parameter values by OH_NN_TensorType name, declared outputs); ``assert_matches_spec(case, outputs, want, who)``
+compares (floats within the case's tolerance, integers exactly, quantized outputs within one step). Quantized operands: inputs are dequantized
 (r = (q - z) * s) and outputs quantized (q = clamp(round_half_even(r / s + z))) by the header's formulas, written
 here; the comparison then allows one quantization step.
 

@@ -89,3 +89,14 @@ def test_export_follows_the_spec_and_round_trips(case):
 def test_every_op_type_has_op_cases():
     covered = {c.op for c in CASES}
     assert covered == set(OH_NN_OperationType), f"ops without [[cases]]: {sorted(set(OH_NN_OperationType) - covered)}"
+
+
+def test_the_oracles_import_nothing_of_the_library():
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parent / "op_oracles.py").read_text()
+    imported = {alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name and name.split(".")[0] == "nnrt_onnx"}, imported

@@ -5,6 +5,8 @@
     python tools/mutation.py -k quantize -k pool  # only mutants whose name contains one of these
     python tools/mutation.py --json out.json      # also write the results
     python tools/mutation.py --check              # only check that every mutant's original text is still there
+    python tools/mutation.py --root OLD_CHECKOUT  # the same mutants against another checkout (an older commit):
+                                                  # test files it lacks are dropped from the selections, said so
 
 A mutant is (name, file, exact original text, replacement, test files that should kill it). The checkout is copied
 once (without .git) to a scratch directory next to a link to ../shared (the spec folder the tests read); each mutant
@@ -252,15 +254,27 @@ MUTANTS: list[Mutant] = [
 ]
 
 
-def _copy_tree(scratch: Path) -> Path:
+def _copy_tree(root: Path, scratch: Path) -> Path:
     tree = scratch / "tree"
     ignore = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".venv", "*.egg-info", ".pytest_cache",
                                     ".hypothesis", ".ruff_cache")
-    shutil.copytree(ROOT, tree, ignore=ignore, symlinks=True)
-    shared = ROOT.parent / "shared"
-    if shared.exists():
-        os.symlink(shared.resolve(), scratch / "shared")
+    shutil.copytree(root, tree, ignore=ignore, symlinks=True)
+    for shared in (root.parent / "shared", ROOT.parent / "shared"):
+        if shared.exists():
+            os.symlink(shared.resolve(), scratch / "shared")
+            break
     return tree
+
+
+def _without_missing_tests(mutants: list[Mutant], root: Path) -> list[Mutant]:
+    """The mutants with only the test files ``root`` has (to score an older checkout with today's mutants)."""
+    kept = []
+    for m in mutants:
+        present = tuple(t for t in m.tests if (root / t).exists())
+        if present != m.tests:
+            print(f"{m.name}: {root} lacks {', '.join(sorted(set(m.tests) - set(present)))}")
+        kept.append(Mutant(m.name, m.file, m.original, m.replacement, present or m.tests, m.why))
+    return kept
 
 
 def _check(mutants: list[Mutant], root: Path) -> list[str]:
@@ -314,13 +328,17 @@ def main() -> int:
     parser.add_argument("--no-baseline", action="store_true", help="do not run the tests on the unmutated copy")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per pytest run (default 1800)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to mutate (default: this one)")
     args = parser.parse_args()
+    root = args.root.resolve()
     mutants = [m for m in MUTANTS if not args.k or any(k in m.name for k in args.k)]
+    if root != ROOT:
+        mutants = _without_missing_tests(mutants, root)
     if args.list:
         for m in mutants:
             print(f"{m.name:40} {m.file:45} {' '.join(m.tests)}")
         return 0
-    problems = _check(mutants, ROOT)
+    problems = _check(mutants, root)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
@@ -330,7 +348,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="nnrt-mutation-"))
     results = []
     try:
-        tree = _copy_tree(scratch)
+        tree = _copy_tree(root, scratch)
         if not args.no_baseline:
             union = sorted({t for m in mutants for t in m.tests})
             outcome, detail, seconds = _pytest(tree, union, args.timeout)
