@@ -47,8 +47,8 @@ class Mutant:
 
 
 # test files, by area
-QUANT_KERNELS = ("tests/kernels/test_quantized_exact.py", "tests/kernels/test_conv.py", "tests/kernels/test_linear.py",
-                 "tests/kernels/test_pool.py", "tests/kernels/test_quantization.py")
+QUANT_KERNELS = ("tests/kernels/test_quantization.py", "tests/kernels/test_conv.py", "tests/kernels/test_linear.py",
+                 "tests/kernels/test_pool.py")
 CONV = ("tests/kernels/test_conv.py", "tests/test_geometry.py")
 POOL = ("tests/kernels/test_pool.py", "tests/test_geometry.py")
 EXPORT = ("tests/test_export.py",)
