@@ -283,8 +283,24 @@ def test_bench_shows_a_device_that_cannot_run_the_model(invoke, tmp_path):
     assert result.exit_code == 0 and "unavailable: OH_NN_FAILED" in result.stdout
 
 
-def test_ops_and_unknown_command(invoke):
-    assert invoke("ops").exit_code == 0
+def test_ops_lists_every_op_with_the_headers_value_and_the_references_input_counts(invoke):
+    import re
+
+    from support import shared_file
+
+    header = shared_file("spec", "neural_network_runtime_type.h").read_text()
+    values = {name: int(v) for name, v in re.findall(r"(OH_NN_OPS_\w+) = (\d+)", header)}
+    reference = {o["name"]: o for o in json.loads(shared_file("reference", "nnrt_ops_spec.json").read_text())}
+    result = invoke("ops")
+    assert result.exit_code == 0, result.output
+    listed = re.findall(r"^\s*(\d+) (OH_NN_OPS_\w+)\s+in (\d+)-(\d+)", result.stdout, re.MULTILINE)
+    assert len(listed) == len(values) == 108
+    for value, name, lo, hi in listed:
+        assert values[name] == int(value), name
+        assert (reference[name]["inputs_min"], reference[name]["inputs_max"]) == (int(lo), int(hi)), name
+
+
+def test_unknown_command(invoke):
     one_line_error(invoke("frobnicate"), 2, "No such command")
 
 

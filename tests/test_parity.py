@@ -50,6 +50,62 @@ def test_dtype_aware_tolerances():
     assert compare(ints, ints, rtol=1, atol=1).rtol == 0  # overrides apply to floats only
 
 
+# The documented rule (module doc of nnrt_onnx.workflows.parity, docs/onnx_import.md): an element is within when
+# |native - reference| <= atol * max|reference| + rtol * |reference|, with float32 rtol 1e-4 / atol 1e-5, float16
+# 1e-2 / 1e-2, float64 1e-7 / 1e-9, integers and bools exact. Each bound is computed here by hand from those numbers
+# and probed 1% inside and 1% outside (3% in float16, whose spacing near 100 is 0.0625), on the largest element
+# (where the rtol share is largest) and on a zero (atol alone).
+DOCUMENTED = {np.float32: (1e-4, 1e-5), np.float16: (1e-2, 1e-2), np.float64: (1e-7, 1e-9)}
+
+
+@pytest.mark.parametrize("dtype", list(DOCUMENTED), ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("where", ["largest", "zero"])
+def test_float_tolerance_boundaries(dtype, where):
+    rtol, atol = DOCUMENTED[dtype]
+    scale = 100.0 if dtype == np.float16 else 1000.0
+    ref = np.array([scale, -scale / 4, 0.0], dtype)
+    position = 0 if where == "largest" else 2
+    bound = atol * scale + rtol * abs(float(ref[position]))
+    margin = 0.03 if dtype == np.float16 else 0.01
+    for factor, within in ((1 - margin, True), (1 + margin, False)):
+        actual = ref.astype(np.float64)
+        actual[position] += factor * bound
+        actual = actual.astype(dtype)
+        error = abs(float(actual[position]) - float(ref[position]))
+        assert (error <= bound) == within, "the probe must land on its side of the bound in this dtype"
+        c = compare(actual, ref)
+        assert c.within == within, (factor, bound, error)
+        assert c.mismatched == (0 if within else 1)
+        assert c.rtol == rtol and c.atol == pytest.approx(atol * scale)
+
+
+def test_tolerance_overrides_move_the_boundary():
+    ref = np.array([1000.0, 0.0], np.float64)
+    bound = 1e-3 * 1000.0 + 1e-2 * 1000.0  # atol 1e-3 x scale 1000, rtol 1e-2 x 1000
+    assert compare(ref + [0.99 * bound, 0.0], ref, rtol=1e-2, atol=1e-3).within
+    assert not compare(ref + [1.01 * bound, 0.0], ref, rtol=1e-2, atol=1e-3).within
+    assert not compare(ref + [0.99 * bound, 0.0], ref).within  # the defaults are far tighter
+
+
+def test_rtol_is_relative_to_the_reference_not_to_the_native_value():
+    ref = np.array([1.0], np.float64)
+    assert compare(np.array([0.6]), ref, rtol=0.5, atol=0.0).within  # |0.4| <= 0.5 * |1.0|
+    assert not compare(np.array([1.9]), ref, rtol=0.5, atol=0.0).within  # |0.9| > 0.5 * |1.0| (0.5 * 1.9 would pass)
+    c = compare(np.array([1.9]), ref, rtol=0.5, atol=0.0)
+    assert c.max_rel == pytest.approx(0.9) and c.max_abs == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_integers_and_bools_are_exact(dtype):
+    ref = np.array([0, 1, 1, 0], dtype)
+    assert compare(ref.copy(), ref).within
+    off = ref.copy()
+    off[0] = 1  # one unit (True for bools) on one element
+    c = compare(off, ref)
+    assert not c.within and c.mismatched == 1 and c.max_abs == 1.0
+    assert not compare(off, ref, rtol=0.5, atol=0.5).within  # float overrides do not loosen integers
+
+
 def test_special_values_shapes_and_cosine():
     ref = np.array([np.nan, np.inf, 1.0], np.float32)
     assert compare(ref.copy(), ref).within
