@@ -25,7 +25,7 @@ from ._common import (
     _check,
     _declared,
     _dtype_name,
-    _erf,
+    _erf_float32,
     _first_input_shape,
     _kind,
     _known,
@@ -366,7 +366,7 @@ def erf(input):
     x = np.asarray(input)
     if x.dtype == np.float64:  # the header: "the data type only support OH_NN_FLOAT32 and OH_NN_FLOAT16"
         raise unsupported("OH_NN_OPS_ERF: input dtype OH_NN_FLOAT64 is not supported (FLOAT32 or FLOAT16 only)")
-    return _unary_float("ERF", x, _erf)
+    return _unary_float("ERF", x, _erf_float32)
 
 
 @kernel("OH_NN_OPS_CEIL")
