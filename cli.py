@@ -423,8 +423,12 @@ def _print_check(report, repro) -> None:
 @click.option("--runs", "-n", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs.")
 @click.option("--warmup", default=3, show_default=True, type=click.IntRange(min=0), help="Untimed runs first.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--profile", is_flag=True,
+              help="Also time every native operation: a table of op types by time (count, ms per run, share).")
+@click.option("--top", default=15, show_default=True, type=click.IntRange(min=1),
+              help="With --profile: rows of the op table (the rest summed in one row).")
 def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, runs: int, warmup: int,
-          as_json: bool) -> None:
+          as_json: bool, profile: bool, top: int) -> None:
     """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: median of N runs after warm-up.
 
     Both devices run the same compiled NNRt model through Compilation/Executor; an .onnx MODEL is also timed as
@@ -440,8 +444,10 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, run
     results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress,
                         bound=model_inputs.constants)
     native = results[0].median
+    op_times = _profile_ops(model, arrays, runs, warmup) if profile else None
     if as_json:
-        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "results": [
+        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, **_profile_json(op_times),
+                               "results": [
             {"name": r.name, "compile_ms": None if r.compile_seconds is None else r.compile_seconds * 1e3,
              "median_ms": None if r.median is None else r.median * 1e3,
              "min_ms": min(r.times) * 1e3 if r.times else None,
@@ -456,6 +462,39 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, run
             continue
         rows.append((r.name, f"{r.compile_seconds * 1e3:.1f}", f"{r.median * 1e3:.3f}", f"{min(r.times) * 1e3:.3f}",
                      f"{native / r.median:.2f}x" if native else "-"))
+    _echo_table(rows, "  ")
+    if op_times is not None:
+        _echo_profile(*op_times, top)
+
+
+def _profile_ops(model, arrays, runs: int, warmup: int):
+    from nnrt_onnx.errors import NNRtError
+    from nnrt_onnx.workflows.inference import profile_model
+
+    try:
+        return profile_model(model, arrays, runs, warmup)
+    except NNRtError as exc:
+        raise click.ClickException(f"--profile: {exc.code.name}: {exc.message}") from None
+
+
+def _profile_json(op_times) -> dict:
+    if op_times is None:
+        return {}
+    table, total = op_times
+    return {"profile": {"step_ms": total * 1e3, "ops": [
+        {"op": t.op, "count": t.count, "ms": t.seconds * 1e3, "share": t.share} for t in table]}}
+
+
+def _echo_profile(table, total: float, top: int) -> None:
+    """The --profile table: native time per op type, most expensive first."""
+    click.echo(f"native time by operation type (mean of the runs; steps total {total * 1e3:.3f} ms):")
+    rows = [("op", "count", "ms/run", "share")]
+    for t in table[:top]:
+        rows.append((t.op, str(t.count), f"{t.seconds * 1e3:.3f}", f"{t.share * 100:.1f}%"))
+    rest = table[top:]
+    if rest:
+        rows.append((f"({len(rest)} more)", str(sum(t.count for t in rest)),
+                     f"{sum(t.seconds for t in rest) * 1e3:.3f}", f"{sum(t.share for t in rest) * 100:.1f}%"))
     _echo_table(rows, "  ")
 
 

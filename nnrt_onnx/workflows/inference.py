@@ -201,6 +201,44 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
     return [result for result, _ in candidates]
 
 
+@dataclass
+class OpTime:
+    """Time spent in one operation type over the profiled runs."""
+
+    op: str  # OH_NN_OPS_ name without the prefix
+    count: int  # operations of this type in the model
+    seconds: float  # mean seconds per run, all operations of this type together
+    share: float  # of the total step time
+
+
+def profile_model(model: Model, inputs: Sequence[np.ndarray], runs: int = 10, warmup: int = 2,
+                  float16: bool = False) -> tuple[list[OpTime], float]:
+    """Per-operation-type time of ``model`` on the native device: the execution plan's own per-step timing
+    (``NativePreparedModel.run(..., profile=...)``) over ``runs`` runs after ``warmup``. Returns the op types,
+    most expensive first, and the mean total seconds per run of the steps."""
+    compilation = Compilation(model)
+    compilation.set_device(1)
+    compilation.enable_float16(float16)
+    compilation.build()
+    executor = Executor(compilation)
+    prepared = executor.prepared
+    for _ in range(warmup):
+        executor.run_arrays(list(inputs))
+    records: list = []
+    for _ in range(runs):
+        prepared.run(list(inputs), profile=records)
+    totals: dict[str, float] = {}
+    numbers: dict[str, set] = {}
+    for number, op, seconds in records:
+        name = op[len("OH_NN_OPS_"):] if op.startswith("OH_NN_OPS_") else op
+        totals[name] = totals.get(name, 0.0) + seconds
+        numbers.setdefault(name, set()).add(number)
+    total = sum(totals.values())
+    table = [OpTime(name, len(numbers[name]), seconds / runs, seconds / total if total else 0.0)
+             for name, seconds in sorted(totals.items(), key=lambda item: -item[1])]
+    return table, total / runs
+
+
 def safe_file_name(name: str) -> str:
     """A tensor name as a file name: characters that cannot be in one become ``_``."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".")
@@ -226,5 +264,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "benchmark", "complete_inputs", "device_id_by_name", "load_any",
+__all__ = ["BenchResult", "OpTime", "RunResult", "benchmark", "profile_model", "complete_inputs", "device_id_by_name", "load_any",
            "random_inputs", "run_model", "safe_file_name", "save_outputs"]
