@@ -34,6 +34,7 @@ from ..enums import OH_NN_OperationType
 from ..errors import unsupported
 from ..optable import op_spec
 from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+from ._common import _register_constant
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
@@ -147,6 +148,13 @@ def infer_output_shapes(op: OH_NN_OperationType | int, input_shapes: Sequence[Se
 @cache
 def wants_context(fn: Callable[..., Any]) -> bool:
     return "ctx" in inspect.signature(fn).parameters
+
+
+def register_constant(array: np.ndarray) -> None:
+    """Declare a read-only array a constant of a compiled model: kernels may then cache pre-packed forms of it
+    (a transposed contiguous weight matrix, a cast) for as long as it lives, instead of re-laying it out on every
+    call. The native engine registers every constant of the models it compiles."""
+    _register_constant(array)
 
 
 @cache

@@ -31,7 +31,7 @@ from ..geometry import (
     window_axis,
 )
 from . import kernel, shape_rule
-from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known
+from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 
 
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list_values):
@@ -212,7 +212,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
-        np.matmul(rows, w.reshape(o, c).T, out=out2d)
+        np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
         _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation)
         return out
     xp = _padded(x, pads)
@@ -222,7 +222,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     if group == 1:
         k = kh * kw * c
         taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
-        wmat = w.reshape(o, k).T  # [K, O]: BLAS reads the transposed view directly
+        wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
         b_rows = None if bias is None else _tiled_bias(bias, ow)
         rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow, kh, kw, c), x.dtype)
@@ -285,8 +285,8 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
     if out is not None and (out.dtype != x.dtype or x.dtype != cdtype or out.shape != (n, oh, ow, o)
                             or not out.flags.c_contiguous):
         out = None  # float16 data computes in float32: the planned array does not fit
-    result = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, (oh, ow),
-                        b, activation, out)
+    w_c = weight if weight.dtype == cdtype else _packed(weight, ("cast", cdtype.str), lambda a: a.astype(cdtype))
+    result = _conv_core(x.astype(cdtype, copy=False), w_c, s, d, pads, group, (oh, ow), b, activation, out)
     return result.astype(x.dtype, copy=False)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..dtypes import dequantize, quantize
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
+from ..kernels import register_constant
 from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
@@ -130,9 +131,14 @@ class NativePreparedModel(PreparedModel):
         self._arena_lock = threading.Lock()
 
     def _constant(self, index, tensor) -> np.ndarray:
+        """The constant in its compute dtype, as a read-only array registered with the kernels (which may then
+        keep pre-packed forms of it, see kernels.register_constant)."""
         data = tensor.data
         target = self.compute_dtype[index]
-        return data.astype(target) if target is not None and data.dtype != target else data
+        value = (data.astype(target) if target is not None and data.dtype != target else data).view()
+        value.flags.writeable = False
+        register_constant(value)
+        return value
 
     def _plan_view(self, step: _Step) -> None:
         """A reshape-like step with static shapes, no quantization and the same dtype in and out becomes a view
@@ -205,8 +211,8 @@ class NativePreparedModel(PreparedModel):
             declared = self.declared_dtype[index]
             if value.dtype != declared:
                 value = value.astype(declared)
-            elif any(np.may_share_memory(value, s) for s in sources):  # never hand out a view of the caller's input
-                value = value.copy()
+            elif not value.flags.writeable or any(np.may_share_memory(value, s) for s in sources):
+                value = value.copy()  # never hand out a constant or a view of the caller's input
             results.append(value)
         return results
 
