@@ -33,8 +33,10 @@ import numpy as np
 from ..enums import OH_NN_OperationType
 from ..errors import unsupported
 from ..optable import op_spec
-from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
-from ._common import _register_constant
+from ._common import (
+    Shape,  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+    _register_constant,
+)
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
