@@ -30,6 +30,7 @@ from ..model import Model
 from .context import NodeContext
 from .handlers import handler_for
 from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
+from .shapes import infer_shapes_without_weights
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -131,7 +132,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     opset = opset_of(model)
     model = _with_initializer_inputs(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        model = infer_shapes_without_weights(model, in_place=model is not source)
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()
