@@ -188,6 +188,7 @@ class NativePreparedModel(PreparedModel):
             self._check_value(index, array, f"input #{position}", self.declared_dtype[index])
             target = self.compute_dtype[index]
             env[index] = array.astype(target) if array.dtype != target else array
+        sources = [env[i] for i in self.inputs]  # (the plan releases inputs after their last use)
         if capture is not None:
             self._capture(capture, env, [i for i in capture if env[i] is not None])
         arena = self._take_arena() if self._arena_sizes else None
@@ -205,7 +206,6 @@ class NativePreparedModel(PreparedModel):
             if arena is not None:
                 self._give_arena(arena)
         results = []
-        sources = [env[i] for i in self.inputs]
         for index in self.outputs:
             value = env[index]
             declared = self.declared_dtype[index]
