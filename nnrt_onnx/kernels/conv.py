@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ..errors import invalid, unsupported
 from ..geometry import (
@@ -217,15 +217,20 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         return out
     xp = _padded(x, pads)
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
-    win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
-    win = win[:, : (oh - 1) * s_h + 1 : s_h, : (ow - 1) * s_w + 1 : s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
     if group == 1:
         k = kh * kw * c
-        taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
+        if d_w == 1:  # a kernel row's kW * C values are contiguous in NHWC: copy them as one inner run
+            xp = np.ascontiguousarray(xp)
+            sn, sh, sw, sc = xp.strides
+            taps = as_strided(xp, (n, oh, ow, kh, kw * c), (sn, sh * s_h, sw * s_w, sh * d_h, sc), writeable=False)
+        else:
+            win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
+            win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]
+            taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
         wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
         b_rows = None if bias is None else _tiled_bias(bias, ow)
         rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
-        cols_full = _scratch("im2col", (n, rows, ow, kh, kw, c), x.dtype)
+        cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
         for r0 in range(0, oh, rows):
             r1 = min(oh, r0 + rows)
             cols = cols_full[:, : r1 - r0]
@@ -238,11 +243,18 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             _finish_rows(block, b_rows, activation)
         return out
     og = o // group
-    cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
-    cols = cols.reshape(group, n * oh * ow, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
-    wg = w.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)  # [G, K, Og]
-    res = np.matmul(cols, wg)  # [G, M, Og]
-    out[...] = res.transpose(1, 0, 2).reshape(n, oh, ow, o)
+    m = n * oh * ow
+    if kh == kw == 1 and xp is x:  # grouped 1x1: each group's rows are a strided [M, Cg] matrix BLAS reads as is
+        src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
+        cols = np.ascontiguousarray(src).reshape(m, group, cg).transpose(1, 0, 2)  # [G, M, Cg], a view
+    else:
+        win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
+        win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
+        cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
+        cols = cols.reshape(group, m, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
+    wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
+        a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
+    np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
     _finish_rows(out, None if bias is None else _tiled_bias(bias, ow), activation)
     return out
 

@@ -39,6 +39,10 @@ _OP = OH_NN_OperationType
 _VIEW_OPS = frozenset({_OP.OH_NN_OPS_RESHAPE, _OP.OH_NN_OPS_SQUEEZE, _OP.OH_NN_OPS_UNSQUEEZE,
                        _OP.OH_NN_OPS_EXPAND_DIMS, _OP.OH_NN_OPS_FLATTEN})
 _KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError)
+# float arithmetic whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
+_UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
+              _OP.OH_NN_OPS_DIV: np.true_divide}
+_FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def _quant_args(q, ndim):
@@ -53,7 +57,7 @@ class _Step:
     """One operation of the plan."""
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
-                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out")
+                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -71,6 +75,7 @@ class _Step:
         self.out_slot: int | None = None  # arena slot of the first output (kernels that accept ``out``)
         self.checks: tuple = ()
         self.accepts_out = False
+        self.ufunc = None  # float ADD/SUB/MUL/DIV whose dtypes were checked at compile time: the ufunc itself
 
 
 class NativePreparedModel(PreparedModel):
@@ -125,6 +130,7 @@ class NativePreparedModel(PreparedModel):
             step.checks = tuple((t, self.compute_dtype[t], self.static[t]) for t in operation.outputs)
             step.accepts_out = bound.accepts_out
             self._plan_view(step)
+            self._plan_ufunc(step)
             self.steps.append(step)
         self._arena_sizes = plan_arena(self)
         self._arenas: list[list[np.ndarray]] = []
@@ -162,6 +168,17 @@ class NativePreparedModel(PreparedModel):
             return  # the kernel raises its error at run time
         if rule == shape_out and int(np.prod(shape_in)) == int(np.prod(shape_out)):
             step.view_shape = shape_out
+
+    def _plan_ufunc(self, step: _Step) -> None:
+        """Float ADD/SUB/MUL/DIV with one float dtype in and out and no quantization: the kernel's dtype checks
+        pass for every run, so the step calls the ufunc directly (a shape that does not broadcast still gets the
+        kernel's own error: the kernel is called then)."""
+        ufunc = _UFUNC_OPS.get(step.op)
+        if ufunc is None or step.dequantize_inputs or step.quantize_outputs or len(step.inputs) != 2:
+            return
+        dtypes = {self.compute_dtype[i] for i in step.inputs + step.outputs}
+        if len(dtypes) == 1 and dtypes <= _FLOATS and len(step.outputs) == 1:
+            step.ufunc = ufunc
 
     # -- arenas ----------------------------------------------------------------------------------------------
     def _take_arena(self) -> list[np.ndarray]:
@@ -233,7 +250,12 @@ class NativePreparedModel(PreparedModel):
             args = [a if q is None else dequantize(a, *_quant_args(q, a.ndim), out_dtype=out_dtype)
                     for a, q in zip(args, step.dequantize_inputs)]
         try:
-            if arena is not None and step.out_slot is not None:
+            if step.ufunc is not None:
+                try:
+                    result = step.ufunc(args[0], args[1])
+                except ValueError:  # does not broadcast: the kernel raises its own error
+                    result = step.fn(*args, **step.kwargs)
+            elif arena is not None and step.out_slot is not None:
                 buffer = arena[step.out_slot]
                 if not slot_is_free(buffer):  # still referenced (a view, a capture, an output): a new array
                     buffer = arena[step.out_slot] = np.empty_like(buffer)
