@@ -189,6 +189,82 @@ def _tiled_bias(b, ow):
     return np.tile(b, ow).reshape(ow, b.shape[0])
 
 
+# Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 2x2 output tile from a 4x4 input tile with 16 multiplies per
+# channel pair instead of 36. The tile transforms are GEMMs with the Kronecker products of the transform matrices
+# (V = (B^T x B^T) d, Y = (A^T x A^T) M): their entries are 0 and +-1, so they are exact; the weight transform
+# U = (G x G) g (entries 0, +-1/2, +-1/4) is computed once per weight in float64.
+_WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+_WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+_WINO_KB = np.kron(_WINO_BT, _WINO_BT).astype(np.float32)  # [16, 16]
+_WINO_KA = np.kron(_WINO_AT, _WINO_AT).astype(np.float32)  # [4, 16]
+_WINO_KG = np.kron(_WINO_G, _WINO_G)  # [16, 9]
+_WINO_BLOCK_BYTES = 1 << 20  # tile rows per pass: the transformed tiles of a block stay in L2
+
+
+def _winograd_weights(w: np.ndarray) -> np.ndarray:
+    """[O, 3, 3, C] -> the transformed weights U [16, C, O] (float32, computed in float64)."""
+    o, _, _, c = w.shape
+    g = w.transpose(1, 2, 3, 0).reshape(9, c * o).astype(np.float64)
+    return np.ascontiguousarray((_WINO_KG @ g).reshape(16, c, o).astype(np.float32))
+
+
+def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
+    """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md): float32 3x3 stride-1
+    convolutions with enough channels for the 16 GEMMs to run at speed."""
+    o, kh, kw, c = w.shape
+    return (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
+            and tuple(dilation) == (1, 1) and group == 1 and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS
+            and out_size[0] * out_size[1] >= 16)
+
+
+_WINO_MIN_CHANNELS = 64
+
+
+def _winograd_3x3(x, w, pads, out_size, bias, activation, out):
+    """Stride-1 3x3 convolution by F(2x2, 3x3), in blocks of tile rows; bias and activation per block."""
+    n, h, wd, c = x.shape
+    o = w.shape[0]
+    oh, ow = out_size
+    th, tw = -(-oh // 2), -(-ow // 2)
+    pt, _, pl, _ = pads
+    hp, wp = 2 * th + 2, 2 * tw + 2  # every tile inside: >= h + pt + pb since oh = h + pt + pb - 2
+    xp = _scratch("wino_pad", (n, hp, wp, c), x.dtype)
+    xp[:, :pt] = 0
+    xp[:, pt + h:] = 0
+    xp[:, pt:pt + h, :pl] = 0
+    xp[:, pt:pt + h, pl + wd:] = 0
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    u = _packed(w, "winograd", _winograd_weights)
+    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    sn, sh, sw, sc = xp.strides
+    rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
+    d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
+    v_full = _scratch("wino_v", (16, n * rows * tw * c), np.float32)
+    m_full = _scratch("wino_m", (16, n * rows * tw * o), np.float32)
+    y_full = _scratch("wino_y", (4, n * rows * tw * o), np.float32)
+    for r0 in range(0, th, rows):
+        r1 = min(th, r0 + rows)
+        t = n * (r1 - r0) * tw
+        d, v, m, y = d_full[:, : t * c], v_full[:, : t * c], m_full[:, : t * o], y_full[:, : t * o]
+        tiles = as_strided(xp[:, 2 * r0:], (4, 4, n, r1 - r0, tw, c), (sh, sw, sn, 2 * sh, 2 * sw, sc),
+                           writeable=False)
+        np.copyto(d.reshape(4, 4, n, r1 - r0, tw, c), tiles)
+        np.matmul(_WINO_KB, d, out=v)
+        np.matmul(v.reshape(16, t, c), u, out=m.reshape(16, t, o))
+        np.matmul(_WINO_KA, m, out=y)
+        tiles_out = y.reshape(2, 2, n, r1 - r0, tw, o).transpose(2, 3, 0, 4, 1, 5)  # [N, R, 2, TW, 2, O]
+        rr = min(oh, 2 * r1) - 2 * r0
+        block = out[:, 2 * r0: 2 * r0 + rr]
+        if rr == 2 * (r1 - r0) and ow == 2 * tw:
+            np.copyto(block.reshape(n, r1 - r0, 2, tw, 2, o), tiles_out)
+        else:
+            full = np.ascontiguousarray(tiles_out).reshape(n, 2 * (r1 - r0), 2 * tw, o)
+            np.copyto(block, full[:, :rr, :ow])
+        _finish_rows(block, b_rows, activation)
+    return out
+
+
 def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None):
     """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]; ``out_size`` (OH, OW) is :func:`_conv_geometry`'s.
     Bias and fused activation are applied in place (block by block where the convolution is blocked); ``out``,
@@ -215,6 +291,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
         _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation)
         return out
+    if _use_winograd(x, w, strides, dilation, group, out_size):
+        return _winograd_3x3(x, w, pads, out_size, bias, activation, out)
     xp = _padded(x, pads)
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
     if group == 1:

@@ -350,3 +350,45 @@ def test_conv2d_transpose_errors(case):
         expect_error(RC.OH_NN_UNSUPPORTED, "OH_NN_OPS_CONV2D_TRANSPOSE",
                      [x.astype(bool), w.astype(bool), b.astype(bool)],
                      output_dtypes=[np.bool_], output_shapes=[(1, 5, 5, 2)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): the 3x3 stride-1 float32 path for wide layers, against a float64 direct convolution written
+# here (no library code in the oracle)
+
+
+def _direct_conv_f64(x, w, b, pads):
+    """NHWC stride-1 convolution in float64 by explicit taps: sum over (i, j) of shifted input @ w[:, i, j, :].T."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    pt, pb, pl, pr = pads
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh, ow = xp.shape[1] - 2, xp.shape[2] - 2
+    out = np.zeros(x.shape[:1] + (oh, ow, w.shape[0]))
+    for i in range(3):
+        for j in range(3):
+            out += xp[:, i:i + oh, j:j + ow, :] @ w[:, i, j, :].T
+    return out + b
+
+
+@pytest.mark.parametrize("shape,out_c,pads,fuse", [
+    ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
+    ((2, 8, 8, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
+    ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
+])
+def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, fuse):
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels.conv import conv2d
+
+    rng = np.random.default_rng(sum(shape) + out_c)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_c, 3, 3, shape[3])) / np.sqrt(9 * shape[3])).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    oh, ow = shape[1] + pads[0] + pads[1] - 2, shape[2] + pads[2] + pads[3] - 2
+    assert conv_kernels._use_winograd(x, w, (1, 1), (1, 1), 1, (oh, ow))  # the path under test is taken
+    got = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
+                 activation=fuse)
+    want = _direct_conv_f64(x, w, b, pads)
+    if fuse:
+        want = np.maximum(want, 0) if fuse == 1 else np.clip(want, 0, 6)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
