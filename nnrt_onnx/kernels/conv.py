@@ -30,7 +30,7 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import kernel, shape_rule
+from . import _accel, kernel, shape_rule
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 
 
@@ -153,10 +153,13 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
     d_h, d_w = dilation
     oh, ow = out_size
     xp = _padded(x, pads, "dw_pad")
-    wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
-    b_rows = None if bias is None else _tiled_bias(bias, ow)
     if out is None:
         out = np.empty((n, oh, ow, c), dtype=x.dtype)
+    taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
+    if _accel.depthwise(xp, taps, bias, out, strides, dilation, activation):  # numba, when installed
+        return out
+    wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
+    b_rows = None if bias is None else _tiled_bias(bias, ow)
     rows = max(1, _DEPTHWISE_BLOCK_BYTES // max(1, n * ow * c * x.dtype.itemsize))
     tmp_full = _scratch("dw_tmp", (n, min(rows, oh), ow, c), x.dtype)
     for r0 in range(0, oh, rows):

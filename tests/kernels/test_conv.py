@@ -392,3 +392,48 @@ def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, 
         want = np.maximum(want, 0) if fuse == 1 else np.clip(want, 0, 6)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the compiled depthwise loop (numba, optional) against the numpy path: the same float operations in the same order
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.conv import _depthwise_core
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    rng = np.random.default_rng(11)
+    cases = 0
+    for k in range(40):
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 13)), int(rng.integers(1, 13))
+        c, mult = int(rng.integers(1, 20)), int(rng.integers(1, 3))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        strides, dilation = tuple(int(v) for v in rng.integers(1, 3, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        oh = (h + pads[0] + pads[1] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
+        ow = (w + pads[2] + pads[3] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+        if oh < 1 or ow < 1:
+            continue
+        x = rng.standard_normal((n, h, w, c)).astype(dtype)
+        x.flat[::7] = 0.0
+        x.flat[::11] *= -0.0
+        if k % 5 == 0:
+            x.flat[3] = np.nan
+        wt = rng.standard_normal((c * mult, kh, kw, 1)).astype(dtype)
+        if k % 6 == 0:
+            wt.flat[0] = np.inf
+        bias = rng.standard_normal(c * mult).astype(dtype) if k % 3 else None
+        activation = k % 3
+        args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
+        with np.errstate(all="ignore"):
+            compiled = _depthwise_core(*args)
+            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+            plain = _depthwise_core(*args)
+            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        assert compiled.dtype == plain.dtype == dtype and compiled.shape == plain.shape
+        assert compiled.tobytes() == plain.tobytes(), f"case {k}: {args[2:6]} activation {activation}"
+        cases += 1
+    assert cases > 25
