@@ -2,12 +2,16 @@
 
 numba is not a dependency: ``pip install "nnrt-onnx[fast]"`` adds it. Without it (or with the environment
 variable ``NNRT_ONNX_NUMBA=0``) every function here returns False and the kernel takes its numpy path. The
-compiled loops perform exactly the numpy path's float operations in the same order (no fast-math, so no FMA
-contraction or reassociation): results are bit-identical, which tests/kernels/test_conv.py checks.
+compiled loops use no fast-math (no FMA contraction, no reassociation).
 
 * :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
-  numpy path makes two passes over the whole output per tap (measured 4-5x slower, docs/performance.md).
+  numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
+  Bit-identical.
+* :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
+* :func:`softmax_last_axis`, :func:`layer_norm_rows` -- one loop per row instead of five to nine numpy passes;
+  their sums accumulate in float64 and np.exp's SIMD rounding differs from libm's, so they agree with the numpy
+  path to an ulp or two (well inside the kernel tolerances), not bit for bit.
 """
 from __future__ import annotations
 
@@ -43,6 +47,12 @@ def _build(name: str):
         import numba
     except ImportError:
         return _DISABLED
+    if name == "erf":
+        return _build_erf(numba)
+    if name == "softmax":
+        return _build_softmax(numba)
+    if name == "layer_norm":
+        return _build_layer_norm(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -87,6 +97,119 @@ def _build(name: str):
     return depthwise_loop
 
 
+def _build_erf(numba):
+    from ._common import _ERF_P, _ERF_Q
+
+    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
+    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    def erf_loop(x, out):  # pragma: no cover (compiled)
+        for k in range(x.size):
+            v = np.float64(x[k])
+            if v < -4.0:
+                v = -4.0
+            elif v > 4.0:
+                v = 4.0
+            t = v * v
+            p = t * p6
+            p = (p + p5) * t
+            p = (p + p4) * t
+            p = (p + p3) * t
+            p = (p + p2) * t
+            p = (p + p1) * t
+            p = p + p0
+            q = t * q5
+            q = (q + q4) * t
+            q = (q + q3) * t
+            q = (q + q2) * t
+            q = (q + q1) * t
+            q = q + 1.0
+            out[k] = np.float32((p * v) / q)
+        return out
+
+    return erf_loop
+
+
+def _build_softmax(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    def softmax_rows(x, out):  # pragma: no cover (compiled)
+        rows, n = x.shape
+        for r in range(rows):
+            m = x[r, 0]
+            for k in range(1, n):
+                v = x[r, k]
+                if v > m or v != v:  # NaN wins, as in np.max
+                    m = v
+                    if v != v:
+                        break
+            total = 0.0
+            for k in range(n):
+                e = np.exp(x[r, k] - m)
+                out[r, k] = e
+                total += e
+            inv = out.dtype.type(total)
+            for k in range(n):
+                out[r, k] = out[r, k] / inv
+        return out
+
+    return softmax_rows
+
+
+def _build_layer_norm(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
+        rows, n = x.shape
+        for r in range(rows):
+            total = 0.0
+            for k in range(n):
+                total += x[r, k]
+            mean = out.dtype.type(total / n)
+            squares = 0.0
+            for k in range(n):
+                d = x[r, k] - mean
+                out[r, k] = d
+                squares += np.float64(d) * d
+            std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
+            for k in range(n):
+                out[r, k] = out[r, k] / std * gamma[k] + beta[k]
+        return out
+
+    return layer_norm_rows
+
+
+def erf(x: np.ndarray) -> np.ndarray | None:
+    """The float32 erf of ``_common._erf_float32`` (the same float64 operations in the same order: bit-identical)
+    for a float16/float32 array; None without numba."""
+    loop = _get("erf") if x.dtype in (np.float16, np.float32) else None
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x, np.float32).reshape(-1)  # float16 is exact in float32 (numba has no float16)
+    return loop(flat, np.empty(flat.shape, np.float32)).reshape(x.shape)
+
+
+def softmax_last_axis(x: np.ndarray) -> np.ndarray | None:
+    """softmax over the last axis of a float32/float64 array in one loop per row (max, exp and sum, divide; the
+    sum accumulated in float64); None without numba. Within 1-2 ulp of the numpy path (np.exp's and libm's exp
+    round differently), not bit-identical."""
+    loop = _get("softmax") if x.dtype in (np.float32, np.float64) and x.ndim >= 1 and x.size else None
+    if loop is None or x.shape[-1] == 0:
+        return None
+    rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    return loop(rows, np.empty_like(rows)).reshape(x.shape)
+
+
+def layer_norm_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon: float) -> np.ndarray | None:
+    """Layer norm of each row of the 2-D float32/float64 ``x`` (mean and variance accumulated in float64, then the
+    numpy path's float operations: centre, divide by sqrt(var + eps), scale, shift); None without numba."""
+    loop = _get("layer_norm") if x.dtype in (np.float32, np.float64) and x.ndim == 2 and x.shape[1] else None
+    if loop is None:
+        return None
+    dtype = x.dtype
+    return loop(np.ascontiguousarray(x), np.ascontiguousarray(gamma, dtype).reshape(-1),
+                np.ascontiguousarray(beta, dtype).reshape(-1), dtype.type(epsilon), np.empty_like(x))
+
+
 def _cache_ok() -> bool:
     """Cache compiled code next to this file when that is writable (else compile once per process)."""
     return os.access(os.path.dirname(os.path.abspath(__file__)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
@@ -109,4 +232,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["depthwise", "enabled"]
+__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "softmax_last_axis"]

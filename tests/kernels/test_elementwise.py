@@ -595,7 +595,19 @@ def _ulp_errors(x32: np.ndarray, got: np.ndarray) -> np.ndarray:
     return np.abs(got.astype(F64) - exact) / spacing
 
 
-def test_erf_float32_within_one_ulp_of_math_erf_on_a_dense_grid():
+@pytest.fixture(params=["compiled", "numpy"])
+def erf_path(request, monkeypatch):
+    """Both implementations of the float32 erf: the numba loop (when installed) and the numpy blocks."""
+    from nnrt_onnx.kernels import _accel
+
+    if request.param == "numpy":
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+    elif not _accel.enabled():
+        pytest.skip("numba is not installed")
+    return request.param
+
+
+def test_erf_float32_within_one_ulp_of_math_erf_on_a_dense_grid(erf_path):
     from nnrt_onnx.kernels.elementwise import erf
 
     rng = np.random.default_rng(20240611)
@@ -615,7 +627,7 @@ def test_erf_float32_within_one_ulp_of_math_erf_on_a_dense_grid():
     assert np.mean(got[:20_000] == exact32) > 0.99
 
 
-def test_erf_float32_edge_values():
+def test_erf_float32_edge_values(erf_path):
     from nnrt_onnx.kernels.elementwise import erf
 
     tiny = np.array([np.finfo(F32).smallest_subnormal, np.finfo(F32).tiny, 1e-30, 1e-8], F32)
@@ -631,3 +643,15 @@ def test_erf_float32_edge_values():
     half = erf(np.array([0.5, -1.25, 2.0], np.float16))
     assert half.dtype == np.float16
     np.testing.assert_array_equal(half, np.array([math.erf(0.5), math.erf(-1.25), math.erf(2.0)], np.float16))
+
+
+def test_erf_compiled_and_numpy_paths_are_bit_identical(monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.elementwise import erf
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed")
+    x = np.concatenate([np.linspace(-6, 6, 100_001, dtype=F32), np.array([np.nan, np.inf, -np.inf, -0.0], F32)])
+    compiled = erf(x)
+    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+    assert compiled.tobytes() == erf(x).tobytes()
