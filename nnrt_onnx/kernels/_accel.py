@@ -9,6 +9,8 @@ compiled loops use no fast-math (no FMA contraction, no reassociation).
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
 * :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
+* :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
+  Identical values and signs of zero.
 * :func:`softmax_last_axis`, :func:`layer_norm_rows` -- row loops instead of five to nine numpy passes (numpy's
   SIMD exp kept: a compiled loop calling libm's exp was 2x slower); their sums accumulate in float64, so they
   agree with the numpy path to an ulp or two (well inside the kernel tolerances), not bit for bit.
@@ -53,6 +55,8 @@ def _build(name: str):
         return _build_softmax(numba)
     if name == "layer_norm":
         return _build_layer_norm(numba)
+    if name == "pool":
+        return _build_pool(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -189,6 +193,67 @@ def _build_layer_norm(numba):
     return layer_norm_rows
 
 
+def _build_pool(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
+        n, h, w, c = x.shape
+        _, oh, ow, _ = out.shape
+        for b in range(n):
+            for r in range(oh):
+                top = r * s_h - pt
+                i0, i1 = max(0, -top), min(k_h, h - top)
+                for q in range(ow):
+                    left = q * s_w - pl
+                    j0, j1 = max(0, -left), min(k_w, w - left)
+                    acc = out[b, r, q]
+                    if i1 <= i0 or j1 <= j0:  # no cell inside: the max's fill, an average of nothing (0 / 0)
+                        for ch in range(c):
+                            acc[ch] = fill
+                        continue
+                    first = True
+                    for i in range(i0, i1):
+                        for j in range(j0, j1):
+                            src = x[b, top + i, left + j]
+                            if first:
+                                if is_max or not start_at_zero:
+                                    for ch in range(c):
+                                        acc[ch] = src[ch]
+                                else:
+                                    for ch in range(c):
+                                        acc[ch] = out.dtype.type(0) + src[ch]
+                                first = False
+                            elif is_max:
+                                for ch in range(c):
+                                    v = src[ch]
+                                    if v > acc[ch] or v != v:
+                                        acc[ch] = v
+                            else:
+                                for ch in range(c):
+                                    acc[ch] = acc[ch] + src[ch]
+                    if not is_max:
+                        count = out.dtype.type((i1 - i0) * (j1 - j0))
+                        for ch in range(c):
+                            acc[ch] = acc[ch] / count
+        return out
+
+    return pool_loop
+
+
+def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool) -> np.ndarray | None:
+    """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
+    cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
+    Max is exact, so identical to the numpy path (NaN propagates); the average adds a window's cells in row-major
+    order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when its first tap is
+    clipped anywhere), then divides by the clipped count: also identical."""
+    loop = _get("pool") if x.dtype in (np.float32, np.float64) and x.size else None
+    if loop is None:
+        return None
+    out = np.empty((x.shape[0], out_size[0], out_size[1], x.shape[3]), x.dtype)
+    return loop(np.ascontiguousarray(x), out, int(kernel[0]), int(kernel[1]), int(strides[0]), int(strides[1]),
+                int(pads[0]), int(pads[1]), kind == "max", bool(start_at_zero),
+                x.dtype.type(-np.inf if kind == "max" else np.nan))
+
+
 def erf(x: np.ndarray) -> np.ndarray | None:
     """The float32 erf of ``_common._erf_float32`` (the same float64 operations in the same order: bit-identical)
     for a float16/float32 array; None without numba."""
@@ -247,4 +312,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "softmax_last_axis"]
+__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "pool", "softmax_last_axis"]
