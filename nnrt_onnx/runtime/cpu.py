@@ -39,9 +39,9 @@ _OP = OH_NN_OperationType
 _VIEW_OPS = frozenset({_OP.OH_NN_OPS_RESHAPE, _OP.OH_NN_OPS_SQUEEZE, _OP.OH_NN_OPS_UNSQUEEZE,
                        _OP.OH_NN_OPS_EXPAND_DIMS, _OP.OH_NN_OPS_FLATTEN})
 _KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError)
-# float arithmetic whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
+# float arithmetic (and MATMUL) whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
 _UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
-              _OP.OH_NN_OPS_DIV: np.true_divide}
+              _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
 
@@ -75,7 +75,7 @@ class _Step:
         self.out_slot: int | None = None  # arena slot of the first output (kernels that accept ``out``)
         self.checks: tuple = ()
         self.accepts_out = False
-        self.ufunc = None  # float ADD/SUB/MUL/DIV whose dtypes were checked at compile time: the ufunc itself
+        self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
 
 
 class NativePreparedModel(PreparedModel):
@@ -170,13 +170,16 @@ class NativePreparedModel(PreparedModel):
             step.view_shape = shape_out
 
     def _plan_ufunc(self, step: _Step) -> None:
-        """Float ADD/SUB/MUL/DIV with one float dtype in and out and no quantization: the kernel's dtype checks
-        pass for every run, so the step calls the ufunc directly (a shape that does not broadcast still gets the
-        kernel's own error: the kernel is called then)."""
+        """Float ADD/SUB/MUL/DIV (and MATMUL without transposes, float32/float64) with one dtype in and out and no
+        quantization: the kernel's dtype checks pass for every run, so the step calls the ufunc directly (shapes
+        that do not fit still get the kernel's own error: the kernel is called then)."""
         ufunc = _UFUNC_OPS.get(step.op)
         if ufunc is None or step.dequantize_inputs or step.quantize_outputs or len(step.inputs) != 2:
             return
         dtypes = {self.compute_dtype[i] for i in step.inputs + step.outputs}
+        if step.op == _OP.OH_NN_OPS_MATMUL:  # the kernel is np.matmul when nothing is transposed and not float16
+            if step.kwargs.get("transpose_a") or step.kwargs.get("transpose_b") or FLOAT16 in dtypes:
+                return
         if len(dtypes) == 1 and dtypes <= _FLOATS and len(step.outputs) == 1:
             step.ufunc = ufunc
 
