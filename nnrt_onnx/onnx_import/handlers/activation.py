@@ -1,6 +1,8 @@
 """Converters of the activation family: PRelu (opsets 1-6 and 7+), HardSigmoid, Elu, Selu, Celu, Softplus,
 Softsign, Mish, Gelu (and the transforms of its ``approximate`` attribute), Swish, ThresholdedRelu, Shrink, Clip and
 SwiGLU; its rows without a converter (Relu, Sigmoid, Tanh, LeakyRelu, HardSwish) go through the generic converter.
+onnxruntime's contrib activations (com.microsoft): Gelu, BiasGelu, FastGelu (GELU with the tanh approximation) and
+QuickGelu.
 
 Decisions (the dtype checks, constant dtypes, ``expm1``/``log1p`` forms and output shapes of the decompositions: see
 ``_common``): PRelu-1/6's slope has one element (shared) or one per channel (axis 1); it is aligned, then converted
