@@ -1,4 +1,5 @@
-"""Converters of the attention family: Attention and RotaryEmbedding, decomposed into NNRt ops.
+"""Converters of the attention family: Attention and RotaryEmbedding, decomposed into NNRt ops; and onnxruntime's
+contrib Attention (com.microsoft: merged Q/K/V weights, mask_index forms, unidirectional, past / present).
 
 Decisions (also stated where they are made):
 
@@ -35,6 +36,7 @@ from ._common import (
     _concat,
     _const,
     _float_input,
+    _matmul,
     _reduce,
     _reshape,
     _shape,
@@ -408,3 +410,198 @@ def attention(ctx: NodeContext) -> None:
     if not final_4d:
         per_token = _transpose(ctx, y, (0, 2, 1, 3))
         _reshape(ctx, per_token, (batch, q_len, q_heads * v_head), output=out)
+
+
+# -- onnxruntime's contrib Attention (com.microsoft) -------------------------------------------------------------------
+
+_LOWEST = float(np.finfo(np.float32).min)  # what onnxruntime writes over the causally masked scores
+
+
+def _contrib_mask_bias(ctx: NodeContext, batch: int, q_len: int, total: int, fill: float, work: np.dtype) -> str | None:
+    """mask_index as an additive (B, 1, 1 | S, T) term: ``fill`` (mask_filter_value) where masked, 0 elsewhere.
+
+    Forms (onnxruntime's CPU kernel): (B) end positions (keys j >= end masked: right padding); (2B) end positions
+    then start positions (also keys j < start masked: left padding); raw 0/1 masks (B, T) and (B, S, T) (a key is
+    kept where the mask is > 0). A constant mask becomes a constant term."""
+    if not ctx.has_input(3):
+        return None
+    mask = ctx.input(3)
+    value = ctx.value(mask)
+    shape = _shape(ctx, mask, "mask_index")
+    out = ctx.output(0)
+    if value.dtype != np.int32:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"mask_index has dtype {value.dtype} (int32 only)", tensor=mask)
+    keys = np.arange(total, dtype=np.int32)
+    if len(shape) == 1 and shape[0] in (batch, 2 * batch):
+        if value.data is not None:
+            data = value.data.astype(np.int64)
+            masked = keys[None, :] >= data[:batch, None]
+            if shape[0] == 2 * batch:
+                masked |= keys[None, :] < np.minimum(data[batch:, None], total)
+            return ctx.constant(np.where(masked, fill, 0).astype(work).reshape(batch, 1, 1, total),
+                                f"{ctx.name}.mask_bias")
+        positions = ctx.constant(keys.reshape(1, total), f"{ctx.name}.key_positions")
+        ends = mask if shape[0] == batch else _slice(ctx, mask, 0, 0, batch, f"{out}.mask_ends")
+        masked = _compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, positions, _reshape(ctx, ends, (batch, 1)),
+                          f"{out}.past_end")
+        if shape[0] == 2 * batch:
+            starts = _reshape(ctx, _slice(ctx, mask, 0, batch, batch, f"{out}.mask_starts"), (batch, 1))
+            before = _compare(ctx, OP.OH_NN_OPS_LESS, positions, starts, f"{out}.before_start")
+            masked = _compare(ctx, OP.OH_NN_OPS_LOGICAL_OR, masked, before, f"{out}.masked")
+        bias = _where(ctx, masked, _const(ctx, fill, work, "mask_filter"), _const(ctx, 0, work, "zero"),
+                      f"{out}.mask_bias_2d")
+        return _reshape(ctx, bias, (batch, 1, 1, total))
+    if len(shape) == 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"a 1-D mask_index of {shape[0]} values is not supported "
+                                                     f"(({batch},) end positions or ({2 * batch},) end and start "
+                                                     "positions; the (3B+2) form is onnxruntime's GPU-only one)")
+    if len(shape) == 4:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "a 4-D mask_index (Megatron's (B, 1, max, max)) is not supported "
+                                                     "(onnxruntime's CPU kernel rejects it too)")
+    if len(shape) == 2 and tuple(shape) != (batch, total) or len(shape) == 3 and tuple(shape) != (batch, q_len, total):
+        raise ConversionIssue(INVALID_MODEL, f"mask_index of shape {list(shape)} is neither ({batch}, {total}) nor "
+                                             f"({batch}, {q_len}, {total})")
+    if len(shape) not in (2, 3):
+        raise ConversionIssue(INVALID_MODEL, f"mask_index of rank {len(shape)} is not supported")
+    target = (batch, 1, 1, total) if len(shape) == 2 else (batch, 1, q_len, total)
+    if value.data is not None:
+        return ctx.constant(np.where(value.data > 0, 0, fill).astype(work).reshape(target), f"{ctx.name}.mask_bias")
+    kept = _compare(ctx, OP.OH_NN_OPS_GREATER, mask, _const(ctx, 0, np.int32, "zero_i32"), f"{out}.kept")
+    bias = _where(ctx, kept, _const(ctx, 0, work, "zero"), _const(ctx, fill, work, "mask_filter"), f"{out}.mask_raw")
+    return _reshape(ctx, bias, target)
+
+
+def _heads(ctx: NodeContext, x: str, batch: int, seq: int, heads: int, size: int) -> str:
+    """(B, S, N * size) -> (B, N, S, size)."""
+    return _transpose(ctx, _reshape(ctx, x, (batch, seq, heads, size)), (0, 2, 1, 3))
+
+
+@converts("com.microsoft.Attention")
+def contrib_attention(ctx: NodeContext) -> None:
+    """onnxruntime's multi-head self-attention with merged Q/K/V weights: MATMUL + ADD bias, SLICE into Q, K, V,
+    RESHAPE/TRANSPOSE to heads, [CONCAT past K/V, STACK present], MATMUL Q K^T, MUL scale, ADD (attention_bias +
+    mask term + causal term), SOFTMAX, MATMUL V, TRANSPOSE/RESHAPE back.
+
+    As onnxruntime's CPU kernel: masked keys get ``mask_filter_value`` (-10000) added; with unidirectional=1 (and
+    more than one query) the keys after a query's position (past length + its index) get the lowest float32
+    instead of whatever mask value they had. float16 is computed in float32. Rejected: do_rotary=1 and
+    past_present_share_buffer=1 (onnxruntime's CPU kernel rejects them too, or they need its shared-buffer
+    decoding), 4-D and (3B+2) mask_index forms."""
+    x, weights = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    heads = ctx.attr("num_heads")
+    if heads is None or int(heads) <= 0:
+        raise ConversionIssue(INVALID_MODEL, "num_heads is required (> 0)")
+    heads = int(heads)
+    if int(ctx.attr("do_rotary", 0)):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "do_rotary=1 is not supported (onnxruntime's CPU Attention "
+                                                     "rejects it too)")
+    ctx.attr("rotary_embedding_dim")  # only read with do_rotary=1, which is rejected: no effect
+    if int(ctx.attr("past_present_share_buffer", 0)) or ctx.has_input(6):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "past_present_share_buffer / past_sequence_length (a shared "
+                                                     "KV-cache buffer) is not supported")
+    causal_attr = int(ctx.attr("unidirectional", 0))
+    scale_attr = ctx.attr("scale")
+    fill = float(ctx.attr("mask_filter_value", -10000.0))
+    x_shape = _shape(ctx, x, "the Attention input")
+    w_shape = _shape(ctx, weights, "weights")
+    if len(x_shape) != 3 or len(w_shape) != 2 or w_shape[0] != x_shape[2]:
+        raise ConversionIssue(INVALID_MODEL, f"input {list(x_shape)} (batch, sequence, hidden) and weights "
+                                             f"{list(w_shape)} (hidden, q + k + v) do not fit")
+    batch, seq, _ = x_shape
+    sizes = ctx.attr("qkv_hidden_sizes")
+    if sizes is None:
+        if w_shape[1] % 3:
+            raise ConversionIssue(INVALID_MODEL, f"weights' second dim {w_shape[1]} is not divisible by 3 (give "
+                                                 "qkv_hidden_sizes)")
+        sizes = [w_shape[1] // 3] * 3
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != 3 or sum(sizes) != w_shape[1] or sizes[0] != sizes[1] or any(s <= 0 or s % heads for s in sizes):
+        raise ConversionIssue(INVALID_MODEL, f"qkv_hidden_sizes={sizes} must be 3 positive multiples of num_heads="
+                                             f"{heads}, Q and K equal, summing to the weights' {w_shape[1]} columns")
+    head, v_head = sizes[0] // heads, sizes[2] // heads
+    if ctx.value(weights).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"weights have dtype {ctx.value(weights).dtype}, the input {dtype}")
+
+    # Q, K, V = input @ weights + bias, split and moved to heads
+    xw = _cast(ctx, x, work, f"{x}.{work.name}")
+    qkv = _matmul(ctx, xw, _cast(ctx, weights, work, f"{weights}.{work.name}"), f"{out}.qkv")
+    if ctx.has_input(2):
+        bias = ctx.input(2)
+        if _shape(ctx, bias, "bias") != (w_shape[1],) or ctx.value(bias).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"bias must be {dtype} of shape ({w_shape[1]},)")
+        qkv = _binary(ctx, OP.OH_NN_OPS_ADD, qkv, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv_biased")
+    starts = (0, sizes[0], sizes[0] + sizes[1])
+    q, k, v = (_slice(ctx, qkv, 2, start, size, f"{out}.{part}")
+               for start, size, part in zip(starts, sizes, ("q", "k", "v")))
+    q4 = _heads(ctx, q, batch, seq, heads, head)
+    k4 = _heads(ctx, k, batch, seq, heads, head)
+    v4 = _heads(ctx, v, batch, seq, heads, v_head)
+
+    # past ++ new keys and values; present = stack(K, V)
+    past_len = 0
+    if ctx.has_input(4):
+        past = ctx.input(4)
+        past_shape = _shape(ctx, past, "past")
+        if head != v_head:
+            raise ConversionIssue(INVALID_MODEL, "with past, Q, K and V must have the same hidden size")
+        if len(past_shape) != 5 or past_shape[:3] != (2, batch, heads) or past_shape[4] != head:
+            raise ConversionIssue(INVALID_MODEL, f"past of shape {list(past_shape)} is not (2, {batch}, {heads}, "
+                                                 f"past_sequence_length, {head})")
+        if ctx.value(past).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"past has dtype {ctx.value(past).dtype}, the input {dtype}")
+        past_len = past_shape[3]
+        past_w = _cast(ctx, past, work, f"{past}.{work.name}")
+        past_kv = [_reshape(ctx, _slice(ctx, past_w, 0, i, 1, f"{out}.past_{part}"), (batch, heads, past_len, head))
+                   for i, part in enumerate(("key", "value"))]
+        k4 = _concat(ctx, [past_kv[0], k4], 2, f"{out}.k_all")
+        v4 = _concat(ctx, [past_kv[1], v4], 2, f"{out}.v_all")
+    total = past_len + seq
+    if _wanted(ctx, 1):
+        if head != v_head:
+            raise ConversionIssue(INVALID_MODEL, "present needs Q, K and V of the same hidden size")
+        present = ctx.output(1)
+        stacked = ctx.emit_to(OP.OH_NN_OPS_STACK, [k4, v4], work, (2, batch, heads, total, head), f"{out}.present",
+                              {"OH_NN_STACK_AXIS": 0}, output=present if work == dtype else None)
+        if work != dtype:
+            _cast(ctx, stacked, dtype, output=present)
+
+    # scores = scale * Q K^T + (attention_bias + mask term + causal term)
+    scale = float(scale_attr) if scale_attr is not None and float(scale_attr) != 0.0 else 1.0 / math.sqrt(head)
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [q4, k4], work, (batch, heads, seq, total), f"{out}.qk",
+                          {"OH_NN_MATMUL_TRANSPOSE_B": True})
+    scores = _binary(ctx, OP.OH_NN_OPS_MUL, product, _const(ctx, scale, work, "scale"), f"{out}.scores")
+    additive = _contrib_mask_bias(ctx, batch, seq, total, fill, work)
+    if causal_attr and seq > 1:
+        future = np.arange(total)[None, :] > (past_len + np.arange(seq))[:, None]  # (S, T)
+        if additive is None:
+            additive = ctx.constant(np.where(future, _LOWEST, 0).astype(work), f"{ctx.name}.causal_bias")
+        elif ctx.value(additive).data is not None:
+            additive = ctx.constant(np.where(future, _LOWEST, ctx.value(additive).data).astype(work),
+                                    f"{ctx.name}.mask_causal_bias")
+        else:
+            additive = _where(ctx, ctx.constant(future, f"{ctx.name}.future"), _const(ctx, _LOWEST, work, "lowest"),
+                              additive, f"{out}.mask_causal_bias")
+    if ctx.has_input(5):
+        attention_bias = ctx.input(5)
+        bias_shape = _shape(ctx, attention_bias, "attention_bias")
+        if len(bias_shape) != 4 or bias_shape[0] not in (1, batch) or bias_shape[1] not in (1, heads) or \
+                tuple(bias_shape[2:]) != (seq, total):
+            raise ConversionIssue(INVALID_MODEL, f"attention_bias of shape {list(bias_shape)} is not ({batch} or 1, "
+                                                 f"{heads} or 1, {seq}, {total})")
+        attention_bias = _cast(ctx, attention_bias, work, f"{attention_bias}.{work.name}")
+        additive = attention_bias if additive is None else _binary(ctx, OP.OH_NN_OPS_ADD, attention_bias, additive,
+                                                                   f"{out}.additive")
+    if additive is not None:
+        scores = _binary(ctx, OP.OH_NN_OPS_ADD, scores, additive, f"{out}.masked_scores")
+    probs = ctx.emit_to(OP.OH_NN_OPS_SOFTMAX, [scores], work, (batch, heads, seq, total), f"{out}.probs",
+                        {"OH_NN_SOFTMAX_AXIS": -1})
+
+    # out = probs V, back to (B, S, N * v_head)
+    context = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs, v4], work, (batch, heads, seq, v_head), f"{out}.context")
+    merged = _reshape(ctx, _transpose(ctx, context, (0, 2, 1, 3)), (batch, seq, heads * v_head),
+                      output=out if work == dtype else None)
+    if work != dtype:
+        _cast(ctx, merged, dtype, output=out)
