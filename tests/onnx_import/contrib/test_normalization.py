@@ -187,3 +187,13 @@ def test_embed_layer_norm_needs_segment_ids_and_table_together(rng):
     node = ms_node("EmbedLayerNormalization", ["ids", "", "word", "position", "segment", "gamma", "beta"], ["y"])
     model = contrib_model(node, {"ids": np.zeros((1, 3), np.int32)}, ["y"], tables)
     rejected(model, INVALID_MODEL, "segment_ids and segment_embedding must be given together")
+
+
+def test_layer_normalization_below_opset_17_is_onnxruntimes_default_domain_contrib_schema(rng):
+    """onnxruntime.transformers fuses LayerNormalization into models of any opset; below 17 it is onnxruntime's
+    contrib schema of the default domain (ONNX's own starts at 17), with the same semantics."""
+    x = rng.standard_normal((2, 5, 16)).astype(F32)
+    gamma, beta = rng.standard_normal(16).astype(F32), rng.standard_normal(16).astype(F32)
+    node = helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-6)
+    (y,) = against_ort(contrib_model(node, {"x": x}, ["y"], {"gamma": gamma, "beta": beta}, opset=13), {"x": x})
+    np.testing.assert_allclose(y, _layer_norm(x, gamma, beta, 1e-6)[0], rtol=1e-5, atol=1e-5)
