@@ -8,7 +8,9 @@
 * ``onnxruntime.transformers.optimizer.optimize_model`` of a tiny BERT (model_type="bert": EmbedLayerNormalization
   with its mask, Attention with a mask index, SkipLayerNormalization, BiasGelu) and a tiny GPT-2
   (model_type="gpt2": EmbedLayerNormalization with position ids, unidirectional Attention, SkipLayerNormalization,
-  FastGelu), GPT-2 also with an attention mask and past / present key-value states.
+  FastGelu), GPT-2 also with an attention mask and past / present key-value states;
+* and those fused BERT and GPT-2 (with past) quantized by quantize_dynamic, onnxruntime's documented flow for
+  transformers (QAttention, QEmbedLayerNormalization).
 
 Both transformers models are built from configurations with tiny sizes (hidden 32, 2 layers, vocabulary 64) and
 seeded random weights (every parameter perturbed, so no LayerNorm is the identity and no bias is zero). BERT is
@@ -371,6 +373,26 @@ def _gpt2_past_entry() -> Entry:
                  notes="tiny GPT-2 with attention mask and past / present, optimize_model(gpt2)")
 
 
+def _quantized_fused_entry(fused: Entry) -> Entry:
+    """quantize_dynamic of an optimizer-fused transformer (onnxruntime's documented BERT / GPT-2 flow: optimize, then
+    quantize): QAttention, QEmbedLayerNormalization, DynamicQuantizeLinear + MatMulInteger."""
+
+    def build():
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source, target = Path(tmp) / "fused.onnx", Path(tmp) / "quantized.onnx"
+            onnx.save(fused.build(), str(source))
+            # the onnx package has no com.microsoft schemas: tensors after a contrib node have no inferred type
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, reduce_range=True,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            return _load(target)
+
+    return Entry(f"{fused.name}_qdyn", build, fused.inputs, fused.constants,
+                 notes=f"{fused.notes}, then quantize_dynamic (int8, reduce_range)")
+
+
 # -- the plugin interface ------------------------------------------------------------------------------------------
 
 def models() -> list[Entry]:
@@ -392,6 +414,8 @@ def models() -> list[Entry]:
         _bert_entry(),
         _gpt2_entry(),
         _gpt2_past_entry(),
+        _quantized_fused_entry(_bert_entry()),
+        _quantized_fused_entry(_gpt2_past_entry()),
     ]
 
 

@@ -36,6 +36,7 @@ from ._common import (
     _concat,
     _const,
     _float_input,
+    _integer_product,
     _matmul,
     _reduce,
     _reshape,
@@ -417,15 +418,16 @@ def attention(ctx: NodeContext) -> None:
 _LOWEST = float(np.finfo(np.float32).min)  # what onnxruntime writes over the causally masked scores
 
 
-def _contrib_mask_bias(ctx: NodeContext, batch: int, q_len: int, total: int, fill: float, work: np.dtype) -> str | None:
+def _contrib_mask_bias(ctx: NodeContext, position: int, batch: int, q_len: int, total: int, fill: float,
+                       work: np.dtype) -> str | None:
     """mask_index as an additive (B, 1, 1 | S, T) term: ``fill`` (mask_filter_value) where masked, 0 elsewhere.
 
     Forms (onnxruntime's CPU kernel): (B) end positions (keys j >= end masked: right padding); (2B) end positions
     then start positions (also keys j < start masked: left padding); raw 0/1 masks (B, T) and (B, S, T) (a key is
     kept where the mask is > 0). A constant mask becomes a constant term."""
-    if not ctx.has_input(3):
+    if not ctx.has_input(position):
         return None
-    mask = ctx.input(3)
+    mask = ctx.input(position)
     value = ctx.value(mask)
     shape = _shape(ctx, mask, "mask_index")
     out = ctx.output(0)
@@ -476,63 +478,37 @@ def _heads(ctx: NodeContext, x: str, batch: int, seq: int, heads: int, size: int
     return _transpose(ctx, _reshape(ctx, x, (batch, seq, heads, size)), (0, 2, 1, 3))
 
 
-@converts("com.microsoft.Attention")
-def contrib_attention(ctx: NodeContext) -> None:
-    """onnxruntime's multi-head self-attention with merged Q/K/V weights: MATMUL + ADD bias, SLICE into Q, K, V,
-    RESHAPE/TRANSPOSE to heads, [CONCAT past K/V, STACK present], MATMUL Q K^T, MUL scale, ADD (attention_bias +
-    mask term + causal term), SOFTMAX, MATMUL V, TRANSPOSE/RESHAPE back.
+class _Layout:
+    """Where a merged-QKV attention node keeps its optional inputs (Attention and QAttention differ)."""
 
-    As onnxruntime's CPU kernel: masked keys get ``mask_filter_value`` (-10000) added; with unidirectional=1 (and
-    more than one query) the keys after a query's position (past length + its index) get the lowest float32
-    instead of whatever mask value they had. float16 is computed in float32. Rejected: do_rotary=1 and
-    past_present_share_buffer=1 (onnxruntime's CPU kernel rejects them too, or they need its shared-buffer
-    decoding), 4-D and (3B+2) mask_index forms."""
-    x, weights = ctx.input(0), ctx.input(1)
-    out = ctx.output(0)
-    dtype = _float_input(ctx, x)
-    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    def __init__(self, mask: int, past: int, attention_bias: int | None, past_length: int | None):
+        self.mask, self.past, self.attention_bias, self.past_length = mask, past, attention_bias, past_length
+
+
+def _attention_attributes(ctx: NodeContext, layout: _Layout) -> tuple[int, bool, float | None, float]:
+    """num_heads, unidirectional, scale, mask_filter_value; the shared-buffer and rotary forms rejected."""
     heads = ctx.attr("num_heads")
     if heads is None or int(heads) <= 0:
         raise ConversionIssue(INVALID_MODEL, "num_heads is required (> 0)")
-    heads = int(heads)
     if int(ctx.attr("do_rotary", 0)):
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "do_rotary=1 is not supported (onnxruntime's CPU Attention "
-                                                     "rejects it too)")
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"do_rotary=1 is not supported (onnxruntime's CPU "
+                                                     f"{ctx.node.op_type} rejects it too)")
     ctx.attr("rotary_embedding_dim")  # only read with do_rotary=1, which is rejected: no effect
-    if int(ctx.attr("past_present_share_buffer", 0)) or ctx.has_input(6):
+    shared = layout.past_length is not None and ctx.has_input(layout.past_length)
+    if int(ctx.attr("past_present_share_buffer", 0)) or shared:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "past_present_share_buffer / past_sequence_length (a shared "
                                                      "KV-cache buffer) is not supported")
-    causal_attr = int(ctx.attr("unidirectional", 0))
-    scale_attr = ctx.attr("scale")
-    fill = float(ctx.attr("mask_filter_value", -10000.0))
-    x_shape = _shape(ctx, x, "the Attention input")
-    w_shape = _shape(ctx, weights, "weights")
-    if len(x_shape) != 3 or len(w_shape) != 2 or w_shape[0] != x_shape[2]:
-        raise ConversionIssue(INVALID_MODEL, f"input {list(x_shape)} (batch, sequence, hidden) and weights "
-                                             f"{list(w_shape)} (hidden, q + k + v) do not fit")
-    batch, seq, _ = x_shape
-    sizes = ctx.attr("qkv_hidden_sizes")
-    if sizes is None:
-        if w_shape[1] % 3:
-            raise ConversionIssue(INVALID_MODEL, f"weights' second dim {w_shape[1]} is not divisible by 3 (give "
-                                                 "qkv_hidden_sizes)")
-        sizes = [w_shape[1] // 3] * 3
-    sizes = [int(s) for s in sizes]
-    if len(sizes) != 3 or sum(sizes) != w_shape[1] or sizes[0] != sizes[1] or any(s <= 0 or s % heads for s in sizes):
-        raise ConversionIssue(INVALID_MODEL, f"qkv_hidden_sizes={sizes} must be 3 positive multiples of num_heads="
-                                             f"{heads}, Q and K equal, summing to the weights' {w_shape[1]} columns")
-    head, v_head = sizes[0] // heads, sizes[2] // heads
-    if ctx.value(weights).dtype != dtype:
-        raise ConversionIssue(INVALID_MODEL, f"weights have dtype {ctx.value(weights).dtype}, the input {dtype}")
+    scale = ctx.attr("scale")
+    return (int(heads), bool(int(ctx.attr("unidirectional", 0))), None if scale is None else float(scale),
+            float(ctx.attr("mask_filter_value", -10000.0)))
 
-    # Q, K, V = input @ weights + bias, split and moved to heads
-    xw = _cast(ctx, x, work, f"{x}.{work.name}")
-    qkv = _matmul(ctx, xw, _cast(ctx, weights, work, f"{weights}.{work.name}"), f"{out}.qkv")
-    if ctx.has_input(2):
-        bias = ctx.input(2)
-        if _shape(ctx, bias, "bias") != (w_shape[1],) or ctx.value(bias).dtype != dtype:
-            raise ConversionIssue(INVALID_MODEL, f"bias must be {dtype} of shape ({w_shape[1]},)")
-        qkv = _binary(ctx, OP.OH_NN_OPS_ADD, qkv, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv_biased")
+
+def _merged_qkv_attention(ctx: NodeContext, qkv: str, batch: int, seq: int, sizes, dtype, work, layout: _Layout,
+                          heads: int, causal: bool, scale_attr: float | None, fill: float) -> None:
+    """Everything after the projection: ``qkv`` (B, S, q + k + v, in ``work``) split into heads, [past ++ new,
+    present], scale * Q K^T + (attention_bias + mask term + causal term), SOFTMAX, times V, back to (B, S, v)."""
+    out = ctx.output(0)
+    head, v_head = sizes[0] // heads, sizes[2] // heads
     starts = (0, sizes[0], sizes[0] + sizes[1])
     q, k, v = (_slice(ctx, qkv, 2, start, size, f"{out}.{part}")
                for start, size, part in zip(starts, sizes, ("q", "k", "v")))
@@ -542,8 +518,8 @@ def contrib_attention(ctx: NodeContext) -> None:
 
     # past ++ new keys and values; present = stack(K, V)
     past_len = 0
-    if ctx.has_input(4):
-        past = ctx.input(4)
+    if ctx.has_input(layout.past):
+        past = ctx.input(layout.past)
         past_shape = _shape(ctx, past, "past")
         if head != v_head:
             raise ConversionIssue(INVALID_MODEL, "with past, Q, K and V must have the same hidden size")
@@ -551,7 +527,7 @@ def contrib_attention(ctx: NodeContext) -> None:
             raise ConversionIssue(INVALID_MODEL, f"past of shape {list(past_shape)} is not (2, {batch}, {heads}, "
                                                  f"past_sequence_length, {head})")
         if ctx.value(past).dtype != dtype:
-            raise ConversionIssue(INVALID_MODEL, f"past has dtype {ctx.value(past).dtype}, the input {dtype}")
+            raise ConversionIssue(INVALID_MODEL, f"past has dtype {ctx.value(past).dtype}, the output {dtype}")
         past_len = past_shape[3]
         past_w = _cast(ctx, past, work, f"{past}.{work.name}")
         past_kv = [_reshape(ctx, _slice(ctx, past_w, 0, i, 1, f"{out}.past_{part}"), (batch, heads, past_len, head))
@@ -569,12 +545,12 @@ def contrib_attention(ctx: NodeContext) -> None:
             _cast(ctx, stacked, dtype, output=present)
 
     # scores = scale * Q K^T + (attention_bias + mask term + causal term)
-    scale = float(scale_attr) if scale_attr is not None and float(scale_attr) != 0.0 else 1.0 / math.sqrt(head)
+    scale = scale_attr if scale_attr is not None and scale_attr != 0.0 else 1.0 / math.sqrt(head)
     product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [q4, k4], work, (batch, heads, seq, total), f"{out}.qk",
                           {"OH_NN_MATMUL_TRANSPOSE_B": True})
     scores = _binary(ctx, OP.OH_NN_OPS_MUL, product, _const(ctx, scale, work, "scale"), f"{out}.scores")
-    additive = _contrib_mask_bias(ctx, batch, seq, total, fill, work)
-    if causal_attr and seq > 1:
+    additive = _contrib_mask_bias(ctx, layout.mask, batch, seq, total, fill, work)
+    if causal and seq > 1:
         future = np.arange(total)[None, :] > (past_len + np.arange(seq))[:, None]  # (S, T)
         if additive is None:
             additive = ctx.constant(np.where(future, _LOWEST, 0).astype(work), f"{ctx.name}.causal_bias")
@@ -584,8 +560,8 @@ def contrib_attention(ctx: NodeContext) -> None:
         else:
             additive = _where(ctx, ctx.constant(future, f"{ctx.name}.future"), _const(ctx, _LOWEST, work, "lowest"),
                               additive, f"{out}.mask_causal_bias")
-    if ctx.has_input(5):
-        attention_bias = ctx.input(5)
+    if layout.attention_bias is not None and ctx.has_input(layout.attention_bias):
+        attention_bias = ctx.input(layout.attention_bias)
         bias_shape = _shape(ctx, attention_bias, "attention_bias")
         if len(bias_shape) != 4 or bias_shape[0] not in (1, batch) or bias_shape[1] not in (1, heads) or \
                 tuple(bias_shape[2:]) != (seq, total):
@@ -605,3 +581,120 @@ def contrib_attention(ctx: NodeContext) -> None:
                       output=out if work == dtype else None)
     if work != dtype:
         _cast(ctx, merged, dtype, output=out)
+
+
+def _qkv_sizes(ctx: NodeContext, columns: int, heads: int) -> list[int]:
+    sizes = ctx.attr("qkv_hidden_sizes") if ctx.node.op_type == "Attention" else None
+    if sizes is None:
+        if columns % 3:
+            raise ConversionIssue(INVALID_MODEL, f"weights' second dim {columns} is not divisible by 3"
+                                                 + (" (give qkv_hidden_sizes)" if ctx.node.op_type == "Attention"
+                                                    else ""))
+        sizes = [columns // 3] * 3
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != 3 or sum(sizes) != columns or sizes[0] != sizes[1] or any(s <= 0 or s % heads for s in sizes):
+        raise ConversionIssue(INVALID_MODEL, f"qkv_hidden_sizes={sizes} must be 3 positive multiples of num_heads="
+                                             f"{heads}, Q and K equal, summing to the weights' {columns} columns")
+    return sizes
+
+
+def _input_and_weights(ctx: NodeContext) -> tuple[str, str, int, int, int]:
+    x, weights = ctx.input(0), ctx.input(1)
+    x_shape = _shape(ctx, x, f"the {ctx.node.op_type} input")
+    w_shape = _shape(ctx, weights, "weights")
+    if len(x_shape) != 3 or len(w_shape) != 2 or w_shape[0] != x_shape[2]:
+        raise ConversionIssue(INVALID_MODEL, f"input {list(x_shape)} (batch, sequence, hidden) and weights "
+                                             f"{list(w_shape)} (hidden, q + k + v) do not fit")
+    return x, weights, x_shape[0], x_shape[1], w_shape[1]
+
+
+@converts("com.microsoft.Attention")
+def contrib_attention(ctx: NodeContext) -> None:
+    """onnxruntime's multi-head self-attention with merged Q/K/V weights: MATMUL + ADD bias, SLICE into Q, K, V,
+    RESHAPE/TRANSPOSE to heads, [CONCAT past K/V, STACK present], MATMUL Q K^T, MUL scale, ADD (attention_bias +
+    mask term + causal term), SOFTMAX, MATMUL V, TRANSPOSE/RESHAPE back.
+
+    As onnxruntime's CPU kernel: masked keys get ``mask_filter_value`` (-10000) added; with unidirectional=1 (and
+    more than one query) the keys after a query's position (past length + its index) get the lowest float32
+    instead of whatever mask value they had. float16 is computed in float32. Rejected: do_rotary=1 and
+    past_present_share_buffer=1 (onnxruntime's CPU kernel rejects them too, or they need its shared-buffer
+    decoding), 4-D and (3B+2) mask_index forms."""
+    layout = _Layout(mask=3, past=4, attention_bias=5, past_length=6)
+    heads, causal, scale, fill = _attention_attributes(ctx, layout)
+    x, weights, batch, seq, columns = _input_and_weights(ctx)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    sizes = _qkv_sizes(ctx, columns, heads)
+    if ctx.value(weights).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"weights have dtype {ctx.value(weights).dtype}, the input {dtype}")
+    xw = _cast(ctx, x, work, f"{x}.{work.name}")
+    qkv = _matmul(ctx, xw, _cast(ctx, weights, work, f"{weights}.{work.name}"), f"{out}.qkv")
+    if ctx.has_input(2):
+        bias = ctx.input(2)
+        if _shape(ctx, bias, "bias") != (columns,) or ctx.value(bias).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"bias must be {dtype} of shape ({columns},)")
+        qkv = _binary(ctx, OP.OH_NN_OPS_ADD, qkv, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv_biased")
+    _merged_qkv_attention(ctx, qkv, batch, seq, sizes, dtype, work, layout, heads, causal, scale, fill)
+
+
+def _scalar_input(ctx: NodeContext, position: int, what: str, dtype=None) -> str:
+    name = ctx.input(position)
+    if int(np.prod(_shape(ctx, name, what))) != 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"{what} {name!r} of shape {list(_shape(ctx, name))} is not "
+                                                     "supported: the input is quantized per tensor (one value)")
+    if dtype is not None and ctx.value(name).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} has dtype {ctx.value(name).dtype}, expected "
+                                             f"{np.dtype(dtype).name}")
+    return _reshape(ctx, name, ())
+
+
+@converts("com.microsoft.QAttention")
+def quantized_attention(ctx: NodeContext) -> None:
+    """onnxruntime's Attention on a quantized input (uint8/int8, from DynamicQuantizeLinear) and int8/uint8 merged
+    weights: Q/K/V = float((input - input_zero_point) @ (weight - weight_zero_point)) * (input_scale * weight_scale)
+    + bias (the exact int32 product; weight scale and zero point per tensor or per column), then as Attention
+    (mask_index forms, unidirectional, scale, mask_filter_value, past / present)."""
+    layout = _Layout(mask=5, past=8, attention_bias=None, past_length=None)
+    heads, causal, scale, fill = _attention_attributes(ctx, layout)
+    x, weights, batch, seq, columns = _input_and_weights(ctx)
+    out = ctx.output(0)
+    for name, what in ((x, "input"), (weights, "weight")):
+        if ctx.value(name).dtype not in (np.int8, np.uint8):
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {name!r} has dtype {ctx.value(name).dtype} "
+                                                     "(int8/uint8)", tensor=name)
+    bias = ctx.input(2)
+    dtype = _float_input(ctx, bias)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    if _shape(ctx, bias, "bias") != (columns,):
+        raise ConversionIssue(INVALID_MODEL, f"bias must be of shape ({columns},)")
+    sizes = _qkv_sizes(ctx, columns, heads)
+    input_scale = _scalar_input(ctx, 3, "input_scale", dtype)
+    weight_scale = ctx.input(4)
+    if ctx.value(weight_scale).dtype != dtype or int(np.prod(_shape(ctx, weight_scale, "weight_scale"))) not in \
+            (1, columns) or len(_shape(ctx, weight_scale)) > 1:
+        raise ConversionIssue(INVALID_MODEL, f"weight_scale must be {dtype} with one value or {columns} (one per "
+                                             "column)")
+    zero_points = []
+    for position, operand, what, columns_allowed in ((6, x, "input_zero_point", False),
+                                                     (7, weights, "weight_zero_point", True)):
+        if not ctx.has_input(position):
+            zero_points.append(None)
+            continue
+        zp = ctx.input(position)
+        count = int(np.prod(_shape(ctx, zp, what)))
+        if ctx.value(zp).dtype != ctx.value(operand).dtype:
+            raise ConversionIssue(INVALID_MODEL, f"{what} has dtype {ctx.value(zp).dtype}, its operand "
+                                                 f"{ctx.value(operand).dtype}")
+        if count != 1 and not (columns_allowed and count == columns and len(_shape(ctx, zp)) == 1):
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE if not columns_allowed else INVALID_MODEL,
+                                  f"{what} of shape {list(_shape(ctx, zp))} is not one value"
+                                  + (f" or {columns} (one per column)" if columns_allowed else ""))
+        zp32 = _cast(ctx, zp, np.int32, f"{zp}.i32")
+        zero_points.append(zp32 if count == columns and count > 1 else _reshape(ctx, zp32, ()))
+    acc = _integer_product(ctx, x, zero_points[0], weights, zero_points[1], f"{out}.qkv_acc")
+    scales = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, weight_scale, work, f"{weight_scale}.{work.name}"),
+                     _cast(ctx, input_scale, work, f"{input_scale}.{work.name}"), f"{out}.dequant_scale")
+    real = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, acc, work, f"{out}.qkv_float"), scales, f"{out}.qkv_scaled")
+    qkv = _binary(ctx, OP.OH_NN_OPS_ADD, real, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv")
+    _merged_qkv_attention(ctx, qkv, batch, seq, sizes, dtype, work, layout, heads, causal, scale, fill)

@@ -579,9 +579,8 @@ def simplified_layer_normalization(ctx: NodeContext) -> None:
     _unary(ctx, OP.OH_NN_OPS_RSQRT, shifted, inv, output=inv)
 
 
-def _embedding(ctx: NodeContext, table_at: int, ids: str, what: str, hidden: int, dtype, batch_seq) -> str:
-    """GATHER rows of the (rows, hidden) table at ``table_at`` by the int32 ids (B, S) -> (B, S, hidden)."""
-    table = ctx.input(table_at)
+def _embedding(ctx: NodeContext, table: str, ids: str, what: str, hidden: int, dtype) -> str:
+    """GATHER rows of the (rows, hidden) ``table`` by the int32 ids (B, S) -> (B, S, hidden)."""
     value = ctx.value(table)
     shape = _shape(ctx, table, what)
     if len(shape) != 2 or shape[1] != hidden:
@@ -598,31 +597,28 @@ def _embedding(ctx: NodeContext, table_at: int, ids: str, what: str, hidden: int
                        dtype, (*id_shape, hidden), f"{ctx.output(0)}.{what.replace(' ', '_')}")
 
 
-@converts("com.microsoft.EmbedLayerNormalization")
-def embed_layer_normalization(ctx: NodeContext) -> None:
-    """BERT's embedding layer: LayerNorm(word[input_ids] + position[position_ids or 0..S-1] + segment[segment_ids])
-    * gamma + beta (GATHER, ADD, LAYER_NORM); mask_index = the number of mask entries equal to 1 per batch entry
-    (EQUAL, CAST, REDUCE_SUM; zeros without a mask, as onnxruntime); embedding_sum = the sum before the norm."""
+def _embed_layer_norm(ctx: NodeContext, word: str, position: str, segment: str | None, gamma: str, beta: str,
+                      position_ids_at: int | None, mask_at: int, always_mask_index: bool) -> None:
+    """Shared by EmbedLayerNormalization and QEmbedLayerNormalization (whose tables are dequantized first):
+    LayerNorm(word[ids] + position[position ids or 0..S-1] + segment[segment ids]) * gamma + beta, the mask index
+    and the embedding sum."""
     ids = ctx.input(0)
     out = ctx.output(0)
-    batch, seq = _shape(ctx, ids, "input_ids") if len(_shape(ctx, ids, "input_ids")) == 2 else (None, None)
-    if batch is None:
-        raise ConversionIssue(INVALID_MODEL, f"input_ids must be 2-D (batch, sequence), got {list(_shape(ctx, ids))}")
-    word = ctx.input(2)
+    ids_shape = _shape(ctx, ids, "input_ids")
+    if len(ids_shape) != 2:
+        raise ConversionIssue(INVALID_MODEL, f"input_ids must be 2-D (batch, sequence), got {list(ids_shape)}")
+    batch, seq = ids_shape
     dtype = _float_input(ctx, word)
     word_shape = _shape(ctx, word, "word_embedding")
     if len(word_shape) != 2:
         raise ConversionIssue(INVALID_MODEL, f"word_embedding must be 2-D, got {list(word_shape)}")
     hidden = word_shape[1]
     eps = float(ctx.attr("epsilon", 1e-12))
-    mask_type = int(ctx.attr("mask_index_type", 1))
-    if mask_type not in (0, 1):
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"mask_index_type={mask_type} is not supported (0 or 1)")
-    total = _embedding(ctx, 2, ids, "word embedding", hidden, dtype, (batch, seq))
+    total = _embedding(ctx, word, ids, "word embedding", hidden, dtype)
     # positions: position_ids (B, S) or (1, S), else 0..S-1
-    position_shape = _shape(ctx, ctx.input(3), "position_embedding")
-    if ctx.has_input(8):
-        positions = ctx.input(8)
+    position_shape = _shape(ctx, position, "position_embedding")
+    if position_ids_at is not None and ctx.has_input(position_ids_at):
+        positions = ctx.input(position_ids_at)
         if tuple(_shape(ctx, positions, "position_ids")) not in ((batch, seq), (1, seq)):
             raise ConversionIssue(INVALID_MODEL, f"position_ids of shape {list(_shape(ctx, positions))} is not "
                                                  f"({batch}, {seq}) or (1, {seq})")
@@ -631,26 +627,27 @@ def embed_layer_normalization(ctx: NodeContext) -> None:
             raise ConversionIssue(INVALID_MODEL, f"the sequence ({seq}) is longer than the position embedding "
                                                  f"({position_shape[0]} rows)")
         positions = ctx.constant(np.arange(seq, dtype=np.int32).reshape(1, seq), f"{ctx.name}.position_ids")
-    position = _embedding(ctx, 3, positions, "position embedding", hidden, dtype, (batch, seq))
-    total = _binary(ctx, OP.OH_NN_OPS_ADD, total, position, f"{out}.word_position")
-    if ctx.has_input(1) != ctx.has_input(4):
+    total = _binary(ctx, OP.OH_NN_OPS_ADD, total, _embedding(ctx, position, positions, "position embedding", hidden,
+                                                             dtype), f"{out}.word_position")
+    if ctx.has_input(1) != (segment is not None):
         raise ConversionIssue(INVALID_MODEL, "segment_ids and segment_embedding must be given together")
-    if ctx.has_input(1):
+    if segment is not None:
         if tuple(_shape(ctx, ctx.input(1), "segment_ids")) != (batch, seq):
             raise ConversionIssue(INVALID_MODEL, f"segment_ids must have the shape of input_ids ({batch}, {seq})")
-        segment = _embedding(ctx, 4, ctx.input(1), "segment embedding", hidden, dtype, (batch, seq))
-        total = _binary(ctx, OP.OH_NN_OPS_ADD, total, segment, f"{out}.embedding_sum")
-    gamma = _hidden_operand(ctx, 5, hidden, dtype, "gamma")
-    beta = _hidden_operand(ctx, 6, hidden, dtype, "beta")
-    if gamma is None or beta is None:
-        raise ConversionIssue(INVALID_MODEL, "gamma (input #5) and beta (input #6) are required")
+        total = _binary(ctx, OP.OH_NN_OPS_ADD, total, _embedding(ctx, segment, ctx.input(1), "segment embedding",
+                                                                 hidden, dtype), f"{out}.embedding_sum")
+    for name, what in ((gamma, "gamma"), (beta, "beta")):
+        if _shape(ctx, name, what) != (hidden,) or ctx.value(name).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} must be {dtype} of shape ({hidden},)")
     ctx.emit_to(OP.OH_NN_OPS_LAYER_NORM, [total, gamma, beta], dtype, (batch, seq, hidden), out,
                 {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": 2, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": 2,
                  "OH_NN_LAYER_NORM_EPSILON": eps}, output=out)
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+    if always_mask_index or (len(ctx.node.output) > 1 and ctx.node.output[1]):
+        if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+            raise ConversionIssue(INVALID_MODEL, f"{ctx.node.op_type} has a mask_index output")
         mask_index = ctx.output(1)
-        if ctx.has_input(7):
-            mask = ctx.input(7)
+        if ctx.has_input(mask_at):
+            mask = ctx.input(mask_at)
             if ctx.value(mask).dtype != np.int32 or tuple(_shape(ctx, mask, "mask")) != (batch, seq):
                 raise ConversionIssue(INVALID_MODEL, f"mask must be int32 of shape ({batch}, {seq})")
             ones = _compare(ctx, OP.OH_NN_OPS_EQUAL, mask, _const(ctx, 1, np.int32, "one"), f"{mask_index}.is_one")
@@ -659,4 +656,61 @@ def embed_layer_normalization(ctx: NodeContext) -> None:
         else:
             ctx.graph.add_value(Value(mask_index, np.dtype(np.int32), (batch,), np.zeros(batch, np.int32)))
     if len(ctx.node.output) > 2 and ctx.node.output[2]:
+        if always_mask_index:
+            raise ConversionIssue(INVALID_MODEL, f"{ctx.node.op_type} has 2 outputs")
         _reshape(ctx, total, (batch, seq, hidden), output=ctx.output(2))
+
+
+@converts("com.microsoft.EmbedLayerNormalization")
+def embed_layer_normalization(ctx: NodeContext) -> None:
+    """BERT's embedding layer: LayerNorm(word[input_ids] + position[position_ids or 0..S-1] + segment[segment_ids])
+    * gamma + beta (GATHER, ADD, LAYER_NORM); mask_index = the number of mask entries equal to 1 per batch entry
+    (EQUAL, CAST, REDUCE_SUM; zeros without a mask, as onnxruntime); embedding_sum = the sum before the norm."""
+    mask_type = int(ctx.attr("mask_index_type", 1))
+    if mask_type not in (0, 1):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"mask_index_type={mask_type} is not supported (0 or 1)")
+    for position, what in ((5, "gamma"), (6, "beta")):
+        if not ctx.has_input(position):
+            raise ConversionIssue(INVALID_MODEL, f"{what} (input #{position}) is required")
+    _embed_layer_norm(ctx, ctx.input(2), ctx.input(3), ctx.input(4) if ctx.has_input(4) else None, ctx.input(5),
+                      ctx.input(6), position_ids_at=8, mask_at=7, always_mask_index=False)
+
+
+def _dequantized_table(ctx: NodeContext, position: int, what: str) -> str | None:
+    """Input ``position`` of QEmbedLayerNormalization dequantized: (q - zero point) * scale (float32), its scale at
+    ``position + 6`` and zero point at ``position + 11`` (per tensor); a constant table is dequantized here."""
+    if not ctx.has_input(position):
+        return None
+    q, scale, zero = ctx.input(position), ctx.input(position + 6), ctx.input(position + 11)
+    if ctx.value(q).dtype not in (np.int8, np.uint8) or ctx.value(zero).dtype != ctx.value(q).dtype:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {q!r} and its zero point must be int8 or uint8 alike",
+                              tensor=q)
+    for name, kind in ((scale, "scale"), (zero, "zero point")):
+        if int(np.prod(_shape(ctx, name, f"the {what} {kind}"))) != 1:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"the {what} {kind} {name!r} must be one value (per tensor)")
+    if ctx.value(scale).dtype != np.float32:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"the {what} scale {scale!r} must be float32", tensor=scale)
+    values = [ctx.value(n).data for n in (q, scale, zero)]
+    if all(v is not None for v in values):
+        data, s, z = values
+        real = (data.astype(np.int32) - np.int32(z.reshape(-1)[0])).astype(np.float32) * np.float32(s.reshape(-1)[0])
+        return ctx.constant(real, f"{q}.dequantized")
+    centred = _binary(ctx, OP.OH_NN_OPS_SUB, _cast(ctx, q, np.int32, f"{q}.i32"),
+                      _cast(ctx, _reshape(ctx, zero, ()), np.int32, f"{zero}.i32"), f"{q}.centred")
+    return _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, centred, np.float32, f"{q}.f32"), _reshape(ctx, scale, ()),
+                   f"{q}.dequantized")
+
+
+@converts("com.microsoft.QEmbedLayerNormalization")
+def quantized_embed_layer_normalization(ctx: NodeContext) -> None:
+    """EmbedLayerNormalization with int8/uint8 tables, gamma and beta (each with a per-tensor scale and zero point,
+    what quantize_dynamic makes of it): dequantized ((q - zero point) * scale, float32; folded for constants), then
+    as EmbedLayerNormalization (no position_ids; mask_index always output)."""
+    tables = {}
+    for position, what in ((2, "word embedding"), (3, "position embedding"), (4, "segment embedding"), (5, "gamma"),
+                           (6, "beta")):
+        tables[what] = _dequantized_table(ctx, position, what)
+        if tables[what] is None and position != 4:
+            raise ConversionIssue(INVALID_MODEL, f"the {what} (input #{position}) is required")
+    _embed_layer_norm(ctx, tables["word embedding"], tables["position embedding"], tables["segment embedding"],
+                      tables["gamma"], tables["beta"], position_ids_at=None, mask_at=7, always_mask_index=True)

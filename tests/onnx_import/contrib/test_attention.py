@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from integer_oracle import matmul_accumulate
 
 from nnrt_onnx.ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE
 
-from .contrib_support import F32, against_ort, contrib_model, ms_node, rejected
+from .contrib_support import F32, against_ort, contrib_model, ms_node, ours, rejected
 
 B, S, HIDDEN, HEADS = 2, 4, 8, 2
 LOWEST = np.finfo(np.float32).min
 
 
-def _attention(x, w, b, heads, additive=None, causal=False, scale=None, past=None, sizes=None):
-    """The contrib doc's computation in float64: softmax(scale Q K^T + additive [+ lowest after each query]) V."""
+def _attention(x, w, b, heads, additive=None, causal=False, scale=None, past=None, sizes=None, qkv=None):
+    """The contrib doc's computation in float64: softmax(scale Q K^T + additive [+ lowest after each query]) V
+    (``qkv``: the projection x @ w + b given)."""
     batch, seq, _ = x.shape
     sizes = sizes or [w.shape[1] // 3] * 3
-    qkv = x.astype(np.float64) @ w + (0 if b is None else b)
+    qkv = x.astype(np.float64) @ w + (0 if b is None else b) if qkv is None else qkv
     q, k, v = np.split(qkv, [sizes[0], sizes[0] + sizes[1]], axis=-1)
     head, v_head = sizes[0] // heads, sizes[2] // heads
 
@@ -186,3 +188,59 @@ def test_attention_rejections(rng, attrs, inputs, extra, reason, message):
     x, w, b = _data(rng)
     node = ms_node("Attention", ["x", "w", "b", *inputs], ["y"], **{"num_heads": HEADS, **attrs})
     rejected(contrib_model(node, {"x": x}, ["y"], {"w": w, "b": b, **extra}), reason, message)
+
+
+# -- QAttention ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("weight_dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("variant", ["plain", "mask-unidirectional", "past"])
+def test_quantized_attention(rng, weight_dtype, per_column, variant):
+    """The projection is float((x - x_zp) @ (w - w_zp)) * (x_scale * w_scale) + bias, exact here
+    (``integer_oracle``); onnxruntime is a second opinion for uint8 weights only (u8s8 saturates on AVX2 CPUs
+    without VNNI)."""
+    columns = 3 * HIDDEN
+    x = rng.integers(0, 256, (B, S, HIDDEN)).astype(np.uint8)
+    info = np.iinfo(weight_dtype)
+    w = rng.integers(info.min, info.max + 1, (HIDDEN, columns)).astype(weight_dtype)
+    bias = rng.standard_normal(columns).astype(F32)
+    x_scale, x_zp = np.float32(0.02), np.uint8(120)
+    w_scale = rng.uniform(0.001, 0.01, (columns,) if per_column else ()).astype(F32)
+    w_zp = (rng.integers(100, 150, (columns,) if per_column else ()) if weight_dtype == np.uint8 else
+            np.zeros((columns,) if per_column else (), np.int64)).astype(weight_dtype)
+    constants = {"w": w, "bias": bias, "x_scale": x_scale, "w_scale": w_scale, "x_zp": x_zp, "w_zp": w_zp}
+    inputs, outputs, attrs, feeds = ["x", "w", "bias", "x_scale", "w_scale", "", "x_zp", "w_zp"], ["y"], {}, {"x": x}
+    past = additive = None
+    if variant == "mask-unidirectional":
+        inputs[5], feeds["mask"], attrs["unidirectional"] = "mask", np.array([3, 2], np.int32), 1
+        additive = _mask_term(feeds["mask"], -10000.0)
+    if variant == "past":
+        past = rng.standard_normal((2, B, HEADS, 3, HIDDEN // HEADS)).astype(F32)
+        inputs.append("past")
+        feeds["past"], outputs, attrs["unidirectional"] = past, ["y", "present"], 1
+    model = contrib_model(ms_node("QAttention", inputs, outputs, num_heads=HEADS, **attrs), feeds, outputs, constants)
+    got = ours(model, feeds)
+    acc = matmul_accumulate(x.reshape(B * S, HIDDEN), w, x_zp, w_zp.reshape(-1))
+    qkv = (acc.astype(F32) * (w_scale.reshape(-1) * x_scale) + bias).reshape(B, S, columns)
+    want, want_present = _attention(x, w, None, HEADS, additive, causal=variant != "plain", past=past, qkv=qkv)
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+    if variant == "past":
+        np.testing.assert_allclose(got[1], want_present, rtol=1e-5, atol=1e-5)
+    if weight_dtype == np.uint8:
+        against_ort(model, feeds)
+
+
+@pytest.mark.parametrize("position,value,reason,message", [
+    (3, np.full(2, 0.02, F32), UNSUPPORTED_ATTRIBUTE, "input_scale"),
+    (6, np.full(2, 120, np.uint8), UNSUPPORTED_ATTRIBUTE, "input_zero_point"),
+    (4, np.full(5, 0.01, F32), INVALID_MODEL, "weight_scale must be float32 with one value or 24"),
+])
+def test_quantized_attention_rejections(rng, position, value, reason, message):
+    names = ["x", "w", "bias", "x_scale", "w_scale", "", "x_zp", "w_zp"]
+    constants = {"w": rng.integers(0, 256, (HIDDEN, 3 * HIDDEN)).astype(np.uint8),
+                 "bias": np.zeros(3 * HIDDEN, F32), "x_scale": np.float32(0.02), "w_scale": np.float32(0.01),
+                 "x_zp": np.uint8(128), "w_zp": np.uint8(128)}
+    constants[names[position]] = value
+    x = rng.integers(0, 256, (B, S, HIDDEN)).astype(np.uint8)
+    rejected(contrib_model(ms_node("QAttention", names, ["y"], num_heads=HEADS), {"x": x}, ["y"], constants),
+             reason, message)

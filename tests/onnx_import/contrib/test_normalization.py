@@ -197,3 +197,50 @@ def test_layer_normalization_below_opset_17_is_onnxruntimes_default_domain_contr
     node = helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-6)
     (y,) = against_ort(contrib_model(node, {"x": x}, ["y"], {"gamma": gamma, "beta": beta}, opset=13), {"x": x})
     np.testing.assert_allclose(y, _layer_norm(x, gamma, beta, 1e-6)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("segments,mask", [(True, True), (False, False)])
+def test_quantized_embed_layer_norm(rng, dtype, segments, mask):
+    """Tables, gamma and beta as int8/uint8 with per-tensor scales and zero points: (q - zero point) * scale, then
+    EmbedLayerNormalization (float arithmetic: onnxruntime is exact here on every CPU)."""
+    info = np.iinfo(dtype)
+    tables = {name: rng.integers(info.min, info.max + 1, shape).astype(dtype)
+              for name, shape in (("word", (13, 8)), ("position", (10, 8)), ("segment", (3, 8)), ("gamma", (8,)),
+                                  ("beta", (8,)))}
+    scales = {name: np.float32(rng.uniform(0.005, 0.05)) for name in tables}
+    zeros = {name: dtype(rng.integers(info.min // 2, info.max // 2)) for name in tables}
+    ids = rng.integers(0, 13, (2, 6)).astype(np.int32)
+    segment_ids = rng.integers(0, 3, (2, 6)).astype(np.int32)
+    attention = np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]], np.int32)
+    order = ("word", "position", "segment", "gamma", "beta")
+    present = [n for n in order if segments or n != "segment"]
+    inputs = (["ids", "segment_ids" if segments else "", "word", "position", "segment" if segments else "", "gamma",
+               "beta", "mask" if mask else ""] + [f"{n}_scale" if n in present else "" for n in order]
+              + [f"{n}_zp" if n in present else "" for n in order])
+    constants = {**{n: tables[n] for n in present}, **{f"{n}_scale": scales[n] for n in present},
+                 **{f"{n}_zp": zeros[n] for n in present}}
+    feeds = {"ids": ids, **({"segment_ids": segment_ids} if segments else {}), **({"mask": attention} if mask else {})}
+    node = ms_node("QEmbedLayerNormalization", inputs, ["y", "mask_index"], epsilon=1e-5)
+    y, mask_index = against_ort(contrib_model(node, feeds, ["y", "mask_index"], constants), feeds)
+
+    def real(name):
+        return (tables[name].astype(np.int32) - int(zeros[name])).astype(F32) * scales[name]
+
+    total = real("word")[ids] + real("position")[:6] + (real("segment")[segment_ids] if segments else 0)
+    np.testing.assert_allclose(y, _layer_norm(total, real("gamma"), real("beta"), 1e-5)[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(mask_index, [3, 6] if mask else [0, 0])
+
+
+def test_quantized_embed_layer_norm_with_runtime_tables(rng):
+    tables = {"word": rng.integers(0, 256, (13, 8)).astype(np.uint8), "position": rng.integers(0, 256, (10, 8))
+              .astype(np.uint8), "gamma": rng.integers(0, 256, 8).astype(np.uint8),
+              "beta": rng.integers(0, 256, 8).astype(np.uint8)}
+    feeds = {"ids": rng.integers(0, 13, (1, 5)).astype(np.int32), **tables,
+             **{f"{n}_scale": np.asarray(0.01 * (i + 1), F32) for i, n in enumerate(tables)},
+             **{f"{n}_zp": np.asarray(100 + i, np.uint8) for i, n in enumerate(tables)}}
+    order = ("word", "position", "", "gamma", "beta")
+    inputs = ["ids", "", "word", "position", "", "gamma", "beta", ""] + [f"{n}_scale" if n else "" for n in order] + \
+        [f"{n}_zp" if n else "" for n in order]
+    node = ms_node("QEmbedLayerNormalization", inputs, ["y", "mask_index"])
+    against_ort(contrib_model(node, feeds, ["y", "mask_index"]), feeds, rtol=1e-5, atol=1e-5)
