@@ -127,6 +127,11 @@ def domain_versions(opset_import) -> dict[str, int]:
     return versions
 
 
+@cache
+def _row_domains() -> frozenset[str]:
+    return frozenset(row.domain for found in onnx_rows().values() for row in found)
+
+
 def route(domain: str, op_type: str, versions: dict[str, int]) -> tuple[Row | None, int, tuple[str, str] | None]:
     """How a node of ``op_type`` in ``domain`` converts in a model importing the opsets ``versions``
     (:func:`domain_versions`): ``(row, version, None)``, or ``(None, version, (reason code, message))``;
@@ -134,7 +139,7 @@ def route(domain: str, op_type: str, versions: dict[str, int]) -> tuple[Row | No
     domain = "" if domain in DEFAULT_DOMAINS else domain
     version = versions.get(domain, 1 if not domain else 0)
     key = qualified(domain, op_type)
-    if domain and not any(row.domain == domain for found in onnx_rows().values() for row in found):
+    if domain and domain not in _row_domains():
         return None, version, (UNSUPPORTED_OP, f"operator domain {domain!r} is not supported")
     if domain and domain not in versions:
         return None, version, (INVALID_MODEL, f"the model does not import the operator domain {domain!r} "
