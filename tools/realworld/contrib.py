@@ -8,11 +8,13 @@
 * ``onnxruntime.transformers.optimizer.optimize_model`` of a tiny BERT (model_type="bert": EmbedLayerNormalization
   with its mask, Attention with a mask index, SkipLayerNormalization, BiasGelu) and a tiny GPT-2
   (model_type="gpt2": EmbedLayerNormalization with position ids, unidirectional Attention, SkipLayerNormalization,
-  FastGelu), GPT-2 also with an attention mask and past / present key-value states;
-* and those fused BERT and GPT-2 (with past) quantized by quantize_dynamic, onnxruntime's documented flow for
+  FastGelu), GPT-2 as onnxruntime's GPT-2 tooling exports it (attention mask, past / present key-value states: one
+  tiny GPT-2 per committed fusion keeps tests/data small), and a tiny T5 encoder
+  (model_type="t5": SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization);
+* and those fused BERT and GPT-2 quantized by quantize_dynamic, onnxruntime's documented flow for
   transformers (QAttention, QEmbedLayerNormalization).
 
-Both transformers models are built from configurations with tiny sizes (hidden 32, 2 layers, vocabulary 64) and
+The transformers models are built from configurations with tiny sizes (hidden 32, 2 layers, vocabulary 64) and
 seeded random weights (every parameter perturbed, so no LayerNorm is the identity and no bias is zero). BERT is
 transformers' BertModel (eager attention). GPT-2 is transformers' GPT2Model computed by the attention code of
 transformers 2.x-4.x (the ``Conv1D`` addmm, the ``bias`` causal buffer and ``torch.where`` with -10000, the layer
@@ -321,26 +323,6 @@ def _gpt2_module():
     return module
 
 
-def _gpt2_entry() -> Entry:
-    rng = np.random.default_rng(SEED + 2)
-    inputs = {"input_ids": rng.integers(0, VOCAB, (2, 7)).astype(np.int64)}
-
-    def build():
-        torch = _torch()
-        from onnxruntime.transformers.optimizer import optimize_model
-
-        module = _gpt2_module()
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "gpt2.onnx"
-            _export(module, [torch.from_numpy(inputs["input_ids"])], path, ["input_ids"], ["last_hidden_state"],
-                    {"input_ids": {0: "batch", 1: "sequence"}}, opset=17)
-            optimized = optimize_model(str(path), model_type="gpt2", num_heads=HEADS, hidden_size=HIDDEN)
-            optimized.save_model_to_file(str(Path(tmp) / "gpt2.fused.onnx"))
-            return _load(Path(tmp) / "gpt2.fused.onnx")
-
-    return Entry("gpt2_fused", build, inputs, notes="tiny GPT-2, onnxruntime.transformers optimize_model(gpt2)")
-
-
 def _gpt2_past_entry() -> Entry:
     rng = np.random.default_rng(SEED + 3)
     batch, seq, past_len = 2, 3, 4
@@ -371,6 +353,41 @@ def _gpt2_past_entry() -> Entry:
 
     return Entry("gpt2_past_fused", build, inputs,
                  notes="tiny GPT-2 with attention mask and past / present, optimize_model(gpt2)")
+
+
+def _t5_entry() -> Entry:
+    rng = np.random.default_rng(SEED + 4)
+    inputs = {"input_ids": rng.integers(0, VOCAB, (2, 6)).astype(np.int64)}
+
+    def build():
+        torch = _torch()
+        import transformers
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        config = transformers.T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=2 * HIDDEN,
+                                       num_layers=LAYERS, num_heads=HEADS, feed_forward_proj="relu")
+        config._attn_implementation = "eager"
+        encoder = _perturbed(transformers.T5EncoderModel(config)).eval()
+
+        class Encoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = encoder
+
+            def forward(self, input_ids):
+                return self.encoder(input_ids=input_ids).last_hidden_state
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "t5.onnx"
+            _export(Encoder(), [torch.from_numpy(inputs["input_ids"])], path, ["input_ids"], ["last_hidden_state"],
+                    {"input_ids": {0: "batch", 1: "sequence"}}, opset=17)
+            optimized = optimize_model(str(path), model_type="t5", num_heads=HEADS, hidden_size=HIDDEN)
+            optimized.save_model_to_file(str(Path(tmp) / "t5.fused.onnx"))
+            return _load(Path(tmp) / "t5.fused.onnx")
+
+    return Entry("t5_encoder_fused", build, inputs,
+                 notes="tiny T5 encoder, optimize_model(t5): SimplifiedLayerNormalization, "
+                       "SkipSimplifiedLayerNormalization")
 
 
 def _quantized_fused_entry(fused: Entry) -> Entry:
@@ -412,8 +429,8 @@ def models() -> list[Entry]:
                          "quantize_dynamic (uint8 per channel) + optimizer: DynamicQuantizeLSTM, "
                          "DynamicQuantizeMatMul"),
         _bert_entry(),
-        _gpt2_entry(),
         _gpt2_past_entry(),
+        _t5_entry(),
         _quantized_fused_entry(_bert_entry()),
         _quantized_fused_entry(_gpt2_past_entry()),
     ]

@@ -389,6 +389,7 @@ def softmax(ctx: NodeContext) -> None:
     key = "OH_NN_SOFTMAX_AXIS" if op == OP.OH_NN_OPS_SOFTMAX else "OH_NN_LOG_SOFTMAX_AXIS"
     x = ctx.input(0)
     rank = ctx.rank(x)
+    ctx.settle(ctx.output(0), ctx.value(x).shape, ctx.value(x).dtype)  # the input's (where inference left it unknown)
     axis = int(ctx.attr("axis", -1 if ctx.opset >= 13 else 1))
     axis = axis + rank if axis < 0 else axis
     if ctx.opset >= 13 or axis == rank - 1:

@@ -244,3 +244,12 @@ def test_quantized_embed_layer_norm_with_runtime_tables(rng):
         [f"{n}_zp" if n else "" for n in order]
     node = ms_node("QEmbedLayerNormalization", inputs, ["y", "mask_index"])
     against_ort(contrib_model(node, feeds, ["y", "mask_index"]), feeds, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_keeps_the_shape_onnx_inference_left_unknown(rng):
+    x = rng.standard_normal((2, 3, 8)).astype(F32)
+    nodes = [ms_node("Gelu", ["x"], ["g"]),  # ONNX infers nothing for g, hence nothing for s
+             helper.make_node("Softmax", ["g"], ["s"], axis=-1),
+             helper.make_node("LayerNormalization", ["s", "gamma"], ["y"], axis=-1)]
+    (y,) = against_ort(contrib_model(nodes, {"x": x}, ["y"], {"gamma": np.ones(8, F32)}), {"x": x})
+    assert y.shape == (2, 3, 8)
