@@ -112,3 +112,22 @@ def test_the_default_domain_alias_routes_like_the_empty_domain():
     result = from_onnx(model)
     assert [op.op.name for op in result.model.operations] == ["OH_NN_OPS_RELU"]
     assert np.dtype(result.graph.values[result.graph.inputs[0]].dtype) == np.float32
+
+
+def test_the_support_report_looks_contrib_nodes_up_by_domain(tmp_path):
+    from nnrt_onnx.workflows.describe import onnx_support_report
+
+    model = _model([helper.make_node("FastGelu", ["x"], ["g"], domain="com.microsoft", name="fast"),
+                    helper.make_node("Frobnicate", ["g"], ["y"], domain="org.example", name="foreign")],
+                   [("", 17), ("com.microsoft", 1), ("org.example", 1)])
+    path = tmp_path / "m.onnx"
+    import onnx
+
+    onnx.save(model, str(path))
+    report = onnx_support_report(path)
+    nodes = {n["node"]: n for n in report["nodes"]}
+    assert nodes["fast"]["mapping"] == rows.find_row("FastGelu", 1, "com.microsoft").notes
+    assert nodes["fast"]["problems"] == [] and nodes["fast"]["status"] == "ok"
+    assert nodes["foreign"]["mapping"] is None
+    assert nodes["foreign"]["problems"] == ["[unsupported_op] operator domain 'org.example' is not supported"]
+    assert report["convertible"] is False
