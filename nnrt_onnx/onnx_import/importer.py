@@ -19,13 +19,12 @@ from ..ir.issues import (
     INVALID_MODEL,
     UNSUPPORTED_ATTRIBUTE,
     UNSUPPORTED_DTYPE,
-    UNSUPPORTED_OP,
     ConversionError,
     ConversionIssue,
     Issue,
 )
 from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
-from ..ir.rows import find_row
+from ..ir.rows import domain_versions, qualified, route
 from ..model import Model
 from .context import NodeContext
 from .handlers import handler_for
@@ -209,6 +208,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         graph.inputs.append(info.name)
 
     infos = _value_infos(model)
+    versions = domain_versions(model.opset_import)
     for node in model.graph.node:
         name = node.name or (node.output[0] if node.output else node.op_type)
         for output in node.output:
@@ -238,13 +238,9 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             except (ConversionIssue, KeyError, ValueError) as exc:
                 issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore the NNRt op: {exc}"))
             continue
-        if node.domain not in DEFAULT_DOMAINS:
-            issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP, f"operator domain {node.domain!r} is not supported"))
-            continue
-        row = find_row(node.op_type, opset)
+        row, version, problem = route(node.domain, node.op_type, versions)  # by (domain, type, that domain's opset)
         if row is None:
-            issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP,
-                                f"no NNRt mapping for {node.op_type} at opset {opset}"))
+            issues.append(Issue(name, qualified(node.domain, node.op_type), version, *problem))
             continue
         ctx = NodeContext(graph, node, row, opset, options)
         emitted_before = len(graph.nodes)
@@ -256,9 +252,9 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             if unused:
                 raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")
         except ConversionIssue as exc:
-            issues.append(Issue(name, node.op_type, opset, exc.reason, exc.message, exc.tensor))
+            issues.append(Issue(name, row.op_type, version, exc.reason, exc.message, exc.tensor))
         except NNRtError as exc:  # an emitted op the NNRt API would reject
-            issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, exc.message))
+            issues.append(Issue(name, row.op_type, version, INVALID_MODEL, exc.message))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
     return issues
 

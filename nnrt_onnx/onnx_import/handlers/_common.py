@@ -3,7 +3,9 @@
 They are: the dtype groups and ``_Builder``, which emits small element-wise graphs; the alignment of opset 1-6
 operands before the opset-7 conversion they delegate to; constant folding of all-constant nodes and empty results;
 attribute and axis readers; small emit helpers that give every new tensor its dtype and shape (reshape, transpose,
-broadcasting binary ops, reductions, casts, ...); and the NCHW <-> NHWC plumbing and padding of the spatial ops.
+broadcasting binary ops, reductions, casts, ...); the NCHW <-> NHWC plumbing and padding of the spatial ops; and the
+integer arithmetic of the quantization and recurrent families (onnxruntime's dynamic uint8 quantization, the exact
+int32 product of (de-zero-pointed) integer operands).
 
 Decisions (also stated where they are made):
 
@@ -508,3 +510,73 @@ def _out_of_nhwc(ctx: NodeContext, y: str, nd: int, out: str) -> None:
         return
     n, _, length, c = ctx.value(y).shape
     ctx.transpose(_reshape(ctx, y, [n, length, c]), (0, 2, 1), output=out)
+
+
+# -- integer arithmetic shared by the quantization and recurrent families ----------------------------------------------
+
+def _clip(ctx: NodeContext, x: str, lo: float, hi: float, hint: str) -> str:
+    return _unary(ctx, OP.OH_NN_OPS_CLIP, x, hint, params={"OH_NN_CLIP_MIN": float(lo), "OH_NN_CLIP_MAX": float(hi)})
+
+
+def _dynamic_quantize(ctx: NodeContext, x: str, hint: str, output: str | None = None) -> tuple[str, str, str]:
+    """uint8 quantization of the float32 ``x`` with computed parameters, step by step as the ONNX reference and
+    onnxruntime's dynamic quantization (DynamicQuantizeLinear, and the A side of DynamicQuantizeMatMul and of
+    DynamicQuantizeLSTM's products): scale = (max(0, max x) - min(0, min x)) / 255 (1 for an all-zero range, as
+    onnxruntime), zero point = round(clip(-min / scale, 0, 255)), q = clip(round(x / scale) + zero point, 0, 255).
+
+    Returns (q as uint8 into ``output`` or a new tensor, scale (1,) float32, zero point (1,) float32)."""
+    shape = _shape(ctx, x, "the dynamically quantized input")
+    f32 = np.float32
+    flat = _reshape(ctx, x, (int(np.prod(shape)),)) if len(shape) != 1 else x
+    high = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _reduce(ctx, "MAX", flat, [0], True, f"{hint}.max"),
+                   _const(ctx, 0, f32, "zero"), f"{hint}.max0")
+    low = _binary(ctx, OP.OH_NN_OPS_MINIMUM, _reduce(ctx, "MIN", flat, [0], True, f"{hint}.min"),
+                  _const(ctx, 0, f32, "zero"), f"{hint}.min0")
+    spread = _binary(ctx, OP.OH_NN_OPS_SUB, high, low, f"{hint}.range")
+    scale = _binary(ctx, OP.OH_NN_OPS_DIV, spread, _const(ctx, 255, f32, "qrange"), f"{hint}.scale_of_range")
+    scale = _where(ctx, _compare(ctx, OP.OH_NN_OPS_EQUAL, spread, _const(ctx, 0, f32, "zero"), f"{hint}.flat_range"),
+                   _const(ctx, 1, f32, "one"), scale, f"{hint}.scale")
+    initial = _binary(ctx, OP.OH_NN_OPS_SUB, _const(ctx, 0, f32, "zero"),
+                      _binary(ctx, OP.OH_NN_OPS_DIV, low, scale, f"{hint}.min_over_scale"), f"{hint}.initial_zero_point")
+    zero_point = _unary(ctx, OP.OH_NN_OPS_ROUND, _clip(ctx, initial, 0, 255, f"{hint}.zp_clipped"), f"{hint}.zp")
+    quotient = _binary(ctx, OP.OH_NN_OPS_DIV, x, scale if len(shape) else _reshape(ctx, scale, ()), f"{hint}.scaled")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, _unary(ctx, OP.OH_NN_OPS_ROUND, quotient, f"{hint}.rounded"),
+                      zero_point if len(shape) else _reshape(ctx, zero_point, ()), f"{hint}.shifted")
+    q = _cast(ctx, _clip(ctx, shifted, 0, 255, f"{hint}.clipped"), np.uint8, f"{hint}.quantized", output=output)
+    return q, scale, zero_point
+
+
+def _integer_product(ctx: NodeContext, a: str, a_zp: str | None, b: str, b_zp: str | None, hint: str,
+                     output: str | None = None) -> str:
+    """(int32(A) - a_zp) @ (int32(B) - b_zp), an exact int32 MATMUL."""
+    for name in (a, b):
+        if ctx.value(name).dtype not in (np.int8, np.uint8):
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{name!r} has dtype {ctx.value(name).dtype} (int8/uint8 only)")
+    a32 = _cast(ctx, a, np.int32, f"{a}.i32")
+    b32 = _cast(ctx, b, np.int32, f"{b}.i32")
+    if a_zp is not None:
+        a32 = _binary(ctx, OP.OH_NN_OPS_SUB, a32, a_zp, f"{a}.centred")
+    if b_zp is not None:
+        b32 = _binary(ctx, OP.OH_NN_OPS_SUB, b32, b_zp, f"{b}.centred")
+    sa, sb = _ranked_shape(ctx, a32), _ranked_shape(ctx, b32)
+    if len(sa) < 1 or len(sb) < 1:
+        raise ConversionIssue(INVALID_MODEL, "matrix product operands must have rank >= 1")
+    out_shape = _matmul_shape(sa, sb)
+    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a32, b32], np.int32, out_shape, hint, output=output)
+
+
+def _matmul_shape(sa, sb) -> tuple[int, ...]:
+    a1, b1 = len(sa) == 1, len(sb) == 1
+    sa = (1, *sa) if a1 else tuple(sa)
+    sb = (*sb, 1) if b1 else tuple(sb)
+    batch_a, batch_b = sa[:-2], sb[:-2]
+    rank = max(len(batch_a), len(batch_b))
+    batch_a = (1,) * (rank - len(batch_a)) + batch_a
+    batch_b = (1,) * (rank - len(batch_b)) + batch_b
+    batch = tuple(x if y == 1 else y for x, y in zip(batch_a, batch_b))
+    shape = (*batch, sa[-2], sb[-1])
+    if a1:
+        shape = shape[:-2] + shape[-1:]
+    if b1:
+        shape = shape[:-1]
+    return shape
