@@ -8,9 +8,11 @@ import onnx
 from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..ir.fold import try_fold
 from ..ir.graph import Graph, Node, Value
 from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..ir.rows import Row
+from ..ir.shapes import refine_output_shapes
 from ..optable import op_spec, param_array
 
 
@@ -100,9 +102,8 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
-        from ..ir.fold import try_fold
-
-        if not try_fold(self.graph, node):
+        refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
+        if not try_fold(self.graph, node, self.options.max_constant_bytes):
             self.graph.nodes.append(node)
         return node
 

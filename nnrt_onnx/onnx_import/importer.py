@@ -13,6 +13,7 @@ from onnx import numpy_helper
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType
 from ..errors import NNRtError
+from ..ir.fold import DEFAULT_MAX_CONSTANT_BYTES
 from ..ir.graph import Graph, Value
 from ..ir.issues import (
     DYNAMIC_SHAPE,
@@ -42,6 +43,7 @@ class ImportOptions:
     fold_batchnorm: bool = True
     fuse_activations: bool = True
     optimize_layout: bool = True
+    max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES  # fold no tensor larger than this (the node stays an op)
 
 
 @dataclass
@@ -114,15 +116,17 @@ def opset_of(model: onnx.ModelProto) -> int:
 
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
-              fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True) -> ImportResult:
+              fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
+              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES) -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
     ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
     shapes, axes and the like as constants). Raises :class:`ConversionError` listing every node that cannot
-    be converted, with a reason code each.
+    be converted, with a reason code each. ``max_constant_bytes``: constant folding produces no tensor larger than
+    this (the node stays an operation).
     """
     options = ImportOptions(dict(input_shapes or {}), dict(constant_inputs or {}), nhwc_io, fold_batchnorm,
-                            fuse_activations, optimize_layout)
+                            fuse_activations, optimize_layout, max_constant_bytes)
     started = time.perf_counter()
     model = load_onnx(source)
     if options.input_shapes:
