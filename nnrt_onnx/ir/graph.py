@@ -65,6 +65,8 @@ class Graph:
         self.aliases: dict[str, str] = {}  # ONNX no-op outputs (Identity, Dropout) -> the tensor they repeat
         # a tensor removed by the layout pass -> (the tensor it was a transpose of, that permutation)
         self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
+        # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
+        self.origins: dict[str, tuple[str, str, int]] = {}
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -98,6 +100,7 @@ class Graph:
         other.inputs, other.outputs = list(self.inputs), list(self.outputs)
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)
+        other.origins = dict(self.origins)
         other._counter = self._counter
         return other
 

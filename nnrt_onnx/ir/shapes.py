@@ -23,7 +23,9 @@ def rule_shapes(graph: Graph, node: Node) -> tuple[tuple[int, ...] | None, ...]:
         return infer_output_shapes(node.op, [v.shape for v in inputs], [v.data for v in inputs], node.values(),
                                    output_count=len(node.outputs))
     except NNRtError as exc:
-        raise ConversionIssue(INVALID_MODEL, f"{node.op.name[len('OH_NN_OPS_'):]}: {exc.message}") from None
+        op = node.op.name[len("OH_NN_OPS_"):]
+        message = exc.message if exc.message.startswith(f"{op}:") else f"{op}: {exc.message}"
+        raise ConversionIssue(INVALID_MODEL, message) from None
 
 
 def merge_shapes(known: Sequence[int] | None, inferred: Sequence[int] | None) -> tuple[int, ...] | None:

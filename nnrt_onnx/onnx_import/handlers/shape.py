@@ -203,14 +203,21 @@ def reshape(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     x = ctx.input(0)
-    if ctx.opset < 5:
-        requested = ctx.attr("shape")
-    else:
-        requested = ctx.constant_input(1, "the target shape").reshape(-1)
-    target = _target_shape(ctx, x, requested)
     out = ctx.value(ctx.output(0))
-    if out.shape is None or any(d < 0 for d in out.shape):
-        out.shape = tuple(target)
+    inferred = out.shape
+    if ctx.opset < 5:
+        target = _target_shape(ctx, x, ctx.attr("shape"))
+    elif ctx.input_value(1).data is None and inferred is not None and sum(d < 0 for d in inferred) <= 1:
+        # a target computed at run time (Shape -> Gather -> Concat of a dynamic batch): the output shape ONNX
+        # inference knows, with its one unknown dim as RESHAPE's -1, reshapes the same
+        ctx.attr("allowzero")
+        target = list(inferred)
+    else:
+        target = _target_shape(ctx, x, ctx.constant_input(1, "the target shape").reshape(-1))
+    if sum(d < 0 for d in target) > 1:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"Reshape of {x!r} (shape {list(ctx.value(x).shape or [])}) to {target}: "
+                                             f"more than one dim is unknown (RESHAPE takes one -1)", tensor=x)
+    ctx.settle(ctx.output(0), target)
     if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
         return
