@@ -165,6 +165,10 @@ class NodeContext:
             raise ConversionIssue("unsupported_op", f"{self.node.op_type}: subgraphs are converted by the importer only")
         return self.conversion.inline(body, bindings, f"{self.label}.{where}", use_shapes)
 
+    def shape_values(self):
+        """The symbolic reader of run-time shape tensors (onnx_import/symbolic.py), or None outside an import."""
+        return self.conversion.shape_values() if self.conversion is not None else None
+
     def fix_hint(self, tensors: Sequence[str], needs_value: bool = True) -> str:
         """What the user can pin (--input-shape) or bind (--constant-input) so that ``tensors`` become known."""
         return self.conversion.fix_hint(list(tensors), needs_value) if self.conversion is not None else ""

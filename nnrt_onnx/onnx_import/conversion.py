@@ -33,6 +33,7 @@ from .diagnosis import DeclaredInput, fix_hint
 from .handlers import handler_for
 from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
 from .subgraph import SEPARATOR, renamed_copy
+from .symbolic import ShapeValues
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -78,6 +79,7 @@ class GraphConversion:
         self.issues: list[Issue] = []
         self.producers: dict[str, onnx.NodeProto] = {}  # tensor -> the ONNX node writing it (inlined ones too)
         self.failed: dict[str, str] = {}  # tensor -> the node whose failed conversion it follows from
+        self.symbols: dict[str, tuple[str, ...]] = {n: i.symbols for n, i in self.inputs.items()}  # ONNX dim_params
         self.scope: list[str] = []  # the control-flow nodes being inlined, outermost first
 
     # -- nodes ---------------------------------------------------------------------------------------------------
@@ -87,8 +89,10 @@ class GraphConversion:
 
     def _declare_outputs(self, node: onnx.NodeProto, infos: Mapping[str, Any], use_shapes: bool) -> None:
         for output in node.output:
+            type_proto = infos.get(output)
+            if use_shapes and type_proto is not None and type_proto.tensor_type.HasField("shape"):
+                self.symbols[output] = tuple(d.dim_param for d in type_proto.tensor_type.shape.dim)
             if output and output not in self.graph.values:
-                type_proto = infos.get(output)
                 dtype, shape = np.dtype(np.float32), None
                 if type_proto is not None and type_proto.tensor_type.elem_type:
                     try:
@@ -209,6 +213,10 @@ class GraphConversion:
             name = graph.resolve(output.name)
             results.append(None if name not in graph.values or output.name in self.failed else name)
         return results
+
+    def shape_values(self) -> ShapeValues:
+        """Symbolic reading of shape tensors computed at run time (see symbolic.py)."""
+        return ShapeValues(self.graph, self.producers, self.symbols)
 
     def fix_hint(self, tensors, needs_value: bool = True) -> str:
         """What the user can pin or bind so that ``tensors`` become constants (or static)."""
