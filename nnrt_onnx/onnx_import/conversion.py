@@ -8,7 +8,7 @@ inline through :meth:`GraphConversion.inline`, with the same machinery (nested s
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -71,8 +71,10 @@ def node_label(node: onnx.NodeProto) -> str:
 class GraphConversion:
     """The conversion of one model's graph (and the subgraphs inlined into it) into ``graph``."""
 
-    def __init__(self, graph: Graph, opset: int, options, inputs: Mapping[str, DeclaredInput]):
+    def __init__(self, graph: Graph, opset: int, options, inputs: Mapping[str, DeclaredInput],
+                 model_outputs: Sequence[str] = ()):
         self.graph = graph
+        self.model_outputs = set(model_outputs)
         self.opset = opset
         self.options = options
         self.inputs = dict(inputs)  # the model's runtime inputs, for the hints
@@ -90,7 +92,10 @@ class GraphConversion:
     def _declare_outputs(self, node: onnx.NodeProto, infos: Mapping[str, Any], use_shapes: bool) -> None:
         for output in node.output:
             type_proto = infos.get(output)
-            if use_shapes and type_proto is not None and type_proto.tensor_type.HasField("shape"):
+            # a model output's stated shape is not trusted (exporters write stale ones; onnxruntime only warns):
+            # the rules give it
+            trusted = use_shapes and output not in self.model_outputs
+            if trusted and type_proto is not None and type_proto.tensor_type.HasField("shape"):
                 self.symbols[output] = tuple(d.dim_param for d in type_proto.tensor_type.shape.dim)
             if output and output not in self.graph.values:
                 dtype, shape = np.dtype(np.float32), None
@@ -99,7 +104,7 @@ class GraphConversion:
                         dtype = onnx_dtype(type_proto.tensor_type.elem_type)
                     except ConversionIssue:
                         pass
-                    shape = shape_of(type_proto) if use_shapes else None
+                    shape = shape_of(type_proto) if trusted else None
                 self.graph.add_value(Value(output, dtype, shape))
 
     def convert_node(self, node: onnx.NodeProto, infos: Mapping[str, Any], use_shapes: bool = True) -> None:

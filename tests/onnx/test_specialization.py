@@ -193,13 +193,26 @@ def test_the_budget_is_checked_before_anything_is_computed(monkeypatch):
 # -- the rules check the model's shapes ------------------------------------------------------------------------------
 
 def test_a_shape_the_model_states_wrongly_is_an_invalid_model_problem_of_its_node():
-    model = _model([node("MatMul", ["x", "w"], ["y"], name="the_matmul")], [V("x", TP.FLOAT, [2, 3])],
-                   [V("y", TP.FLOAT, [2, 5])], [helper.make_tensor("w", TP.FLOAT, [3, 4], [0.0] * 12)])
+    model = _model([node("MatMul", ["x", "w"], ["m"], name="the_matmul"), node("Relu", ["m"], ["y"])],
+                   [V("x", TP.FLOAT, [2, 3])], [V("y", TP.FLOAT, [2, 4])],
+                   [helper.make_tensor("w", TP.FLOAT, [3, 4], [0.0] * 12)])
+    model.graph.value_info.append(V("m", TP.FLOAT, [2, 5]))
     with pytest.raises(ConversionError) as info:
         from_onnx(model)
     (issue,) = info.value.issues
     assert (issue.node, issue.op_type, issue.reason) == ("the_matmul", "MatMul", "invalid_model")
-    assert "'y' has shape [2, 5]" in issue.message and "[2, 4]" in issue.message
+    assert "'m' has shape [2, 5]" in issue.message and "[2, 4]" in issue.message
+
+
+def test_a_stale_model_output_shape_is_not_trusted():
+    """Exporters write stale output shapes (ddddocr's '387' says [1, ?], it is [20, 1, 8210]); onnxruntime runs
+    such models (with a warning), and so does the conversion: the rules give the output's shape."""
+    model = _model([node("Reshape", ["x", "t"], ["y"])], [V("x", TP.FLOAT, [2, 6])], [V("y", TP.FLOAT, [1, "n"])],
+                   [_const("t", [2, 1, 6])])
+    x = np.arange(12, dtype=F).reshape(2, 6)
+    result = from_onnx(model)
+    assert list(result.model.tensors[result.model.outputs[0]].dims) == [2, 1, 6]
+    np.testing.assert_array_equal(_run(result, {"x": x})[0], x.reshape(2, 1, 6))
 
 
 # -- dynamic dims ----------------------------------------------------------------------------------------------------

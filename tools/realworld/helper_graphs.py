@@ -98,9 +98,18 @@ def paddle_style() -> onnx.ModelProto:
         channels = out
     tokens = g.op("Reshape", [x, g.const(np.asarray([0, 0, -1], np.int64), "shape")])  # [N, C, H*W]
     tokens = g.op("Transpose", [tokens], perm=[0, 2, 1])
-    pooled = g.op("ReduceMean", [tokens], axes=[1], keepdims=0)
+    pooled = g.op("ReduceMean", [tokens], axes=[1], keepdims=1)  # [N, 1, C]
+    # paddle's flatten(start_axis=1): the batch read with Shape -> Cast(int32) -> Slice -> Cast(int64), joined
+    # with a Cast constant -1 (ONNX shape inference loses the rank of what follows)
+    shape = g.op("Cast", [g.op("Shape", [pooled])], to=TP.INT32)
+    batch = g.op("Slice", [shape, g.const(np.asarray([0], np.int64)), g.const(np.asarray([1], np.int64)),
+                           g.const(np.asarray([0], np.int64))])
+    target = g.op("Concat", [g.op("Cast", [batch], to=TP.INT64),
+                             g.op("Cast", [g.const(np.asarray([-1], np.int32), "fill_constant")], to=TP.INT64)],
+                  axis=-1)
+    pooled = g.op("Reshape", [pooled, target])
     logits = g.op("Add", [g.op("MatMul", [pooled, g.weight((channels, 10))]), g.const(np.zeros(10, np.float32))])
-    probs = g.op("Softmax", [g.op("Reshape", [logits, g.const(np.asarray([0, -1], np.int64), "shape")])], axis=-1)
+    probs = g.op("Softmax", [logits], axis=1)
     g.nodes.append(helper.make_node("Identity", [probs], ["softmax_0.tmp_0"], name="fetch"))
     dims = ["p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", "p2o.DynamicDimension.2"]
     return g.model([V("x", TP.FLOAT, dims)], [V("softmax_0.tmp_0", TP.FLOAT, ["p2o.DynamicDimension.0", 10])],
