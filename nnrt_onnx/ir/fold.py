@@ -1,14 +1,13 @@
 """Constant folding: an NNRt node whose inputs are all constants is evaluated now, by its native kernel.
 
 The size of what folding would produce is computed from the kernel's shape rule *before* anything is evaluated:
-an output above the budget (``max_bytes``, 256 MiB by default) is not folded, the node stays an operation. SHAPE
-and RANK of a tensor whose shape is known fold without its value.
+an output above the budget (``max_bytes``, 256 MiB by default) is not folded, the node stays an operation. (The
+ONNX importer turns Shape and Size of a tensor whose shape is known into constants itself.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..enums import OH_NN_OperationType as OP
 from ..errors import NNRtError
 from ..runtime.invoke import call
 from .graph import Graph, Node
@@ -17,26 +16,6 @@ from .shapes import rule_shapes, static_bytes
 
 # Folding bigger results than this would bloat the model with computed data a kernel can rebuild at run time.
 DEFAULT_MAX_CONSTANT_BYTES = 256 << 20
-
-_SHAPE_ONLY = (OP.OH_NN_OPS_SHAPE, OP.OH_NN_OPS_RANK)
-
-
-def _fold_shape_only(graph: Graph, node: Node) -> bool:
-    """SHAPE/RANK of a tensor whose dims are all known: constants, whatever its values."""
-    source = graph.values[node.inputs[0]]
-    if source.shape is None or any(d < 0 for d in source.shape):
-        return False
-    output = graph.values[node.outputs[0]]
-    if output.quant is not None or output.dtype.kind not in "iu":
-        return False
-    if node.op == OP.OH_NN_OPS_SHAPE:
-        array = np.asarray(source.shape, output.dtype)
-    else:
-        rank = np.asarray(len(source.shape), output.dtype)
-        array = rank.reshape(output.shape) if output.shape and all(d == 1 for d in output.shape) else rank
-    output.data, output.shape = array, tuple(array.shape)
-    return True
-
 
 def fits_budget(shapes, dtypes, max_bytes: int) -> bool:
     """Whether tensors of these (rule-computed) shapes and dtypes hold at most ``max_bytes`` each; an unknown
@@ -55,8 +34,6 @@ def try_fold(graph: Graph, node: Node, max_bytes: int = DEFAULT_MAX_CONSTANT_BYT
     outputs = [graph.values[name] for name in node.outputs]
     if any(o.quant is not None for o in outputs) or any(v.quant is not None for v in inputs):
         return False
-    if node.op in _SHAPE_ONLY and inputs:
-        return _fold_shape_only(graph, node)
     if not inputs or any(v.data is None for v in inputs):
         return False
     shapes = rule_shapes(graph, node)

@@ -22,6 +22,7 @@ from ..ir.issues import (
     INVALID_MODEL,
     NEEDS_CONSTANT,
     UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
     UNSUPPORTED_OP,
     ConversionIssue,
     Issue,
@@ -40,8 +41,6 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 
 def onnx_dtype(elem_type: int) -> np.dtype:
     """The numpy dtype of an ONNX element type (UNSUPPORTED_DTYPE when there is none)."""
-    from ..ir.issues import UNSUPPORTED_DTYPE
-
     try:
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
     except (KeyError, TypeError, ValueError):
@@ -72,8 +71,9 @@ class GraphConversion:
     """The conversion of one model's graph (and the subgraphs inlined into it) into ``graph``."""
 
     def __init__(self, graph: Graph, opset: int, options, inputs: Mapping[str, DeclaredInput],
-                 model_outputs: Sequence[str] = ()):
+                 model_outputs: Sequence[str] = (), domain_opsets: Mapping[str, int] | None = None):
         self.graph = graph
+        self.domain_opsets = dict(domain_opsets or {})  # the opset the model imports for each other domain
         self.model_outputs = set(model_outputs)
         self.opset = opset
         self.options = options
@@ -114,7 +114,8 @@ class GraphConversion:
                 self.producers[output] = node
         self._declare_outputs(node, infos, use_shapes)
         upstream = sorted({self.failed[i] for i in node.input if i in self.failed})
-        self.graph.origins.setdefault(self._ir_name(label), (node.op_type, node.domain, self.opset))
+        opset = self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
+        self.graph.origins.setdefault(self._ir_name(label), (node.op_type, node.domain, opset))
         issues_before = len(self.issues)
         try:
             self._convert(node, label)
@@ -143,7 +144,8 @@ class GraphConversion:
                 message = f"{message}; {hint}"
         if self.scope:
             message = f"{message} (inside {' > '.join(self.scope)})"
-        self.issues.append(Issue(label, node.op_type, self.opset, reason, message, tensor, node.domain, depends_on))
+        opset = self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
+        self.issues.append(Issue(label, node.op_type, opset, reason, message, tensor, node.domain, depends_on))
         root = depends_on or label
         for output in node.output:
             if output:
@@ -205,7 +207,10 @@ class GraphConversion:
                 self.failed[formal.name] = self.failed[bindings[original.name]]
         for tensor in copy.initializer:
             array = numpy_helper.to_array(tensor)
-            from_numpy(array.dtype)
+            try:
+                from_numpy(array.dtype)
+            except ValueError as exc:
+                raise ConversionIssue(UNSUPPORTED_DTYPE, f"{where}: initializer {tensor.name!r}: {exc}") from None
             graph.add_value(Value(tensor.name, array.dtype, tuple(array.shape),
                                   np.ascontiguousarray(array).reshape(array.shape)))  # (keeps 0-d)
         self.scope.append(where)

@@ -191,7 +191,8 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         graph.add_value(Value(info.name, dtype, shape))
         graph.inputs.append(info.name)
 
-    conversion = GraphConversion(graph, opset, options, declared, [o.name for o in model.graph.output])
+    conversion = GraphConversion(graph, opset, options, declared, [o.name for o in model.graph.output],
+                                 {entry.domain: entry.version for entry in model.opset_import})
     conversion.convert_nodes(model.graph.node, value_infos(model.graph))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
     issues += conversion.issues

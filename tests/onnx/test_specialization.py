@@ -272,3 +272,21 @@ def test_root_causes_come_first_in_the_report():
     assert [i.node for i in info.value.issues if not i.is_root] == ["later"]
     assert lines[-2].strip() == "and 1 that follow from those:"
     assert lines[-1].strip().startswith("later (Squeeze, opset 17): [dynamic_shape] depends on 'data_dependent'")
+
+
+# -- run-time targets read symbolically (hand-computed cases) ----------------------------------------------------------
+
+@pytest.mark.parametrize("input_dims,requested,allowzero,expected", [
+    (["N", 4, 4, 4], ["N", -1], False, [-1, 64]),  # x.view(x.size(0), -1)
+    (["N", 4, 4, 4], [0, -1], False, [-1, 64]),  # 0 copies the batch
+    (["N", "T", 8], ["N", "T", 2, 4], False, None),  # two dims stay unknown
+    (["N", "T", 8], ["N", -1, 4], False, None),  # the -1 is 2T: T does not cancel
+    (["N", 6], [-1, 3], False, [-1, 3]),  # the -1 absorbs the batch: still one unknown
+    (["N", 5, 6], ["N", 0, 3, 2], False, [-1, 5, 3, 2]),  # 0 copies dim 1
+    ([2, 6], [3, -1], False, [3, 4]),
+    (["N", 6], ["M", -1], False, None),  # another input's dim: nothing cancels
+])
+def test_reshape_target_of_a_symbolic_shape(input_dims, requested, allowzero, expected):
+    from nnrt_onnx.onnx_import.symbolic import reshape_target
+
+    assert reshape_target(input_dims, requested, allowzero) == expected
