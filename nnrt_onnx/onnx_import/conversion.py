@@ -138,8 +138,7 @@ class GraphConversion:
     def _record(self, node, label: str, reason: str, message: str, tensor, upstream: list[str]) -> None:
         depends_on = upstream[0] if upstream else None
         if depends_on is None and reason in (DYNAMIC_SHAPE, NEEDS_CONSTANT):
-            hint = fix_hint(reason == NEEDS_CONSTANT, [tensor] if tensor else list(node.input), self.producers,
-                            self.inputs)
+            hint = self.fix_hint([tensor] if tensor else [i for i in node.input if i], reason == NEEDS_CONSTANT)
             if hint:
                 message = f"{message}; {hint}"
         if self.scope:
@@ -230,4 +229,16 @@ class GraphConversion:
 
     def fix_hint(self, tensors, needs_value: bool = True) -> str:
         """What the user can pin or bind so that ``tensors`` become constants (or static)."""
-        return fix_hint(needs_value, tensors, self.producers, self.inputs)
+        return fix_hint(needs_value, tensors, self.producers, self.inputs, self._dim_symbols(tensors, needs_value))
+
+    def _dim_symbols(self, tensors, needs_value: bool) -> set[str]:
+        """The names of the dynamic dims ``tensors`` read: in their symbolic values (a shape computed at run
+        time), or of their own unknown dims."""
+        reader = self.shape_values()
+        found: set[str] = set()
+        for tensor in tensors:
+            if needs_value:
+                found |= {e for e in reader.value(tensor) or () if isinstance(e, str)}
+            else:
+                found |= {e for e in reader.dims(tensor) or () if isinstance(e, str)}
+        return found

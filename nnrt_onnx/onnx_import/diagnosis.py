@@ -66,8 +66,10 @@ def _symbol(entry: DeclaredInput, dim: int) -> str:
     return symbol if re.fullmatch(r"[A-Za-z_][\w.]*", symbol) else ""
 
 
-def _pin_hint(entry: DeclaredInput) -> str:
+def _pin_hint(entry: DeclaredInput, symbols: set[str] = frozenset()) -> str:
     dims = entry.dynamic_dims()
+    named = [d for d in dims if d < len(entry.symbols) and entry.symbols[d] in symbols]
+    dims = named or dims  # the dims the blocked tensor is known to read, else every dynamic one
     described = ", ".join(f"{d} ({_symbol(entry, d)})" if _symbol(entry, d) else str(d) for d in dims)
     example = ",".join(str(d) if d >= 0 else f"<{_symbol(entry, i) or 'N'}>" for i, d in enumerate(entry.dims or ()))
     which = f"dim {described}" if len(dims) == 1 else f"dims {described}"
@@ -75,10 +77,11 @@ def _pin_hint(entry: DeclaredInput) -> str:
 
 
 def fix_hint(reason_needs_constant: bool, tensors, producers: Mapping[str, onnx.NodeProto],
-             inputs: Mapping[str, DeclaredInput]) -> str:
+             inputs: Mapping[str, DeclaredInput], symbols: set[str] = frozenset()) -> str:
     """What would make the node convertible, or '' when no model input is to blame.
 
-    ``reason_needs_constant``: the node needs the tensors' values (else: their static shapes)."""
+    ``reason_needs_constant``: the node needs the tensors' values (else: their static shapes). ``symbols``: the
+    dim names the tensors are known to depend on (the pin hint then names just those dims)."""
     by_value, by_shape = input_dependencies(tensors, producers, inputs)
     hints = []
     if reason_needs_constant:
@@ -86,5 +89,5 @@ def fix_hint(reason_needs_constant: bool, tensors, producers: Mapping[str, onnx.
         pinnable = [inputs[n] for n in by_shape if inputs[n].dynamic_dims()]
     else:
         pinnable = [inputs[n] for n in by_value + by_shape if inputs[n].dynamic_dims()]
-    hints += [_pin_hint(entry) for entry in pinnable]
+    hints += [_pin_hint(entry, symbols) for entry in pinnable]
     return "; ".join(hints)

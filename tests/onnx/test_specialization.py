@@ -290,3 +290,17 @@ def test_reshape_target_of_a_symbolic_shape(input_dims, requested, allowzero, ex
     from nnrt_onnx.onnx_import.symbolic import reshape_target
 
     assert reshape_target(input_dims, requested, allowzero) == expected
+
+
+def test_the_pin_hint_names_just_the_dims_the_blocked_value_reads():
+    """positions = arange(x.size(1)) (a transformer's): only the sequence dim blocks, not the batch."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "one_s"], ["steps"], axis=0),
+             node("Range", ["zero_s", "steps", "one_s"], ["positions"], name="arange"),
+             node("Cast", ["positions"], ["p"], to=TP.FLOAT), node("Unsqueeze", ["p", "axes"], ["p2"]),
+             node("Add", ["x", "p2"], ["y"])]
+    model = _model(nodes, [V("x", TP.FLOAT, ["batch", "steps", 1])], [V("y", TP.FLOAT, None)],
+                   [_const("zero_s", 0), _const("one_s", 1), _const("axes", [0, 2])])
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    issue = info.value.issues[0]
+    assert issue.node == "arange" and "pin input 'x' dim 1 (steps): --input-shape x=<batch>,<steps>,1" in issue.message
