@@ -67,6 +67,7 @@ class Graph:
         self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
         # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
         self.origins: dict[str, tuple[str, str, int]] = {}
+        self.tensor_origins: dict[str, str] = {}  # an ONNX tensor -> the origin of the node that wrote it
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -101,6 +102,7 @@ class Graph:
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)
         other.origins = dict(self.origins)
+        other.tensor_origins = dict(self.tensor_origins)
         other._counter = self._counter
         return other
 

@@ -116,6 +116,7 @@ class GraphConversion:
         upstream = sorted({self.failed[i] for i in node.input if i in self.failed})
         opset = self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
         self.graph.origins.setdefault(self._ir_name(label), (node.op_type, node.domain, opset))
+        self.graph.tensor_origins.update({o: self._ir_name(label) for o in node.output if o})
         issues_before = len(self.issues)
         try:
             self._convert(node, label)

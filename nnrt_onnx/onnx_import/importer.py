@@ -240,11 +240,12 @@ def _materialize_passthrough_outputs(graph: Graph) -> None:
             graph.values[name] = Value(name, value.dtype, value.shape, None, value.quant)
         else:
             continue
+        origin = graph.tensor_origins.get(name, name)  # (problems with it belong to the node that wrote it)
         if value.shape:
             shape = graph.constant(np.asarray(value.shape, np.int64), f"{name}.shape")
-            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, name))
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, origin))
         else:  # a scalar: SQUEEZE without axes is the identity (a shape tensor cannot be empty in NNRt)
-            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_SQUEEZE, [source], [target], {}, name))
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_SQUEEZE, [source], [target], {}, origin))
 
 
 def _blame(graph: Graph, value_name: str) -> tuple[str, str, str, int]:

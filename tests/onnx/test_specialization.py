@@ -304,3 +304,12 @@ def test_the_pin_hint_names_just_the_dims_the_blocked_value_reads():
         from_onnx(model)
     issue = info.value.issues[0]
     assert issue.node == "arange" and "pin input 'x' dim 1 (steps): --input-shape x=<batch>,<steps>,1" in issue.message
+
+
+def test_an_empty_output_is_blamed_on_the_named_node_that_computes_it():
+    model = _model([node("Slice", ["x", "five", "six"], ["y"], name="empty_slice")], [V("x", TP.FLOAT, [3])],
+                   [V("y", TP.FLOAT, None)], [_const("five", [5]), _const("six", [6])])
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    assert {(i.node, i.op_type, i.opset) for i in info.value.issues} == {("empty_slice", "Slice", 17)}
+    assert "is empty" in info.value.issues[0].message
