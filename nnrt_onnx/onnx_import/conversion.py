@@ -114,8 +114,7 @@ class GraphConversion:
                 self.producers[output] = node
         self._declare_outputs(node, infos, use_shapes)
         upstream = sorted({self.failed[i] for i in node.input if i in self.failed})
-        opset = self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
-        self.graph.origins.setdefault(self._ir_name(label), (node.op_type, node.domain, opset))
+        self.graph.origins.setdefault(self._ir_name(label), (node.op_type, node.domain, self._opset_of(node)))
         self.graph.tensor_origins.update({o: self._ir_name(label) for o in node.output if o})
         issues_before = len(self.issues)
         try:
@@ -132,6 +131,10 @@ class GraphConversion:
                     if output:
                         self.failed.setdefault(output, root)
 
+    def _opset_of(self, node: onnx.NodeProto) -> int:
+        """The opset the model imports for the node's domain."""
+        return self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
+
     def _ir_name(self, label: str) -> str:
         """The name this node's IR nodes carry as their origin (unique across inlined copies)."""
         return SEPARATOR.join([*self.scope, label]) if self.scope else label
@@ -144,8 +147,8 @@ class GraphConversion:
                 message = f"{message}; {hint}"
         if self.scope:
             message = f"{message} (inside {' > '.join(self.scope)})"
-        opset = self.opset if node.domain in DEFAULT_DOMAINS else self.domain_opsets.get(node.domain, 0)
-        self.issues.append(Issue(label, node.op_type, opset, reason, message, tensor, node.domain, depends_on))
+        self.issues.append(Issue(label, node.op_type, self._opset_of(node), reason, message, tensor, node.domain,
+                                 depends_on))
         root = depends_on or label
         for output in node.output:
             if output:
