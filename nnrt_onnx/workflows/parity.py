@@ -342,7 +342,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     missing = [n for n in runtime_input_names(model) if n not in feed]
     if missing:
         raise UserError(f"ONNX input(s) {missing} have no NNRt counterpart (converted away); give them with --input")
-    input_info = {n: {"dtype": str(a.dtype), "shape": list(a.shape), "source": "given" if n in given else "random"}
+    input_info = {n: {"dtype": str(a.dtype), "shape": list(a.shape),
+                      "source": "given" if n in given else "constant" if n in pinned["constant_inputs"] else "random"}
                   for n, a in feed.items()}
 
     index_of = {t.name: i for i, t in enumerate(nnrt.tensors)}
