@@ -188,6 +188,7 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
         complete_inputs,
         device_id_by_name,
         input_names,
+        output_names,
         parse_value_ranges,
         run_model,
         save_outputs,
@@ -201,10 +202,10 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
     device_id = device_id_by_name(device)
     arrays = complete_inputs(model, model_inputs.data, seed, ranges)
     names = input_names(model)
+    golden = parse_expected_specs(expected, output_names(model))
     if save_inputs:
         save_arrays(save_inputs, dict(zip(names, arrays)))
     result = run_model(model, arrays, device_id, float16)
-    golden = parse_expected_specs(expected, result.names)
     stats = [tensor_stats(a) for a in result.outputs]
     checks = [compare(result.outputs[result.names.index(n)], v, n, rtol, atol) for n, v in golden.items()]
     if as_json:
@@ -520,7 +521,8 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
                          strict=strict, expected=golden, value_ranges=ranges or None, float64_opinion=float64_opinion)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
-    if repro_dir is not None and report._repro is not None:
+    diverged = (report.culprit or report.first_divergence) is not None
+    if repro_dir is not None and diverged:
         report.extract_repro(repro_dir)
     if html_path is not None:
         from nnrt_onnx.serialization import atomic_write
@@ -541,7 +543,7 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
             click.echo(f"inputs saved to {save_inputs}")
         if html_path is not None:
             click.echo(f"report written to {html_path}")
-    if repro_dir is not None and report._repro is None:
+    if repro_dir is not None and not diverged:
         click.echo("no layer diverged: there is nothing to extract", err=True)
     sys.exit(0 if report.ok else 1)
 

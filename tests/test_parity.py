@@ -765,3 +765,19 @@ def test_a_layer_verdict_is_its_worst_outputs():
     assert layer.verdict == f64.NATIVE_WRONG
     assert LayerResult(0, "n", "Op", "within", [comparison(f64.SUSPECT), comparison(None)]).verdict == f64.SUSPECT
     assert LayerResult(0, "n", "Op", "within", [comparison(None)]).verdict is None
+
+
+def test_the_shipped_light_squeezenet_is_ill_conditioned_at_its_softmax():
+    """Issue 14: its 1000 logits are equal in exact arithmetic and about 6.8e9 (one float32 ulp: 512); whether the
+    two sides round them alike depends on the CPU (on AVX2 they do not). Either way: a pass with a warning naming the
+    Softmax, and a failure under strict."""
+    from nnrt_onnx.workflows import float64 as f64
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
+    report = check_model(path)
+    (c,) = report.outputs
+    assert c.float64.verdict == f64.ILL_CONDITIONED and c.float64.amplifier["op_type"] == "Softmax"
+    assert report.ok and report.culprit is None
+    assert any("ill-conditioned" in w and "(Softmax" in w for w in report.warnings)
+    report.strict = True
+    assert not report.ok
