@@ -781,3 +781,33 @@ def test_the_shipped_light_squeezenet_is_ill_conditioned_at_its_softmax():
     assert any("ill-conditioned" in w and "(Softmax" in w for w in report.warnings)
     report.strict = True
     assert not report.ok
+
+
+def test_a_grown_repro_of_an_ir3_model_with_computed_weights_is_valid(monkeypatch, tmp_path):
+    """Like light_squeezenet: IR version 3 (initializers are graph inputs too) and weights made by ConstantOfShape.
+    The repro grows to take in the convolution; its computed weight becomes an initializer, valid from IR 4 on."""
+    nodes = [helper.make_node("ConstantOfShape", ["wshape"], ["w"], name="weights",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+             helper.make_node("Softmax", ["g"], ["y"], name="softmax")]
+    inits = [numpy_helper.from_array(np.array([16, 4, 1, 1], np.int64), "wshape"),
+             numpy_helper.from_array(np.full(16, 1e9, np.float32), "b")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6]),
+              helper.make_tensor_value_info("wshape", TensorProto.INT64, [4]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [16])]
+    graph = helper.make_graph(nodes, "ir3", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                   [1, 16, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 3
+    onnx.checker.check_model(model)
+    one_ulp_up(monkeypatch)
+    report = check_model(model, per_layer=True)
+    assert report.first_divergence.node == "softmax" and report.ok  # ill-conditioned
+    repro = report.extract_repro(tmp_path / "r")
+    manifest = json.loads((repro / "repro.json").read_text())
+    assert manifest["reproduces"] is True and manifest["nodes"] == ["conv", "relu", "gap", "softmax"]
+    grown = onnx.load(str(repro / "repro.onnx"))
+    onnx.checker.check_model(grown)
+    assert grown.ir_version >= 4 and "w" in {t.name for t in grown.graph.initializer}

@@ -823,9 +823,13 @@ def repro_model(report: ParityReport, plan: _Repro | None = None):
     model = helper.make_model(graph, opset_imports=plan.opset_imports, producer_name="nnrt-onnx check",
                               doc_string=f"reproduces the divergence at ONNX node {divergence.node!r} "
                                          f"({divergence.op_type}) of {report.model}")
-    model.ir_version = plan.ir_version
+    # constants the source computed (ConstantOfShape ...) become initializers, which IR < 4 would also want as inputs
+    model.ir_version = max(plan.ir_version, 4)
     model.functions.extend(plan.functions)
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise UserError(f"cannot build the repro of {divergence.node!r}: {str(exc).splitlines()[0]}") from None
     return model
 
 
@@ -839,6 +843,8 @@ def _reproduces(report: ParityReport, plan: _Repro) -> bool:
         again = check_model(repro_model(report, plan), plan.runtime_inputs, rtol=source.rtol, atol=source.atol,
                             device=source.device, float64_opinion=False, label="repro")
     except (UserError, ConversionError, NNRtError):
+        return False
+    except Exception:  # noqa: BLE001 - a candidate that cannot be built or run does not reproduce; others are tried
         return False
     return not all(c.within for c in again.outputs)
 
