@@ -811,3 +811,17 @@ def test_a_grown_repro_of_an_ir3_model_with_computed_weights_is_valid(monkeypatc
     grown = onnx.load(str(repro / "repro.onnx"))
     onnx.checker.check_model(grown)
     assert grown.ir_version >= 4 and "w" in {t.name for t in grown.graph.initializer}
+
+
+def test_a_compared_constant_is_labelled_as_one():
+    """A constant a node computes (ConstantOfShape) may survive conversion as an NNRt constant: compared, no op."""
+    nodes = [helper.make_node("ConstantOfShape", ["bshape"], ["b"], name="bias",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("Add", ["x", "b"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                              [numpy_helper.from_array(np.array([3], np.int64), "bshape")])
+    report = check_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), per_layer=True)
+    ops = {layer.node: (layer.status, layer.nnrt_ops) for layer in report.layers}
+    assert ops["add"] == ("within", ["ADD"])
+    assert ops["bias"] == ("within", ["(constant)"])  # folded, kept under its name: compared, written by no op

@@ -230,7 +230,7 @@ class LayerResult:
     status: str  # "within", "diverged", or "not compared" (see ``reason``)
     outputs: list[Comparison] = field(default_factory=list)
     fused_with: list[str] = field(default_factory=list)  # upstream nodes (not compared) the divergence may be in
-    nnrt_ops: list[str] = field(default_factory=list)  # the NNRt operations writing the compared tensors
+    nnrt_ops: list[str] = field(default_factory=list)  # what wrote the compared tensors: NNRt ops, "(constant)"
     reason: str | None = None  # not compared: "constant-folded" (its outputs are constants) or "fused away"
 
     @property
@@ -498,7 +498,9 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
             info["source"] = "constant"
 
     index_of = {t.name: i for i, t in enumerate(nnrt.tensors)}
-    writer = {i: op.op.name.replace("OH_NN_OPS_", "") for op in nnrt.operations for i in op.outputs}
+    # what wrote each NNRt tensor: an operation, or nothing (a constant -- folded -- or a model input)
+    writer = {i: "(input)" for i in nnrt.inputs}
+    writer.update({i: op.op.name.replace("OH_NN_OPS_", "") for op in nnrt.operations for i in op.outputs})
     wanted: dict[str, tuple[int, Any]] = {}  # ONNX tensor -> (NNRt tensor index, permutation)
     for node in model.graph.node:
         for name in node.output:
@@ -630,7 +632,7 @@ def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol,
                 if _integer_mismatch(results[-1]):
                     referee(results[-1], model, node, feed, reference, native_values[o])
             diverged = not all(c.within for c in results)
-            ops = sorted({writer[wanted[o][0]] for o in found if wanted[o][0] in writer})
+            ops = sorted({writer.get(wanted[o][0], "(constant)") for o in found})
             layers.append(LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results,
                                       nnrt_ops=ops))
     return layers, native_values
