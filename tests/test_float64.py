@@ -190,7 +190,8 @@ def test_batch_normalization_uses_the_running_statistics(opset):
     """onnx.reference's opset-9 BatchNormalization mixes in the batch's statistics (its momentum default); inference
     uses the running ones, as onnxruntime does."""
     rng = np.random.default_rng(5)
-    inits = {"s": rng.random(3) + 0.5, "b": rng.standard_normal(3), "m": rng.standard_normal(3), "v": rng.random(3) + 0.1}
+    inits = {"s": rng.random(3) + 0.5, "b": rng.standard_normal(3), "m": rng.standard_normal(3),
+             "v": rng.random(3) + 0.1}
     node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 4])],

@@ -692,7 +692,7 @@ def test_a_repro_that_never_fails_alone_says_so(monkeypatch, tmp_path):
     assert manifest["sizes_tried"][0] == 1 and len(manifest["sizes_tried"]) > 1  # it grew to the inputs, in vain
 
 
-# -- many models, threads -----------------------------------------------------------------------------------------------
+# -- many models, threads -------------------------------------------------------------------------------------
 
 def test_check_one_is_a_pure_function_of_model_and_options(tmp_path):
     import pickle

@@ -656,7 +656,9 @@ def _native_blamed(layer: LayerResult) -> bool:
     """The float64 referee finds native wrong at this layer (or farther from float64 when neither matches)."""
     for c in layer.outputs:
         v = c.float64
-        if v is not None and (v.verdict == f64.NATIVE_WRONG or (v.verdict == f64.NEITHER and v.closer == "onnxruntime")):
+        if v is None:
+            continue
+        if v.verdict == f64.NATIVE_WRONG or (v.verdict == f64.NEITHER and v.closer == "onnxruntime"):
             return True
     return False
 
