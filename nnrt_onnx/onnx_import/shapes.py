@@ -60,7 +60,23 @@ def infer_shapes_without_weights(model: onnx.ModelProto, *, in_place: bool = Fal
     for output in target.graph.output:
         if output.name in outputs:
             output.CopyFrom(outputs[output.name])
+    _copy_subgraph_shapes(inferred.graph, target.graph)
     return target
+
+
+def _has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+
+
+def _copy_subgraph_shapes(inferred: onnx.GraphProto, target: onnx.GraphProto) -> None:
+    """Inference also annotates If/Loop/Scan bodies (their value_info and outputs): the converter unrolls them with
+    those shapes, so the inferred nodes replace the target's (same nodes in the same order; the bodies' own
+    initializers were never taken out of the light copy)."""
+    if len(inferred.node) != len(target.node):
+        return
+    for node, annotated in zip(target.node, inferred.node):
+        if _has_subgraph(node) and annotated.op_type == node.op_type and list(annotated.output) == list(node.output):
+            node.CopyFrom(annotated)
 
 
 __all__ = ["infer_shapes_without_weights", "light_copy"]
