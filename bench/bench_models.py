@@ -229,6 +229,17 @@ def high_water_mib():  # this process's peak RSS (VmHWM: unlike ru_maxrss, not i
                 return int(line.split()[1]) / 1024
 
 
+startup = 0.0
+if {step!r} != "onnx.load":
+    # one-time process start-up, timed apart: the op table (TOML) and every converter module
+    import importlib, pkgutil
+    import nnrt_onnx.onnx_import.handlers as handlers
+    from nnrt_onnx.ir.rows import onnx_rows
+    t = time.perf_counter()
+    onnx_rows()
+    for module in pkgutil.iter_modules(handlers.__path__):
+        importlib.import_module(f"nnrt_onnx.onnx_import.handlers.{{module.name}}")
+    startup = time.perf_counter() - t
 base = high_water_mib()
 t = time.perf_counter()
 if {step!r} == "onnx.load":
@@ -236,7 +247,7 @@ if {step!r} == "onnx.load":
 else:
     nnrt_onnx.onnx_import.from_onnx({path!r})
 seconds = time.perf_counter() - t
-print(json.dumps({{"seconds": seconds, "peak_mib": high_water_mib(), "base_mib": base}}))
+print(json.dumps({{"seconds": seconds, "peak_mib": high_water_mib(), "base_mib": base, "startup": startup}}))
 """
 
 
@@ -258,7 +269,7 @@ def measure_convert(path: Path, impl: Path, repeat: int) -> dict:
                 return result
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         result[step] = {"seconds": min(r["seconds"] for r in runs), "peak_mib": min(r["peak_mib"] for r in runs),
-                        "base_mib": min(r["base_mib"] for r in runs)}
+                        "base_mib": min(r["base_mib"] for r in runs), "startup": min(r["startup"] for r in runs)}
     return result
 
 
@@ -277,7 +288,7 @@ def main(argv=None):
     results = {"load_average": load, "models": {}}
     if args.convert:
         header = f"{'model':20} {'weights MiB':>11} {'onnx.load s':>11} {'convert s':>10} {'x load':>7} " \
-                 f"{'peak MiB':>9} {'(load)':>8} {'peak-base / weights':>20}"
+                 f"{'peak MiB':>9} {'(load)':>8} {'peak-base / weights':>20} {'(load)':>7}"
         print(header)
         print("-" * len(header))
         for name in names:
@@ -288,8 +299,14 @@ def main(argv=None):
                 continue
             lo, cv = r["onnx.load"], r["from_onnx"]
             grow = (cv["peak_mib"] - cv["base_mib"]) / max(r["weights_mib"], 1e-9)
+            load_grow = (lo["peak_mib"] - lo["base_mib"]) / max(r["weights_mib"], 1e-9)
             print(f"{name:20} {r['weights_mib']:11.1f} {lo['seconds']:11.3f} {cv['seconds']:10.3f} "
-                  f"{cv['seconds'] / lo['seconds']:7.1f} {cv['peak_mib']:9.0f} {lo['peak_mib']:8.0f} {grow:20.2f}")
+                  f"{cv['seconds'] / lo['seconds']:7.1f} {cv['peak_mib']:9.0f} {lo['peak_mib']:8.0f} {grow:20.2f} "
+                  f"{load_grow:7.2f}", flush=True)
+        startups = [r["from_onnx"]["startup"] for r in results["models"].values() if "from_onnx" in r]
+        if startups:
+            print(f"one-time start-up before the first conversion (op table, converter imports; not in convert s): "
+                  f"{min(startups):.2f} s")
     else:
         modes = [m for m in args.modes.split(",") if m]
         header = f"{'model':20} {'mode':6} {'native ms':>10} {'ort-1 ms':>9} {'ratio':>6} {'p10-p90':>11} " \
