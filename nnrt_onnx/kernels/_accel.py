@@ -1,8 +1,9 @@
 """Optional compiled loops (numba) for the kernels numpy cannot fuse, each with a pure-numpy path beside it.
 
-numba is not a dependency: ``pip install "nnrt-onnx[fast]"`` adds it. Without it (or with the environment
-variable ``NNRT_ONNX_NUMBA=0``) every function here returns False and the kernel takes its numpy path. The
-compiled loops use no fast-math (no FMA contraction, no reassociation).
+numba is a dependency (it pays 3-12x on depthwise convolution and 6x on average pooling, docs/performance.md), but
+never a requirement: when it cannot be imported (a platform without wheels), or with the environment variable
+``NNRT_ONNX_NUMBA=0``, every function here returns False and the kernel takes its numpy path. The compiled loops
+use no fast-math (no FMA contraction, no reassociation).
 
 * :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
