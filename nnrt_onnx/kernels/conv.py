@@ -214,11 +214,12 @@ def _winograd_weights(w: np.ndarray) -> np.ndarray:
 
 def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
     """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md): float32 3x3 stride-1
-    convolutions with enough channels for the 16 GEMMs to run at speed."""
+    convolutions with enough channels for the 16 GEMMs to run at speed, and outputs of at least 8x8 (at 7x7 the
+    16 tiles do not pay for streaming the 16 transformed weight matrices: 2x slower at 512 channels)."""
     o, kh, kw, c = w.shape
     return (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
             and tuple(dilation) == (1, 1) and group == 1 and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS
-            and out_size[0] * out_size[1] >= 16)
+            and out_size[0] * out_size[1] >= 64)
 
 
 _WINO_MIN_CHANNELS = 64

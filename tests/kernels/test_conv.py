@@ -372,7 +372,7 @@ def _direct_conv_f64(x, w, b, pads):
 
 @pytest.mark.parametrize("shape,out_c,pads,fuse", [
     ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
-    ((2, 8, 8, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
+    ((2, 10, 10, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
     ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
 ])
 def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, fuse):
