@@ -3,7 +3,9 @@
 numba is a dependency (it pays 3-12x on depthwise convolution and 6x on average pooling, docs/performance.md), but
 never a requirement: when it cannot be imported (a platform without wheels), or with the environment variable
 ``NNRT_ONNX_NUMBA=0``, every function here returns False and the kernel takes its numpy path. The compiled loops
-use no fast-math (no FMA contraction, no reassociation).
+use no fast-math (no FMA contraction, no reassociation), and numpy's error model: a float division is just the
+division (numba's default checks each divisor for zero to raise ZeroDivisionError, which kept the ERF loop from
+vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
 
 * :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
@@ -61,7 +63,7 @@ def _build(name: str):
     if name != "depthwise":
         raise KeyError(name)
 
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def depthwise_loop(xp, wt, bias, out, s_h, s_w, d_h, d_w, activation, has_bias):  # pragma: no cover (compiled)
         n, oh, ow, c = out.shape
         kh, kw = wt.shape[0], wt.shape[1]
@@ -108,7 +110,7 @@ def _build_erf(numba):
     p0, p1, p2, p3, p4, p5, p6 = _ERF_P
     q1, q2, q3, q4, q5 = _ERF_Q[1:]
 
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def erf_loop(x, out):  # pragma: no cover (compiled)
         for k in range(x.size):
             v = np.float64(x[k])
@@ -137,7 +139,7 @@ def _build_erf(numba):
 
 
 def _build_softmax(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def shift_rows(x, out):  # pragma: no cover (compiled): out = x - max(x) per row (NaN wins, as in np.max)
         rows, n = x.shape
         for r in range(rows):
@@ -152,7 +154,7 @@ def _build_softmax(numba):
                 out[r, k] = x[r, k] - m
         return out
 
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def normalise_rows(e):  # pragma: no cover (compiled): e /= sum(e) per row (the sum in float64)
         rows, n = e.shape
         for r in range(rows):
@@ -173,7 +175,7 @@ def _build_softmax(numba):
 
 
 def _build_layer_norm(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
         rows, n = x.shape
         for r in range(rows):
@@ -195,7 +197,7 @@ def _build_layer_norm(numba):
 
 
 def _build_pool(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False)
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
         n, h, w, c = x.shape
         _, oh, ow, _ = out.shape
