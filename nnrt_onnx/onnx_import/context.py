@@ -100,9 +100,10 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
+        from ..ir.budget import admit_fold
         from ..ir.fold import try_fold
 
-        if not try_fold(self.graph, node):
+        if not admit_fold(self.graph, node) or not try_fold(self.graph, node):  # (the budget, judged from shapes)
             self.graph.nodes.append(node)
         return node
 

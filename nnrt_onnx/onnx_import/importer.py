@@ -27,8 +27,11 @@ from ..ir.issues import (
 from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
 from ..ir.rows import find_row
 from ..model import Model
+from .attributes import check_node, input_ranks
 from .context import NodeContext
+from .guard import guarded, internal_issue
 from .handlers import handler_for
+from .limits import infer_shapes
 from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -112,6 +115,7 @@ def opset_of(model: onnx.ModelProto) -> int:
     return 1
 
 
+@guarded(load_onnx, opset_of)  # never raises anything but ConversionError/OSError; the memory budget (max_constant_bytes) is active
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True) -> ImportResult:
@@ -131,7 +135,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     opset = opset_of(model)
     model = _with_initializer_inputs(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        model = infer_shapes(model)  # with data propagation, its cost bounded (limits.py)
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()
@@ -228,6 +232,8 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
                 restore_quantized_tensor(graph, node, metadata[METADATA_QUANT])
             except (KeyError, AttributeError, ValueError) as exc:
                 issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore quant params: {exc}"))
+            except Exception as exc:
+                issues.append(internal_issue(name, node.op_type, opset, exc))
             continue
         if METADATA_FUSED in metadata and node.input:
             graph.aliases[node.output[0]] = graph.resolve(node.input[0])  # already in the producing op's parameters
@@ -237,6 +243,8 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
                 restore_nnrt_node(graph, node, metadata)
             except (ConversionIssue, KeyError, ValueError) as exc:
                 issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore the NNRt op: {exc}"))
+            except Exception as exc:
+                issues.append(internal_issue(name, node.op_type, opset, exc))
             continue
         if node.domain not in DEFAULT_DOMAINS:
             issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP, f"operator domain {node.domain!r} is not supported"))
@@ -246,9 +254,10 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             issues.append(Issue(name, node.op_type, opset, UNSUPPORTED_OP,
                                 f"no NNRt mapping for {node.op_type} at opset {opset}"))
             continue
-        ctx = NodeContext(graph, node, row, opset, options)
         emitted_before = len(graph.nodes)
         try:
+            check_node(node, opset, input_ranks(graph, node))  # attribute types and ranges, before any converter
+            ctx = NodeContext(graph, node, row, opset, options)
             handler_for(row)(ctx)
             if METADATA_PARAMS in metadata:
                 restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
@@ -259,6 +268,8 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             issues.append(Issue(name, node.op_type, opset, exc.reason, exc.message, exc.tensor))
         except NNRtError as exc:  # an emitted op the NNRt API would reject
             issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, exc.message))
+        except Exception as exc:  # invalid per ONNX, or a converter bug (internal_error): never an escaping exception
+            issues.append(internal_issue(name, node.op_type, opset, exc, proto=node, graph=graph))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
     return issues
 

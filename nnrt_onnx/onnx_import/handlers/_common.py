@@ -41,10 +41,12 @@ from ... import geometry
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ...ir import budget
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import bshape
+from ..limits import reference_output_bytes
 from . import handler_for
 
 FLOAT = ("float16", "float32", "float64")
@@ -189,6 +191,9 @@ def fold_constant_node(ctx: NodeContext) -> bool:
     outputs = [helper.make_value_info(n, TypeProto()) for n in ctx.node.output if n]
     model = helper.make_model(helper.make_graph([node], "fold", inputs, outputs),
                               opset_imports=[helper.make_opsetid("", ctx.opset)])
+    size = reference_output_bytes(node, values, ctx.opset)  # from the shapes, before anything is computed
+    if size is None or not budget.current().admit(size):
+        return False  # unknown or over the import's budget: converted normally (an op computed at run time)
     try:
         results = [np.asarray(r) for r in ReferenceEvaluator(model).run(None, values)]
         for r in results:

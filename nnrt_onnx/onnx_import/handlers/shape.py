@@ -20,6 +20,7 @@ from ...ir.issues import (
     UNSUPPORTED_DTYPE,
     ConversionIssue,
 )
+from .. import limits
 from ..context import NodeContext
 from ..generic import check_op_dtype
 from . import converts
@@ -45,6 +46,7 @@ def constant(ctx: NodeContext) -> None:
         sparse = next(a.sparse_tensor for a in ctx.node.attribute if a.name == "sparse_value")
         values = numpy_helper.to_array(sparse.values)
         indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+        limits.require_shape(limits.check_dims(sparse.dims, "sparse_value"), values.dtype, "the sparse constant")
         array = np.zeros(tuple(sparse.dims), values.dtype)
         if indices.ndim == 1:  # linear positions
             array.reshape(-1)[indices] = values
@@ -84,6 +86,7 @@ def identity(ctx: NodeContext) -> None:
         shape = ctx.value(ctx.input(0)).shape
         if shape is None or any(d < 0 for d in shape):
             raise ConversionIssue(DYNAMIC_SHAPE, "Dropout's mask output needs a static shape")
+        limits.require_shape(shape, np.bool_, "Dropout's mask")
         ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
     ctx.alias(ctx.input(0), ctx.output(0))
 
@@ -129,7 +132,9 @@ def constant_of_shape(ctx: NodeContext) -> None:
     ctx.attr("value")
     fill = numpy_helper.to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
     shape_value = ctx.value(ctx.input(0))
-    if shape_value.data is not None:
+    limits.check_constant_of_shape(shape_value, fill)
+    if shape_value.data is not None and limits.admit_shape(shape_value.data.reshape(-1), fill.dtype,
+                                                           "ConstantOfShape's shape"):  # else computed at run time
         dims = [int(d) for d in shape_value.data.reshape(-1)]
         array = np.full(dims, fill[0], dtype=fill.dtype)
         ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
@@ -151,6 +156,7 @@ def range_(ctx: NodeContext) -> None:
     stash = int(ctx.attr("stash_type", 1)) if ctx.opset >= 27 else 0
     if delta == 0:
         raise ConversionIssue(INVALID_MODEL, "Range delta must not be 0")
+    limits.require_shape([limits.range_length(start, limit, delta)], dtype, "Range's output")
     if dtype.kind in "iu":
         values = np.arange(int(start), int(limit), int(delta), dtype=np.int64).astype(dtype)
     else:
@@ -176,6 +182,7 @@ def eye_like(ctx: NodeContext) -> None:
         except (KeyError, TypeError, ValueError):
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"dtype={dtype_code} has no NNRt data type") from None
     k = int(ctx.attr("k", 0))
+    limits.require_shape(shape, dtype, "EyeLike's output")
     ctx.graph.add_value(_constant_value(ctx.output(0), np.eye(shape[0], shape[1], k, dtype=dtype)))
 
 
@@ -195,6 +202,7 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     if -1 in target and in_shape is not None and all(d >= 0 for d in in_shape) and all(d >= 0 for d in target if d != -1):
         known = int(np.prod([d for d in target if d != -1]))
         target[target.index(-1)] = int(np.prod(in_shape)) // max(known, 1)
+    limits.check_reshape(in_shape, requested, target)  # element counts, one -1 at most
     return target
 
 
@@ -479,6 +487,7 @@ def pad(ctx: NodeContext) -> None:
         if dim < 0:
             raise ConversionIssue(DYNAMIC_SHAPE, f"mode={mode!r} needs the static size of padded axis {a} "
                                                  f"(input shape {list(shape)})")
+        limits.require_shape([dim + positive[a][0] + positive[a][1]], np.int64, f"the index table of padded axis {a}")
         kept = np.arange(crop[a][0], dim - crop[a][1])
         source = np.pad(kept, positive[a], mode=mode)  # numpy's reflect/edge/wrap are ONNX's
         current_shape[a] = len(source)
