@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from . import cleanup
 from .dtypes import element_size, to_numpy
 from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
 from .errors import NNRtError, invalid
@@ -136,12 +137,17 @@ def _umask() -> int:
 def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) -> None:
     """Write ``chunks`` to ``path`` via a temp file in the same directory, fsync and os.replace.
 
-    Raises the underlying OSError; on any failure the temp file is removed and ``path`` is untouched.
+    Raises the underlying OSError; on any failure -- an exception, KeyboardInterrupt, SIGTERM or SIGHUP -- the
+    temp file is removed and ``path`` is untouched (nnrt_onnx/cleanup.py; after a kill -9 the next write of the same
+    file removes the orphan).
     A reader that memory-mapped the old file keeps its (old, unlinked) inode, so its views stay valid.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    target = os.path.basename(path)
+    cleanup.sweep_stale(directory, target)  # what a killed (-9) writer of the same file left behind
+    fd, temp = tempfile.mkstemp(prefix=cleanup.temp_prefix(target), suffix=".tmp", dir=directory)
+    cleanup.register(temp)  # removed on SIGTERM/SIGHUP too (cleanup.py); SIGINT is a KeyboardInterrupt below
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the usual permissions
         with os.fdopen(fd, "wb") as stream:
@@ -156,6 +162,8 @@ def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) 
         except OSError:
             pass
         raise
+    finally:
+        cleanup.unregister(temp)
     try:  # make the rename durable; best effort (not every platform can open a directory)
         dir_fd = os.open(directory, os.O_RDONLY)
     except OSError:

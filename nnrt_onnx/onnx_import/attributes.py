@@ -166,33 +166,40 @@ def check_tensor_proto(tensor: onnx.TensorProto, what: str) -> str | None:
         return f"{what} has {len(tensor.dims)} dims"
     if any(d < 0 for d in tensor.dims):
         return f"{what} has negative dims {list(tensor.dims)[:8]}"
-    if tensor.data_type == onnx.TensorProto.STRING:
-        return None  # (no NNRt type: reported by whoever reads it, as unsupported_dtype)
     if tensor.data_location == onnx.TensorProto.EXTERNAL and not tensor.HasField("raw_data"):
-        return None  # loaded by onnx.load next to the file; an unloaded reference is reported where it is read
+        # (onnx.load of a file loads external data next to it; a reference left is data nothing loaded)
+        return f"{what} refers to external data that was not loaded with the model"
     try:
+        field = helper.tensor_dtype_to_field(tensor.data_type)
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
     except (KeyError, TypeError, ValueError):
         return f"{what} has element type {tensor.data_type}, which is not an ONNX tensor type"
     count = 1
     for d in tensor.dims:
         count *= int(d)
+    others = [f for f in _TYPED_FIELDS if f != field and len(getattr(tensor, f))]
+    if others:
+        return f"{what} of element type {tensor.data_type} holds values in {others[0]} (expected {field})"
     if tensor.HasField("raw_data"):
-        itemsize = dtype.itemsize
+        if tensor.data_type == onnx.TensorProto.STRING:
+            return f"{what} is a string tensor with raw data"
         sub_byte = tensor.data_type in _SUB_BYTE_TYPES
-        needed = (count + 1) // 2 if sub_byte else count * itemsize
+        needed = (count + 1) // 2 if sub_byte else count * dtype.itemsize
         if len(tensor.raw_data) != needed:
             return f"{what} holds {len(tensor.raw_data)} bytes of raw data, {list(tensor.dims)} needs {needed}"
+        if len(getattr(tensor, field)):
+            return f"{what} holds both raw data and {field}"
         return None
-    held = sum(len(getattr(tensor, f)) for f in _TYPED_FIELDS)
+    held = len(getattr(tensor, field))
     if tensor.data_type in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128):
+        if held % 2:
+            return f"{what} holds an odd number of complex parts"
         held //= 2
-    if tensor.data_type in _SUB_BYTE_TYPES:
-        held *= 2
-        if held < count or held > count + 1:
-            return f"{what} holds {held} values, {list(tensor.dims)} needs {count}"
+    if tensor.data_type in _SUB_BYTE_TYPES:  # two values per int32 entry
+        if not 2 * held - 1 <= count <= 2 * held:
+            return f"{what} holds {held} packed entries, {list(tensor.dims)} needs {(count + 1) // 2}"
         return None
-    if held != count and not (held == 0 and count == 0):
+    if held != count:
         return f"{what} holds {held} values, {list(tensor.dims)} needs {count}"
     return None
 

@@ -204,7 +204,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         dims = info.type.tensor_type.shape.dim
         if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
             if any(info.name in node.input for node in model.graph.node if node.op_type != "CastLike"
-                   or list(node.input).index(info.name) == 0):
+                   or list(node.input)[:1] == [info.name]):
                 issues.append(Issue(info.name, "input", opset, INVALID_MODEL,
                                     f"model input {info.name!r} is empty (a 0 dim): NNRt tensors cannot be empty"))
             graph.add_value(Value(info.name, dtype, shape))  # known (CastLike reads its type) but not a model input

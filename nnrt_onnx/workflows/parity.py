@@ -336,7 +336,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
-    arrays = complete_inputs(nnrt, given, seed)
+    arrays = complete_inputs(nnrt, given, seed, max_bytes=import_options.get("max_constant_bytes"))
     feed = dict(zip(names, arrays))
     feed.update(pinned["constant_inputs"])  # onnxruntime runs the original model: bound inputs are fed
     missing = [n for n in runtime_input_names(model) if n not in feed]
