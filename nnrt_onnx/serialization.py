@@ -39,7 +39,9 @@ MAGIC = b"NNRT"
 FORMAT_VERSION = 1
 ALIGNMENT = 64
 PREFIX = struct.Struct("<4sIQ")  # magic, format version, header length
-MAX_HEADER_LENGTH = 16 * 1024 * 1024  # far above any real model's header; bounds what a hostile file can make us parse
+# The writer refuses a model whose header would be longer (so every file written can be read back); ~400 bytes per
+# operation: about 600,000 operations. A reader parses at most this much JSON, whatever a file's length field says.
+MAX_HEADER_LENGTH = 256 * 1024 * 1024
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -102,6 +104,10 @@ def _encode(model: Model) -> tuple[bytes, list[tuple[int, memoryview]]]:
         "data_size": offset,
     }
     text = json.dumps(header, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    if len(text) > MAX_HEADER_LENGTH:  # what we write, we can read: refused here rather than by every later load
+        raise invalid(f"the model is too large for the .nnrt format: its header would be {len(text)} bytes "
+                      f"({len(model.tensors)} tensors, {len(model.operations)} operations), the limit is "
+                      f"{MAX_HEADER_LENGTH}")
     prefix = PREFIX.pack(MAGIC, FORMAT_VERSION, len(text)) + text
     if chunks:
         prefix += bytes(_align(len(prefix)) - len(prefix))

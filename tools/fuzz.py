@@ -67,13 +67,15 @@ def _write_corpus(path: Path, entries: list[tuple[str, bytes]]) -> None:
     for name, data in entries:
         raw = name.encode()
         chunks += [struct.pack("<IQ", len(raw), len(data)), raw, data]
-    sys.path.insert(0, str(ROOT))
-    from nnrt_onnx.serialization import atomic_write
-
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        atomic_write(path, chunks)
-    except OSError:
-        pass  # (a cache only)
+        temp.write_bytes(b"".join(chunks))
+        os.replace(temp, path)
+    except OSError:  # (a cache only)
+        try:
+            temp.unlink()
+        except OSError:
+            pass
 
 
 def _read_corpus(path: Path) -> list[tuple[str, bytes]] | None:
@@ -528,7 +530,6 @@ def _worker(memory_mb: int, timeout: float) -> None:
 
     warnings.simplefilter("ignore")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    sys.path.insert(0, str(ROOT))
     import nnrt_onnx.onnx_import  # noqa: F401  (imports before the limit: they are not the findings)
     from nnrt_onnx.kernels import kernels
     from nnrt_onnx.onnx_import.handlers import registered
@@ -582,8 +583,8 @@ def _worker(memory_mb: int, timeout: float) -> None:
 # -- the campaign ------------------------------------------------------------------------------------------------------
 
 class _Worker:
-    def __init__(self, memory_mb: int, timeout: float):
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    def __init__(self, memory_mb: int, timeout: float, package: str):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": package}
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", "--memory-mb", str(memory_mb),
              "--timeout", str(timeout)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -652,8 +653,10 @@ class Runner:
     """Workers that evaluate tasks (mutant indices or explicit model bytes), restarted on death, hang or batch end."""
 
     def __init__(self, workers: int = 1, batch: int = 500, memory_mb: int = DEFAULT_MEMORY_MB,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, package: str | None = None):
+        """``package``: the PYTHONPATH of the workers (where they import nnrt_onnx from; default the checkout)."""
         self.count, self.batch, self.memory_mb, self.timeout = workers, batch, memory_mb, timeout
+        self.package = package or str(ROOT)
         self.pool: list[_Worker | None] = [None] * workers
         self.next_id = 0
         self._lock = threading.Lock()
@@ -663,7 +666,7 @@ class Runner:
         if worker is None or worker.done >= self.batch or worker.process.poll() is not None:
             if worker is not None:
                 worker.stop()
-            worker = self.pool[slot] = _Worker(self.memory_mb, self.timeout)
+            worker = self.pool[slot] = _Worker(self.memory_mb, self.timeout, self.package)
         return worker
 
     def evaluate(self, slot: int, task: dict) -> dict:
@@ -688,6 +691,10 @@ class Runner:
         line = worker.read_line(time.monotonic() + self.timeout + 30)
         worker.done += 1
         if line is None:
+            try:  # EOF (the worker died) or the deadline: which one, the process tells
+                worker.process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
             alive = worker.process.poll() is None
             code = worker.stop()
             self.pool[slot] = None
@@ -707,12 +714,12 @@ class Runner:
 
 def campaign(seed: int = 0, count: int | None = None, minutes: float | None = None, workers: int = 1,
              batch: int = 500, memory_mb: int = DEFAULT_MEMORY_MB, timeout: float = DEFAULT_TIMEOUT,
-             save: bool = False, progress=None) -> Report:
+             save: bool = False, progress=None, package: str | None = None) -> Report:
     """Mutants 0, 1, 2 ... of ``seed`` until ``count`` are tried or ``minutes`` pass; a Report. With ``save``, each
     new bad site is minimized and written to tests/data/fuzz_regressions/."""
     seeds = corpus()
     report = Report(seed)
-    runner = Runner(workers, batch, memory_mb, timeout)
+    runner = Runner(workers, batch, memory_mb, timeout, package)
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else math.inf
     known = set(_known_sites()) if save else set()
@@ -828,11 +835,12 @@ def _slug(key: str) -> str:
     return f"{text[:80]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
-def _save(runner: Runner, slot: int, key: str, data: bytes, example: dict) -> Path:
+def _save(runner: Runner | None, slot: int, key: str, data: bytes, example: dict) -> Path:
+    """Minimize (unless ``runner`` is None) and write the model of a bad site, and its entry in index.json."""
     sys.path.insert(0, str(ROOT))
     from nnrt_onnx.serialization import atomic_write
 
-    small = minimize(runner, slot, key, data)
+    small = minimize(runner, slot, key, data) if runner is not None else data
     REGRESSIONS.mkdir(parents=True, exist_ok=True)
     path = REGRESSIONS / f"{_slug(key)}.onnx"
     atomic_write(path, [small])
@@ -880,6 +888,9 @@ def main(argv=None) -> int:
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
                         help="minimize and save new bad sites (default: with --minutes)")
     parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
+    parser.add_argument("--keep", metavar="SEED:INDEX=SITE", action="append", default=[],
+                        help="save mutant INDEX of SEED as the regression of SITE (a site found and fixed before it "
+                             "could be saved; not minimized)")
     parser.add_argument("--json", action="store_true", help="the report as JSON")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -896,6 +907,15 @@ def main(argv=None) -> int:
             runner.close()
         print(json.dumps(result))
         return 1 if result["outcome"] in BAD else 0
+    if args.keep:
+        seeds = corpus()
+        for spec in args.keep:
+            where, _, key = spec.partition("=")
+            seed, index = (int(v) for v in where.split(":"))
+            name, data, applied = mutant(seeds, seed, index)
+            print(_save(None, 0, key, data, {"seed_model": name, "mutations": applied, "detail": f"seed {seed} "
+                                                                                                 f"mutant {index}"}))
+        return 0
     if args.minutes is None and args.count is None:
         args.count = 500
     save = args.save if args.save is not None else args.minutes is not None

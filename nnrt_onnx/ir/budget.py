@@ -27,8 +27,8 @@ import numpy as np
 
 from .issues import INVALID_MODEL, TOO_LARGE, ConversionIssue
 
-__all__ = ["DEFAULT_MAX_CONSTANT_BYTES", "ConstantBudget", "active", "admit_fold", "current", "format_bytes",
-           "nbytes", "resolve_limit"]
+__all__ = ["DEFAULT_MAX_CONSTANT_BYTES", "ConstantBudget", "active", "admit_fold", "current", "fold",
+           "format_bytes", "nbytes", "resolve_limit"]
 
 DEFAULT_MAX_CONSTANT_BYTES = 256 * 1024 * 1024
 
@@ -118,8 +118,11 @@ def admit_fold(graph, node) -> bool:
     the op's shape rule from the constant inputs, never trusted from what the model declares -- before the kernel
     runs. True also when ``node`` would not be folded anyway (an input is not a constant). A node whose output size
     cannot be known beforehand is not folded."""
-    inputs = [graph.values.get(name) for name in node.inputs]
-    if not inputs or any(v is None or v.data is None or v.quant is not None for v in inputs):
+    missing = [name for name in node.inputs if name not in graph.values]
+    if missing:
+        raise ConversionIssue(INVALID_MODEL, f"tensor {missing[0]!r} is not known at this point")
+    inputs = [graph.values[name] for name in node.inputs]
+    if not inputs or any(v.data is None or v.quant is not None for v in inputs):
         return True
     from ..errors import NNRtError
     from ..kernels import infer_output_shapes, shape_rules
@@ -141,3 +144,18 @@ def admit_fold(graph, node) -> bool:
         dtype = value.dtype if value is not None else np.float64
         total += nbytes(shape, dtype) if np.dtype(dtype).itemsize else math.prod(shape) * 8
     return current().admit(total)
+
+
+def fold(graph, node) -> bool:
+    """Fold ``node`` (``ir.fold.try_fold``) if it fits the budget; whether it did. A kernel that fails on the
+    constants (an empty reduction, an index out of range ...) is the node's invalid_model, as it is an
+    OH_NN_FAILED at run time -- never an exception escaping the importer."""
+    from .fold import try_fold
+
+    if not admit_fold(graph, node):
+        return False
+    try:
+        return try_fold(graph, node)
+    except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as exc:
+        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ConversionIssue(INVALID_MODEL, f"evaluating constant {node.op.name}: {text}") from None

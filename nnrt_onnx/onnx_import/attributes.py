@@ -115,6 +115,13 @@ def _perm(node, name, value, rank_of):
     return None
 
 
+def _one_per_output(node, name, value, rank_of):
+    outputs = len(node.output)
+    if value != outputs:
+        return f"{name}={value} but the node has {outputs} output(s)"
+    return None
+
+
 def _batch_time_axis(node, name, value, rank_of):
     if value not in (0, 1):
         return f"{name}={value} must be 0 or 1"
@@ -142,7 +149,7 @@ CONSTRAINTS: dict[str, dict[str, Callable]] = {
     "LRN": {"size": _positive},
     "SpaceToDepth": {"blocksize": _positive},
     "DepthToSpace": {"blocksize": _positive},
-    "Split": {"axis": _axis(), "num_outputs": _positive, "split": _non_negative},
+    "Split": {"axis": _axis(), "num_outputs": _one_per_output, "split": _non_negative},
     "RNN": {"hidden_size": _positive},
     "GRU": {"hidden_size": _positive},
     "LSTM": {"hidden_size": _positive},
@@ -210,14 +217,32 @@ _SUB_BYTE_TYPES = {getattr(onnx.TensorProto, n) for n in ("INT4", "UINT4", "FLOA
 # -- the check ---------------------------------------------------------------------------------------------------------
 
 @cache
-def _schema_attributes(op_type: str, opset: int, domain: str) -> tuple[dict[str, int], tuple[str, ...]] | None:
-    """({attribute: type code}, required attribute names) of the op's schema at ``opset``; None: no schema."""
+def _schema_attributes(op_type: str, opset: int, domain: str):
+    """({attribute: type code}, required attribute names, (min, max) inputs, positions of required single inputs,
+    (min, max) outputs) of the op's schema at ``opset``; None: no schema."""
     try:
         schema = defs.get_schema(op_type, opset, domain)
     except Exception:  # SchemaError: no such op (at this opset); the importer reports the op itself
         return None
     types = {name: int(declared.type) for name, declared in schema.attributes.items()}
-    return types, tuple(name for name, declared in schema.attributes.items() if declared.required)
+    single = defs.OpSchema.FormalParameterOption.Single
+    required_inputs = tuple(i for i, formal in enumerate(schema.inputs) if formal.option == single)
+    return (types, tuple(name for name, declared in schema.attributes.items() if declared.required),
+            (schema.min_input, schema.max_input), required_inputs, (schema.min_output, schema.max_output))
+
+
+def _arity(node: onnx.NodeProto, schema, opset: int) -> str | None:
+    """Input and output counts against the schema, and required inputs that are given as "" (missing)."""
+    (low, high), required, (out_low, out_high) = schema[2], schema[3], schema[4]
+    given = len(node.input)
+    if not low <= given <= high:
+        return f"{node.op_type} (opset {opset}) takes {low}..{high} inputs, the node has {given}"
+    missing = [i for i in required if i < given and not node.input[i]]
+    if missing:
+        return f"{node.op_type} (opset {opset}) needs input #{missing[0]}, the node leaves it empty"
+    if not out_low <= len(node.output) <= out_high:
+        return f"{node.op_type} (opset {opset}) has {out_low}..{out_high} outputs, the node has {len(node.output)}"
+    return None
 
 
 @cache
@@ -269,15 +294,12 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
                 expected = declared
             else:  # not an attribute at this opset: the importer reports it as unsupported once converted, unless
                 # its type is not even the one it has at another opset (converters may read it there)
-                other = _types_in_any_version(node.op_type, node.domain).get(name)
-                if other is None:
-                    continue
-                expected = other
-            if attribute.type != expected:
+                expected = _types_in_any_version(node.op_type, node.domain).get(name)
+            if expected is not None and attribute.type != expected:
                 yield (f"attribute {name!r} of {node.op_type} must be {_type_name(expected)} (opset {opset}), "
                        f"got {_type_name(attribute.type) if attribute.type else 'no type'}")
                 return
-        elif attribute.type == AttributeProto.UNDEFINED:
+        if attribute.type == AttributeProto.UNDEFINED:
             yield f"attribute {name!r} has no type"
             return
         try:
@@ -295,12 +317,20 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
         if missing:
             yield f"{node.op_type} (opset {opset}) needs attribute(s) {missing}"
             return
+        problem = _arity(node, schema, opset)
+        if problem:
+            yield problem
+            return
     for name, rule in CONSTRAINTS.get(node.op_type, {}).items():
         if name in values:
             problem = rule(node, name, values[name], rank_of)
             if problem:
                 yield f"{problem} ({node.op_type})"
                 return
+    if isinstance(rank_of, Operands):
+        for problem in rank_of.problems():
+            yield problem
+            return
 
 
 def _decodes(name: str, attribute: AttributeProto, value) -> str | None:
@@ -333,12 +363,66 @@ def _decodes(name: str, attribute: AttributeProto, value) -> str | None:
     return None
 
 
-def input_ranks(graph, node: onnx.NodeProto) -> RankOf:
-    """``rank_of`` for ``node`` from the importer's graph (the values its inputs have at this point)."""
-    def rank_of(position: int) -> int | None:
-        if position >= len(node.input) or not node.input[position]:
+# Input ranks the operators need (the schema's type constraints do not say): op -> {input position: (min, max)}.
+INPUT_RANKS: dict[str, dict[int, tuple[int, int | None]]] = {
+    **{op: {0: (3, None)} for op in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool",
+                                      "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "LRN",
+                                      "InstanceNormalization", "MaxUnpool", "GroupNormalization")},
+    **{op: {0: (4, 4)} for op in ("DepthToSpace", "SpaceToDepth")},
+    "BatchNormalization": {0: (2, None)},
+    "Conv": {0: (3, None), 1: (3, None)},
+    "ConvTranspose": {0: (3, None), 1: (3, None)},
+    "Gemm": {0: (2, 2), 1: (2, 2)},
+    "MatMul": {0: (1, None), 1: (1, None)},
+    "LpNormalization": {0: (1, None)},
+    "RNN": {0: (3, 3)}, "GRU": {0: (3, 3)}, "LSTM": {0: (3, 3)},
+}
+
+
+class Operands:
+    """What check_node may know of a node's operands in the importer's graph: their ranks (``operands(position)``,
+    the RankOf protocol) and static shapes, for the rank table and NNRt's size limit."""
+
+    def __init__(self, graph, node: onnx.NodeProto):
+        self.graph, self.node = graph, node
+
+    def value(self, name: str):
+        if not name:
             return None
-        value = graph.values.get(graph.resolve(node.input[position]))
+        return self.graph.values.get(self.graph.resolve(name))
+
+    def __call__(self, position: int) -> int | None:
+        if position >= len(self.node.input):
+            return None
+        value = self.value(self.node.input[position])
         return None if value is None or value.shape is None else len(value.shape)
 
-    return rank_of
+    def problems(self) -> Iterable[str]:
+        from ..ir.budget import format_bytes
+        from ..tensor import UINT32_MAX
+
+        for kind, names in (("input", self.node.input), ("output", self.node.output)):
+            for position, name in enumerate(names):
+                value = self.value(name)
+                if value is None or value.shape is None or any(d < 0 for d in value.shape):
+                    continue
+                size = np.dtype(value.dtype).itemsize
+                for d in value.shape:
+                    size *= int(d)
+                if size > UINT32_MAX or any(d > UINT32_MAX for d in value.shape):
+                    yield (f"{kind} #{position} {name!r} of shape {list(value.shape)[:8]} would take "
+                           f"{format_bytes(size)}: over NNRt's 4 GiB tensor limit")
+                    return
+        for position, (low, high) in INPUT_RANKS.get(self.node.op_type, {}).items():
+            rank = self(position)
+            if rank is not None and (rank < low or (high is not None and rank > high)):
+                wanted = f"rank {low}" if low == high else f"rank >= {low}" if high is None else f"rank {low}..{high}"
+                yield (f"{self.node.op_type} needs input #{position} of {wanted}, "
+                       f"{self.node.input[position]!r} has rank {rank}")
+                return
+
+
+def input_ranks(graph, node: onnx.NodeProto) -> Operands:
+    """``rank_of`` for ``node`` from the importer's graph (the values its inputs have at this point); check_node
+    also checks the operands' ranks and sizes through it."""
+    return Operands(graph, node)

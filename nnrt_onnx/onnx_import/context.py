@@ -100,10 +100,9 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
-        from ..ir.budget import admit_fold
-        from ..ir.fold import try_fold
+        from ..ir.budget import fold
 
-        if not admit_fold(self.graph, node) or not try_fold(self.graph, node):  # (the budget, judged from shapes)
+        if not fold(self.graph, node):  # ir.fold.try_fold within the import's memory budget (ir/budget.py)
             self.graph.nodes.append(node)
         return node
 

@@ -60,41 +60,82 @@ def _rank1_length(type_proto: onnx.TypeProto | None) -> int | None:
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """``onnx.shape_inference.infer_shapes(model, data_prop=True)`` with the cost of data propagation bounded;
     the model itself when inference fails (missing shapes are then reported per node)."""
+    original = model
+    invalid = _invalid_nodes(model)  # hidden from both passes: onnx's C++ inference may abort on them
+    if invalid:
+        model = _hidden(model, invalid)
     try:
         first = onnx.shape_inference.infer_shapes(model, data_prop=False)
     except Exception:  # partial information is still useful; missing shapes surface per node
-        return model
+        return _restored(model, invalid, original) if invalid else model
     propagating = _data_propagating_ops()
     types = _types(first)
-    hidden: list[int] = []
+    hidden: list[int] = list(invalid)
+    skipped = set(invalid)
     total = 0
     for index, node in enumerate(first.graph.node):
-        if node.domain not in ("", "ai.onnx") or node.op_type not in propagating:
+        if index in skipped or node.domain not in ("", "ai.onnx") or node.op_type not in propagating:
             continue
         lengths = [_rank1_length(types.get(name)) for name in list(node.input) + list(node.output) if name]
         if any(n is None or n > MAX_PROPAGATED_LENGTH for n in lengths) or total + sum(lengths) > MAX_PROPAGATED_TOTAL:
             hidden.append(index)
         else:
             total += sum(lengths)
-    if not hidden:
-        source = first
-    else:
-        source = onnx.ModelProto()
-        source.CopyFrom(first)
-        for index in hidden:
-            source.graph.node[index].domain = _HIDDEN_DOMAIN
-        source.opset_import.append(helper.make_opsetid(_HIDDEN_DOMAIN, 1))
+    source = _hidden(first, hidden) if hidden else first
     try:
         second = onnx.shape_inference.infer_shapes(source, data_prop=True)
     except Exception:
-        return first
-    if hidden:
-        for index in hidden:
-            second.graph.node[index].domain = model.graph.node[index].domain
-        kept = [entry for entry in second.opset_import if entry.domain != _HIDDEN_DOMAIN]
-        del second.opset_import[:]
-        second.opset_import.extend(kept)
-    return second
+        second = source
+    return _restored(second, hidden, original) if hidden else second
+
+
+_ONNX_ML_DOMAINS = ("ai.onnx.ml", "ai.onnx.preview.training")  # known to onnx's inference, never converted here
+
+
+def _invalid_nodes(model: onnx.ModelProto) -> list[int]:
+    """Nodes ONNX's shape inference is not shown, for the C++ library aborts or crashes on some of them:
+
+    * default-domain nodes whose attributes or arity the importer rejects anyway (attributes.py; Split with
+      num_outputs != its outputs aborts, a required input left "" crashes), and every node downstream of one
+      (an inference function reading an untyped input may crash too -- the model fails to convert regardless);
+    * nodes of the ONNX-ML domains, which the importer does not convert (some of their inference functions crash
+      on inputs of unexpected types)."""
+    from .attributes import problems
+
+    opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 1)
+    tainted: set[str] = set()
+    found = []
+    for index, node in enumerate(model.graph.node):
+        bad = node.domain in _ONNX_ML_DOMAINS or any(name in tainted for name in node.input if name)
+        if not bad and node.domain in ("", "ai.onnx"):
+            bad = next(iter(problems(node, opset)), None) is not None
+            if bad:
+                tainted.update(name for name in node.output if name)
+        elif bad and node.domain not in _ONNX_ML_DOMAINS:
+            tainted.update(name for name in node.output if name)
+        if bad:
+            found.append(index)
+    return found
+
+
+def _hidden(model: onnx.ModelProto, indices) -> onnx.ModelProto:
+    """A copy of ``model`` whose nodes at ``indices`` are in a domain shape inference does not know."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index in indices:
+        copy.graph.node[index].domain = _HIDDEN_DOMAIN
+    if not any(entry.domain == _HIDDEN_DOMAIN for entry in copy.opset_import):
+        copy.opset_import.append(helper.make_opsetid(_HIDDEN_DOMAIN, 1))
+    return copy
+
+
+def _restored(model: onnx.ModelProto, indices, original: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with the domains of the nodes at ``indices`` (and the opset imports) of ``original``."""
+    for index in indices:
+        model.graph.node[index].domain = original.graph.node[index].domain
+    del model.opset_import[:]
+    model.opset_import.extend(original.opset_import)
+    return model
 
 
 # -- folding a node with the ONNX reference evaluator --------------------------------------------------------------------
@@ -173,6 +214,8 @@ def reference_output_bytes(node: onnx.NodeProto, values: Mapping[str, np.ndarray
         dims = type_proto.tensor_type.shape.dim
         if not all(d.HasField("dim_value") for d in dims):
             return _bound_without_shapes(node, values)
+        if any(d.dim_value < 0 for d in dims):
+            return None  # (an inconsistent node: converted normally, which reports it)
         try:
             itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(type_proto.tensor_type.elem_type)).itemsize
         except (KeyError, TypeError, ValueError):

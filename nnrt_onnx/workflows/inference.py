@@ -93,8 +93,10 @@ def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0
     """The given arrays in model order; inputs not given are seeded random data, which must fit ``max_bytes``
     (default: the import budget, 256 MiB) together -- a model declaring a [2**20, 2**20] input is a UserError, not
     a terabyte of random numbers."""
+    from ..compilation import check_data_types
     from ..ir.budget import format_bytes, nbytes, resolve_limit
 
+    check_data_types(model)  # (an OH_NN_UNKNOWN input has no data to make: the build's error, now)
     names = input_names(model)
     limit, total = resolve_limit(max_bytes), 0
     for name, index in zip(names, model.inputs):

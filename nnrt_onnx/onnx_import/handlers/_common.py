@@ -300,7 +300,11 @@ def _ranked_shape(ctx: NodeContext, name: str) -> tuple[int, ...]:
 
 
 def _broadcast(*shapes) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ConversionIssue(INVALID_MODEL, f"shapes {[list(s) for s in shapes]} do not broadcast together") \
+            from None
 
 
 def _reduced_shape(shape, axes, keep: bool) -> tuple[int, ...]:

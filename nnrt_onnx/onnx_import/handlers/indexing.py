@@ -23,6 +23,7 @@ import numpy as np
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -77,6 +78,7 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
     shape = ctx.static_shape(indices, "the indices")
     if len(shape) != rank:
         raise ConversionIssue(INVALID_MODEL, f"indices rank {len(shape)} differs from the data rank {rank}")
+    limits.require_shape([rank, *shape], value.dtype, "the coordinates of the indices")
     grids = np.indices(shape, dtype=value.dtype)  # [rank] + S
     if value.data is not None:
         grids[axis] = value.data
