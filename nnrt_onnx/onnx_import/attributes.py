@@ -287,15 +287,12 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
         if attribute.ref_attr_name:
             yield f"attribute {name!r} refers to a function attribute ({attribute.ref_attr_name!r}) outside a function"
             return
-        expected = None
-        if schema is not None:
-            declared = schema[0].get(name)
-            if declared is not None:
-                expected = declared
-            else:  # not an attribute at this opset: the importer reports it as unsupported once converted, unless
-                # its type is not even the one it has at another opset (converters may read it there)
-                expected = _types_in_any_version(node.op_type, node.domain).get(name)
-            if expected is not None and attribute.type != expected:
+        declared = schema[0].get(name) if schema is not None else None
+        # (not an attribute at this opset: the importer reports it as unsupported once converted, unless its type
+        # is not even the one it has at another opset -- converters may read it there)
+        expected = declared if declared is not None else _types_in_any_version(node.op_type, node.domain).get(name)
+        if expected is not None:
+            if attribute.type != expected:
                 yield (f"attribute {name!r} of {node.op_type} must be {_type_name(expected)} (opset {opset}), "
                        f"got {_type_name(attribute.type) if attribute.type else 'no type'}")
                 return
@@ -323,7 +320,10 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
             return
     for name, rule in CONSTRAINTS.get(node.op_type, {}).items():
         if name in values:
-            problem = rule(node, name, values[name], rank_of)
+            try:
+                problem = rule(node, name, values[name], rank_of)
+            except TypeError:  # (a type no schema version gives it: an op unknown at this opset, say)
+                problem = f"attribute {name!r} has the wrong type ({type(values[name]).__name__})"
             if problem:
                 yield f"{problem} ({node.op_type})"
                 return
@@ -375,7 +375,7 @@ INPUT_RANKS: dict[str, dict[int, tuple[int, int | None]]] = {
     "Gemm": {0: (2, 2), 1: (2, 2)},
     "MatMul": {0: (1, None), 1: (1, None)},
     "LpNormalization": {0: (1, None)},
-    "RNN": {0: (3, 3)}, "GRU": {0: (3, 3)}, "LSTM": {0: (3, 3)},
+    **{op: {0: (3, 3), 1: (3, 3), 2: (3, 3), 3: (2, 2), 5: (3, 3), 6: (3, 3)} for op in ("RNN", "GRU", "LSTM")},
 }
 
 

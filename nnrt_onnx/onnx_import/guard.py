@@ -74,7 +74,16 @@ def diagnose(node: onnx.NodeProto, graph, opset: int) -> str | None:
         inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
         if value.data is not None and value.data.size <= 4096:
             initializers.append(numpy_helper.from_array(value.data, name))
-    outputs = [helper.make_value_info(name, onnx.TypeProto()) for name in node.output if name]
+    outputs = []
+    for name in node.output:  # the outputs' known shapes too (an output declared inconsistently is found); their
+        if not name:          # element types are left open (the importer may have defaulted one)
+            continue
+        value = graph.values.get(name)
+        if value is None or value.data is not None or value.shape is None:
+            outputs.append(helper.make_value_info(name, onnx.TypeProto()))
+        else:
+            shape = [d if d >= 0 else None for d in value.shape]
+            outputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.UNDEFINED, shape))
     model = helper.make_model(helper.make_graph([node], "diagnose", inputs, outputs, initializer=initializers),
                               opset_imports=[helper.make_opsetid("", opset)])
     try:

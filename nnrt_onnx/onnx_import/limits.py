@@ -92,29 +92,43 @@ def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
 _ONNX_ML_DOMAINS = ("ai.onnx.ml", "ai.onnx.preview.training")  # known to onnx's inference, never converted here
 
 
-def _invalid_nodes(model: onnx.ModelProto) -> list[int]:
-    """Nodes ONNX's shape inference is not shown, for the C++ library aborts or crashes on some of them:
+def _typed(model: onnx.ModelProto) -> set[str]:
+    """Tensors with an element type before inference: graph inputs, initializers, declared value_info/outputs."""
+    graph = model.graph
+    typed = {t.name for t in graph.initializer}
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
+            typed.add(info.name)
+    return typed
 
-    * default-domain nodes whose attributes or arity the importer rejects anyway (attributes.py; Split with
-      num_outputs != its outputs aborts, a required input left "" crashes), and every node downstream of one
-      (an inference function reading an untyped input may crash too -- the model fails to convert regardless);
-    * nodes of the ONNX-ML domains, which the importer does not convert (some of their inference functions crash
-      on inputs of unexpected types)."""
+
+def _invalid_nodes(model: onnx.ModelProto) -> list[int]:
+    """Nodes ONNX's shape inference is not shown, for the C++ library aborts or crashes on some of them (Split
+    with num_outputs != its outputs aborts; a required input left "", or an untyped input of RegexFullMatch or
+    LabelEncoder, crashes). Hidden, with every node downstream of one (the model fails to convert regardless):
+
+    * default-domain nodes whose attributes or arity the importer rejects (attributes.py), or that it has no
+      mapping row for (unsupported_op anyway), or with an input nothing gives a type to;
+    * nodes of the ONNX-ML domains, which the importer does not convert."""
+    from ..ir.rows import find_row
     from .attributes import problems
 
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 1)
+    typed = _typed(model)
     tainted: set[str] = set()
     found = []
     for index, node in enumerate(model.graph.node):
-        bad = node.domain in _ONNX_ML_DOMAINS or any(name in tainted for name in node.input if name)
+        inputs = [name for name in node.input if name]
+        bad = node.domain in _ONNX_ML_DOMAINS or any(name in tainted for name in inputs)
         if not bad and node.domain in ("", "ai.onnx"):
-            bad = next(iter(problems(node, opset)), None) is not None
-            if bad:
-                tainted.update(name for name in node.output if name)
-        elif bad and node.domain not in _ONNX_ML_DOMAINS:
-            tainted.update(name for name in node.output if name)
+            bad = (any(name not in typed for name in inputs) or find_row(node.op_type, opset) is None
+                   or next(iter(problems(node, opset)), None) is not None)
+        outputs = [name for name in node.output if name]
         if bad:
             found.append(index)
+            tainted.update(outputs)
+        else:
+            typed.update(outputs)  # (foreign domains: assumed typed, their types come from elsewhere if at all)
     return found
 
 
@@ -249,6 +263,13 @@ def check_constant_of_shape(shape_value, fill: np.ndarray) -> None:
     """ConstantOfShape's shape input (integers, 1-D, >= 0 when known) and value (one element)."""
     if fill.size != 1:
         raise ConversionIssue(INVALID_MODEL, f"ConstantOfShape's value must hold one element, it holds {fill.size}")
+    from ..dtypes import from_numpy
+    from ..ir.issues import UNSUPPORTED_DTYPE
+
+    try:
+        from_numpy(fill.dtype)
+    except ValueError as exc:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"ConstantOfShape's value: {exc}") from None
     if np.dtype(shape_value.dtype).kind not in "iu":
         raise ConversionIssue(INVALID_MODEL, f"ConstantOfShape's shape must be int64, got {np.dtype(shape_value.dtype)}")
     if shape_value.shape is not None and len(shape_value.shape) > 1:
