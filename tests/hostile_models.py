@@ -141,10 +141,11 @@ def bombs() -> dict[str, onnx.ModelProto]:
     one = [X("x", (1,))]
     out = [Y()]
     return {
-        "constant_of_shape": model([h.make_node("ConstantOfShape", ["s"], ["c"]), h.make_node("Add", ["x", "c"], ["y"])],
-                                   one, out, [i64([1 << 29], "s")]),
+        "constant_of_shape": model([h.make_node("ConstantOfShape", ["s"], ["c"]),
+                                    h.make_node("Add", ["x", "c"], ["y"])], one, out, [i64([1 << 29], "s")]),
         "range": model([h.make_node("Range", ["a", "b", "d"], ["c"]), h.make_node("Cast", ["c"], ["cf"], to=1),
-                        h.make_node("Add", ["x", "cf"], ["y"])], one, out, [i64(0, "a"), i64(1 << 28, "b"), i64(1, "d")]),
+                        h.make_node("Add", ["x", "cf"], ["y"])], one, out,
+                       [i64(0, "a"), i64(1 << 28, "b"), i64(1, "d")]),
         "tile": model([h.make_node("Tile", ["k", "r"], ["c"]), h.make_node("Add", ["x", "c"], ["y"])], one, out,
                       [f32(np.ones(4), "k"), i64([1 << 27], "r")]),
         "expand": model([h.make_node("Expand", ["k", "r"], ["c"]), h.make_node("Add", ["x", "c"], ["y"])], one, out,

@@ -55,7 +55,7 @@ def relu_model(path: Path) -> Path:
     return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-# -- unexpected exceptions and MemoryError: one line, exit 1; --debug shows the traceback ---------------------------------
+# -- unexpected exceptions and MemoryError: one line, exit 1; --debug shows the traceback ------------------------------
 
 def test_memory_error_is_one_line(invoke, tmp_path, monkeypatch):
     import nnrt_onnx.onnx_import as importer
@@ -76,7 +76,8 @@ def test_an_unexpected_exception_is_one_line_naming_where(invoke, tmp_path, monk
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(serialization, "save_model", broken)
-    line = one_line_error(invoke("convert", SMALL_CNN, "-o", tmp_path / "m.nnrt"), 1, "internal error: RuntimeError: boom")
+    line = one_line_error(invoke("convert", SMALL_CNN, "-o", tmp_path / "m.nnrt"), 1,
+                          "internal error: RuntimeError: boom")
     assert "test_cli_robustness.py" in line or "(at " in line
     result = invoke("--debug", "convert", SMALL_CNN, "-o", tmp_path / "m.nnrt")
     assert result.exit_code == 1 and "Traceback" in result.stderr
@@ -99,7 +100,7 @@ def test_debug_shows_a_converters_own_traceback(invoke, tmp_path, monkeypatch):
     assert not (tmp_path / "r.nnrt").exists()
 
 
-# -- arguments -----------------------------------------------------------------------------------------------------------
+# -- arguments ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, words", [
     (("check", SMALL_CNN, "--rtol", "nan"), "--rtol"),
@@ -183,10 +184,10 @@ def test_a_model_input_of_unknown_dtype_fails_the_build_not_the_run(invoke, tmp_
     one_line_error(invoke("run", path, "--device", "onnxruntime"), 1, "OH_NN_UNKNOWN")
 
 
-# -- output files --------------------------------------------------------------------------------------------------------
+# -- output files ------------------------------------------------------------------------------------------------------
 
 def colliding_outputs_model(path: Path) -> Path:
-    """Outputs whose names map to one file under a naive scheme: a/b, a_b, A_B, an empty-ish '.', '..' and a long one."""
+    """Outputs whose names map to one file under a naive scheme: a/b, a_b, A_B, '.', '..' and a long one."""
     long_name = "n" * 300
     names = ["a/b", "a_b", "A_B", ".", "..", "x%2Fy", long_name]
     nodes = [helper.make_node("Mul", ["x", f"k{i}"], [name]) for i, name in enumerate(names)]
@@ -216,7 +217,8 @@ def test_outputs_never_overwrite_each_other(invoke, tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / "out" / entry["file"]), expected)
         if "~" not in entry["file"]:
             assert decode_file_stem(entry["file"][:-4]) == entry["name"]
-    assert result.stdout.count("wrote ") == 8 and len(set(result.stdout.splitlines())) == len(result.stdout.splitlines())
+    lines = result.stdout.splitlines()
+    assert result.stdout.count("wrote ") == 8 and len(set(lines)) == len(lines)
 
 
 @pytest.mark.parametrize("name", ["", "a/b", "a_b", ".hidden", "..", "%", "~x", "naïve/ünïcödé", "tab\tand\nnewline",

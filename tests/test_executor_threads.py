@@ -151,7 +151,7 @@ def test_run_arrays_shared_by_8_threads_is_always_right():
     assert not errors and wrong == 0 and refused == 0 and ok == THREADS * ROUNDS
 
 
-# -- C facade helpers ----------------------------------------------------------------------------------------------------
+# -- C facade helpers --------------------------------------------------------------------------------------------------
 
 def _compilation_handle():
     model = C.OH_NNModel_Construct()

@@ -57,7 +57,7 @@ def small_model() -> Model:
     return m
 
 
-# -- what we write, we can read ------------------------------------------------------------------------------------------
+# -- what we write, we can read ----------------------------------------------------------------------------------------
 
 def test_a_100k_operation_model_saves_and_loads(tmp_path):
     """At ~70k operations the header outgrew the old 16 MiB read limit: convert succeeded, every load failed."""
@@ -176,7 +176,7 @@ def test_cache_files_with_hostile_bytes(tmp_path_factory, garbage, cut):
         assert result is None or len(result.operations) == 1
 
 
-# -- the input readers ---------------------------------------------------------------------------------------------------
+# -- the input readers -------------------------------------------------------------------------------------------------
 
 def npy_bytes(array) -> bytes:
     buffer = io.BytesIO()
@@ -288,7 +288,7 @@ def test_a_pb_whose_dims_outgrow_its_data(tmp_path):
         read_array(path)
 
 
-# -- temp files and signals ----------------------------------------------------------------------------------------------
+# -- temp files and signals --------------------------------------------------------------------------------------------
 
 _WRITER = textwrap.dedent("""
     import sys, time
@@ -356,7 +356,8 @@ def test_sigterm_during_convert_leaves_nothing(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
     out = tmp_path / "out"
     out.mkdir()
-    process = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", str(source), "-o", str(out / "m.nnrt")],
+    process = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", str(source), "-o",
+                                str(out / "m.nnrt")],
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     time.sleep(1.5)

@@ -31,6 +31,10 @@ __all__ = ["DEFAULT_MAX_CONSTANT_BYTES", "ConstantBudget", "active", "admit_fold
            "format_bytes", "nbytes", "resolve_limit"]
 
 DEFAULT_MAX_CONSTANT_BYTES = 256 * 1024 * 1024
+# Time, bounded the same way: NNRt operations one ONNX node may emit (an RNN unrolled over 2**30 steps would take
+# hours), and one import in all.
+MAX_OPERATIONS_PER_NODE = 100_000
+MAX_OPERATIONS = 2_000_000
 
 
 def format_bytes(n: int) -> str:
@@ -63,6 +67,18 @@ class ConstantBudget:
     def __init__(self, limit: int | None = None):
         self.limit = resolve_limit(limit)
         self.used = 0
+        self.operations = 0
+        self.per_node: dict[str, int] = {}
+
+    def count_operation(self, origin: str) -> None:
+        """One more NNRt operation emitted for the ONNX node ``origin``; too_large past the caps."""
+        self.operations += 1
+        count = self.per_node[origin] = self.per_node.get(origin, 0) + 1
+        if count > MAX_OPERATIONS_PER_NODE:
+            raise ConversionIssue(TOO_LARGE, f"the node would become more than {MAX_OPERATIONS_PER_NODE} NNRt "
+                                             f"operations (a recurrence unrolled over a huge sequence?)")
+        if self.operations > MAX_OPERATIONS:
+            raise ConversionIssue(TOO_LARGE, f"the model would become more than {MAX_OPERATIONS} NNRt operations")
 
     @property
     def remaining(self) -> int:
@@ -152,6 +168,9 @@ def fold(graph, node) -> bool:
     OH_NN_FAILED at run time -- never an exception escaping the importer."""
     from .fold import try_fold
 
+    budget = _current.get()
+    if budget is not None:
+        budget.count_operation(node.origin)
     if not admit_fold(graph, node):
         return False
     try:

@@ -122,6 +122,16 @@ def _one_per_output(node, name, value, rank_of):
     return None
 
 
+def _batch_dims(node, name, value, rank_of):
+    """GatherND/ScatterND-like ``batch_dims``: 0 <= b < the rank of both operands (when known)."""
+    if value < 0:
+        return f"{name}={value} must be >= 0"
+    ranks = [r for r in (rank_of(0), rank_of(1)) if r is not None]
+    if value > _DIM_LIMIT or (ranks and value >= min(ranks)):
+        return f"{name}={value} must be less than the operands' ranks {ranks}"
+    return None
+
+
 def _batch_time_axis(node, name, value, rank_of):
     if value not in (0, 1):
         return f"{name}={value} must be 0 or 1"
@@ -154,6 +164,7 @@ CONSTRAINTS: dict[str, dict[str, Callable]] = {
     "GRU": {"hidden_size": _positive},
     "LSTM": {"hidden_size": _positive},
     "ReverseSequence": {"batch_axis": _batch_time_axis, "time_axis": _batch_time_axis},
+    "GatherND": {"batch_dims": _batch_dims},
     "GroupNormalization": {"num_groups": _positive},
     "Upsample": {},
 }
@@ -211,7 +222,8 @@ def check_tensor_proto(tensor: onnx.TensorProto, what: str) -> str | None:
     return None
 
 
-_SUB_BYTE_TYPES = {getattr(onnx.TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(onnx.TensorProto, n)}
+_SUB_BYTE_TYPES = {getattr(onnx.TensorProto, n) for n in ("INT4", "UINT4", "FLOAT4E2M1")
+                   if hasattr(onnx.TensorProto, n)}
 
 
 # -- the check ---------------------------------------------------------------------------------------------------------

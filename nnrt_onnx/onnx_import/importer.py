@@ -115,7 +115,7 @@ def opset_of(model: onnx.ModelProto) -> int:
     return 1
 
 
-@guarded(load_onnx, opset_of)  # never raises anything but ConversionError/OSError; the memory budget (max_constant_bytes) is active
+@guarded(load_onnx, opset_of)  # only ConversionError/OSError escape; max_constant_bytes: the memory budget
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True) -> ImportResult:

@@ -28,7 +28,8 @@ __all__ = ["infer_shapes", "reference_output_bytes", "require_shape", "admit_sha
 MAX_PROPAGATED_LENGTH = 4096  # longest 1-D operand a data-propagating node may have (shape vectors are rank-long)
 MAX_PROPAGATED_TOTAL = 1 << 20  # elements data propagation may touch over the whole model (~150 MB)
 _HIDDEN_DOMAIN = "nnrt_onnx.no_data_propagation"
-_INLINE_CONSTANT_ELEMENTS = 1 << 16  # constants up to this size are given to the one-node inference as values
+_INLINE_CONSTANT_ELEMENTS = 1 << 16
+_UINT32_MAX = (1 << 32) - 1  # constants up to this size are given to the one-node inference as values
 
 
 @cache
@@ -115,6 +116,16 @@ def _invalid_nodes(model: onnx.ModelProto) -> list[int]:
 
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 1)
     typed = _typed(model)
+    declared = _types(model)
+
+    def ranks(node):  # the ranks the model declares for a node's inputs (attribute rules that need them)
+        def rank_of(position: int) -> int | None:
+            if position >= len(node.input) or node.input[position] not in declared:
+                return None
+            type_proto = declared[node.input[position]]
+            return len(type_proto.tensor_type.shape.dim) if type_proto.tensor_type.HasField("shape") else None
+        return rank_of
+
     tainted: set[str] = set()
     found = []
     for index, node in enumerate(model.graph.node):
@@ -122,7 +133,7 @@ def _invalid_nodes(model: onnx.ModelProto) -> list[int]:
         bad = node.domain in _ONNX_ML_DOMAINS or any(name in tainted for name in inputs)
         if not bad and node.domain in ("", "ai.onnx"):
             bad = (any(name not in typed for name in inputs) or find_row(node.op_type, opset) is None
-                   or next(iter(problems(node, opset)), None) is not None)
+                   or next(iter(problems(node, opset, ranks(node))), None) is not None)
         outputs = [name for name in node.output if name]
         if bad:
             found.append(index)
@@ -152,7 +163,7 @@ def _restored(model: onnx.ModelProto, indices, original: onnx.ModelProto) -> onn
     return model
 
 
-# -- folding a node with the ONNX reference evaluator --------------------------------------------------------------------
+# -- folding a node with the ONNX reference evaluator ------------------------------------------------------------------
 
 def _bound_without_shapes(node: onnx.NodeProto, values: Mapping[str, np.ndarray]) -> int | None:
     """An upper bound of the output bytes of ops whose output shape depends on values (None: no bound known)."""
@@ -241,10 +252,12 @@ def reference_output_bytes(node: onnx.NodeProto, values: Mapping[str, np.ndarray
 # -- converters' constants ---------------------------------------------------------------------------------------------
 
 def check_dims(dims: Sequence[int], what: str) -> list[int]:
-    """``dims`` as ints, each >= 0 (an invalid model otherwise)."""
+    """``dims`` as ints, each 0..2**32-1 (NNRt's limit; an invalid model otherwise)."""
     dims = [int(d) for d in dims]
     if any(d < 0 for d in dims):
         raise ConversionIssue(INVALID_MODEL, f"{what}: shape {dims[:8]} has a negative dim")
+    if any(d > _UINT32_MAX for d in dims):
+        raise ConversionIssue(INVALID_MODEL, f"{what}: shape {dims[:8]} has a dim beyond NNRt's limit of 2**32-1")
     return dims
 
 
@@ -271,7 +284,8 @@ def check_constant_of_shape(shape_value, fill: np.ndarray) -> None:
     except ValueError as exc:
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"ConstantOfShape's value: {exc}") from None
     if np.dtype(shape_value.dtype).kind not in "iu":
-        raise ConversionIssue(INVALID_MODEL, f"ConstantOfShape's shape must be int64, got {np.dtype(shape_value.dtype)}")
+        raise ConversionIssue(INVALID_MODEL, f"ConstantOfShape's shape must be int64, got "
+                                             f"{np.dtype(shape_value.dtype)}")
     if shape_value.shape is not None and len(shape_value.shape) > 1:
         raise ConversionIssue(INVALID_MODEL, f"ConstantOfShape's shape must be 1-D, it has shape "
                                              f"{list(shape_value.shape)}")
@@ -312,3 +326,18 @@ def check_reshape(in_shape, requested, target) -> None:
     if want != have:
         raise ConversionIssue(INVALID_MODEL, f"cannot reshape {list(in_shape)} ({have} elements) to {list(target)} "
                               f"({want} elements)")
+
+
+def check_indices(indices: np.ndarray, dims, what: str) -> None:
+    """Constant index tuples (the last axis: one index per leading dim of ``dims``) within -dim..dim-1 (an invalid
+    model otherwise)."""
+    indices = np.asarray(indices)
+    k = indices.shape[-1] if indices.ndim else 0
+    if k > len(dims):
+        raise ConversionIssue(INVALID_MODEL, f"{what} index {k} dims of a rank-{len(dims)} tensor")
+    flat = indices.reshape(-1, k) if k else indices.reshape(-1, 0)
+    for axis in range(k):
+        column, dim = flat[:, axis], int(dims[axis])
+        if column.size and (column.min() < -dim or column.max() >= dim):
+            raise ConversionIssue(INVALID_MODEL, f"{what} hold {int(column.min())}..{int(column.max())} for a dim "
+                                                 f"of {dim}")

@@ -46,7 +46,7 @@ from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UN
 from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import bshape
-from ..limits import reference_output_bytes
+from ..limits import check_dims, reference_output_bytes
 from . import handler_for
 
 FLOAT = ("float16", "float32", "float64")
@@ -221,6 +221,7 @@ def _empty_result(ctx: NodeContext, name: str, shape, dtype) -> bool:
     or report it; NNRt itself has no empty tensors). Returns whether it did."""
     if shape is None or not any(d == 0 for d in shape):
         return False
+    check_dims([max(int(d), 0) for d in shape], f"the empty result {name!r}")  # (numpy refuses absurd dims)
     ctx.graph.add_value(_constant_value(name, np.zeros([max(int(d), 0) for d in shape], dtype)))
     return True
 

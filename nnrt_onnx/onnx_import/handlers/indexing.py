@@ -201,6 +201,8 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         if len({tuple(t) for t in tuples.tolist()}) != len(tuples):
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "reduction='none' with repeated indices (ONNX leaves the "
                                                          "result undefined) is not supported")
+        limits.check_indices(coord_value.data, shape, "ScatterND's indices")
+        limits.require_shape(shape, np.bool_, "ScatterND's mask of written elements")
         written = np.zeros(shape, np.bool_)
         written[tuple(coord_value.data[..., i] for i in range(k))] = True
         mask = ctx.constant(written, f"{out}.written")
