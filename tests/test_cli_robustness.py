@@ -130,21 +130,32 @@ def test_byte_sizes():
         0, 4096, 256 << 20, 256 << 20, 1 << 30, 2048, 7]
 
 
-def test_max_constant_bytes_reaches_the_conversion(invoke, tmp_path):
-    """Range(0, 2**20) as int64 is 8 MiB: within the default budget, too large with --max-constant-bytes 1M."""
+def _range_sum_model(tmp_path, dtype):
+    """y = x + sum(Range(0, 2**20)): the Range is 8 MiB as int64, 4 MiB as float32."""
     graph = helper.make_graph(
         [helper.make_node("Range", ["a", "b", "d"], ["r"], name="range"), helper.make_node("Cast", ["r"], ["rf"], to=1),
          helper.make_node("ReduceSum", ["rf"], ["s"], keepdims=0), helper.make_node("Add", ["x", "s"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-        [numpy_helper.from_array(np.asarray(v, np.int64), n) for n, v in (("a", 0), ("b", 1 << 20), ("d", 1))])
-    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "range.onnx")
-    assert invoke("convert", model, "-o", tmp_path / "ok.nnrt").exit_code == 0
-    one_line_error(invoke("convert", model, "-o", tmp_path / "no.nnrt", "--max-constant-bytes", "1M"), 1,
-                   "[too_large] Range's output would take 8 MiB")
+        [numpy_helper.from_array(np.asarray(v, dtype), n) for n, v in (("a", 0), ("b", 1 << 20), ("d", 1))])
+    return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / f"range_{dtype}.onnx")
+
+
+def test_max_constant_bytes_reaches_the_conversion(invoke, tmp_path):
+    """Within the default budget the Range and everything after it folds (one ADD left); over --max-constant-bytes
+    1M an integer Range is not folded but computed at run time (NNRt's RANGE), and a float one, which NNRt's integer
+    RANGE cannot compute, is a clear error."""
+    model = _range_sum_model(tmp_path, np.int64)
+    folded = invoke("convert", model, "-o", tmp_path / "folded.nnrt")
+    assert folded.exit_code == 0 and "1 NNRt operations" in folded.output, folded.output
+    kept = invoke("convert", model, "-o", tmp_path / "kept.nnrt", "--max-constant-bytes", "1M")
+    assert kept.exit_code == 0 and "4 NNRt operations" in kept.output, kept.output
+    assert invoke("run", model, "--max-constant-bytes", "1M").exit_code == 0
+    floats = _range_sum_model(tmp_path, np.float32)
+    one_line_error(invoke("convert", floats, "-o", tmp_path / "no.nnrt", "--max-constant-bytes", "1M"), 1,
+                   "larger than the folding budget")
     assert not (tmp_path / "no.nnrt").exists()
-    one_line_error(invoke("inspect", model, "--max-constant-bytes", "1M"), 1)
-    one_line_error(invoke("run", model, "--max-constant-bytes", "1M"), 1, "too_large")
+    one_line_error(invoke("inspect", floats, "--max-constant-bytes", "1M"), 1)
 
 
 def test_convert_builds_before_writing(invoke, tmp_path, monkeypatch):

@@ -7,7 +7,11 @@ The table itself is cross-checked against ../shared/reference/nnrt_ops_spec.json
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,11 +188,20 @@ def test_each_parameter_is_validated(case):
             model, inputs, outputs = _base_model(entry)
             _expect_invalid(model, entry, [_add_param(model, spec.tensor_type, wrong)], inputs, outputs)
 
-        # out-of-range value, where the runtime checks the range
-        if variant.value_range is not None:
-            bad = np.full_like(good, variant.value_range[1] + 1)
-            model, inputs, outputs = _base_model(entry)
-            _expect_invalid(model, entry, [_add_param(model, spec.tensor_type, bad, shape)], inputs, outputs)
+        # the ends of the range the real runtime checks are accepted, one step outside is not: the values come
+        # from the reference (nnrt_ops_spec.json, .md) and the header, never from the table under test
+        accepted = _spec_range(entry, spec, variant)
+        if accepted is not None:
+            info = np.iinfo(good.dtype)
+            for value in accepted:
+                model, inputs, outputs = _base_model(entry)
+                param = _add_param(model, spec.tensor_type, np.full_like(good, value), shape)
+                model.add_operation(entry.op, [param], inputs, outputs)
+            for value in (accepted[0] - 1, accepted[1] + 1):
+                if info.min <= value <= info.max:
+                    model, inputs, outputs = _base_model(entry)
+                    bad = _add_param(model, spec.tensor_type, np.full_like(good, value), shape)
+                    _expect_invalid(model, entry, [bad], inputs, outputs)
 
 
 @pytest.mark.parametrize("entry", [e for e in OPS if any(p.required for p in e.params.values())], ids=_op_id)
@@ -274,8 +287,148 @@ def test_repeated_append_parameters_concatenate():
 
 # -- the table is faithful to the reference read from the real runtime ----------------------------------------
 
+@functools.cache
 def _reference():
     return {o["name"]: o for o in json.loads(shared_file("reference", "nnrt_ops_spec.json").read_text())}
+
+
+@functools.cache
+def _reference_rules() -> dict[str, tuple[int, int]]:
+    """Value ranges the reference states once for every op: fused activations hold an OH_NN_FuseType (its values read
+    from the header), pad modes are 0..2 (nnrt_ops_spec.md, "Pad-mode values: accepted range 0..2")."""
+    header = shared_file("spec", "neural_network_runtime_type.h").read_text()
+    body = re.search(r"typedef enum[^{]*\{([^}]*)\}\s*OH_NN_FuseType;", header).group(1)
+    fuse = [int(v) for v in re.findall(r"=\s*(\d+)", body)]
+    md = shared_file("reference", "nnrt_ops_spec.md").read_text()
+    pad = re.search(r"Pad-mode values: accepted range (\d+)\.\.(\d+)", md)
+    return {"activation": (min(fuse), max(fuse)), "pad_mode": (int(pad.group(1)), int(pad.group(2)))}
+
+
+def _reference_param(entry, spec) -> dict:
+    return next(p for p in _reference()[entry.op.name]["params"] if p["tensor_type"] == spec.tensor_type.name)
+
+
+def _spec_range(entry, spec, variant) -> tuple[int, int] | None:
+    """The values the real runtime's builder accepts for this parameter form, read from the reference (never from
+    the table): None when it checks no range. A 1-element pad tensor is a pad mode whatever its type (both types
+    share one setter), so its range is the pad modes'; a 4-element one is a pad list (no range)."""
+    ref = _reference_param(entry, spec)
+    if re.search(r"ACTIVATION_?TYPE$", spec.tensor_type.name):
+        return _reference_rules()["activation"]
+    if variant.to == "pad_mode":
+        return _reference_rules()["pad_mode"]
+    if variant.to == "pad_list":
+        return None
+    text = f"{ref['meaning']} {ref['notes']}"
+    if "NOT range-checked" in text:
+        return None
+    span = re.search(r"(?<![\w.])(-?\d+)\.\.(-?\d+)", text)  # "0..3"
+    if span:
+        return int(span.group(1)), int(span.group(2))
+    listed = sorted({int(v) for v in re.findall(r"(?<![\w.<>=-])(\d+)\s*(?:=|->)(?!=)", text)})  # "0=floor, 1=ceil"
+    if listed:
+        assert listed == list(range(listed[0], listed[-1] + 1)), f"{spec.tensor_type.name}: values {listed}"
+        return listed[0], listed[-1]
+    return None
+
+
+@pytest.mark.parametrize("case", PARAM_CASES, ids=[_param_id(c) for c in PARAM_CASES])
+def test_table_ranges_are_the_reference_ranges(case):
+    """Both ways: a parameter the runtime range-checks has exactly that range in the table, and the table checks no
+    range the runtime does not (a widened, narrowed, invented or forgotten range fails here)."""
+    entry, spec = case
+    for variant in spec.variants:
+        assert variant.value_range == _spec_range(entry, spec, variant), (spec.tensor_type.name, variant.to)
+
+
+# [defaults] values that differ from the builder's default on purpose (docs/deviations.md), or are the same default
+# written as the kernel reads it. Keyed by (op, kernel keyword): the reference's default text and the table's value.
+DEFAULT_DEVIATIONS = {
+    # no pad mode: the builder keeps PAD_MODE_PAD (0) and uses the pad list; the kernels spell that mode -1
+    **{(op, "pad_mode"): (0, -1) for op in ("AVG_POOL", "MAX_POOL", "CONV2D", "CONV2D_TRANSPOSE",
+                                                             "DEPTHWISE_CONV2D_NATIVE")},
+    # an empty pad list / crops / paddings / output paddings is no padding: zeros, as the kernels read them
+    **{(op, "pad_list"): ("[]", [0, 0, 0, 0]) for op in ("AVG_POOL", "MAX_POOL", "CONV2D", "CONV2D_TRANSPOSE",
+                                                         "DEPTHWISE_CONV2D_NATIVE")},
+    ("BATCH_TO_SPACE_ND", "crops"): ("[]", [0, 0, 0, 0]),
+    ("SPACE_TO_BATCH_ND", "paddings"): ("[]", [0, 0, 0, 0]),
+    ("CONV2D_TRANSPOSE", "output_paddings"): ("[]", [0, 0]),
+    # deviations.md "Conv/pool strides, dilation omitted": [1, 1], not empty lists
+    **{(op, "strides"): ("[]", [1, 1]) for op in ("CONV2D", "CONV2D_TRANSPOSE", "DEPTHWISE_CONV2D_NATIVE")},
+    **{(op, "stride"): ("[]", [1, 1]) for op in ("AVG_POOL", "MAX_POOL")},
+    **{(op, "dilation"): ("[]", [1, 1]) for op in ("CONV2D", "CONV2D_TRANSPOSE", "DEPTHWISE_CONV2D_NATIVE")},
+    # deviations.md "Reduce coeff default": 1.0
+    **{(op, "coeff"): (0.0, 1.0) for op in ("REDUCE_MEAN", "REDUCE_PROD", "REDUCE_ALL", "REDUCE_MAX", "REDUCE_MIN",
+                                            "REDUCE_SUM", "REDUCE_L2")},
+    ("SOFTMAX", "axis"): ("[]", -1),  # deviations.md "SOFTMAX axis omitted"
+    ("TOP_K", "axis"): (0, -1),  # deviations.md "TOP_K axis omitted"
+    ("L2_NORMALIZE", "axis"): ("[]", [0]),  # deviations.md "L2_NORMALIZE axis omitted"
+    ("CLIP", "max"): (0.0, math.inf),  # deviations.md "CLIP bounds omitted"
+    ("CLIP", "min"): (0.0, -math.inf),
+    ("DEPTH_TO_SPACE", "mode"): ('""', 0),  # deviations.md "DEPTH_TO_SPACE mode omitted": DCR (0)
+    ("LRN", "norm_region"): ('"ACROSS_CHANNELS"', 0),  # the only region; its parameter value is 0 (the reference)
+}
+
+
+def _parse_default(text: str):
+    """The builder's default from the reference's text: a number, false/true, a list, "NAME (n)" -> n, a quoted
+    string; None when there is none ("none -- REQUIRED")."""
+    text = text.strip()
+    if text.startswith("none"):
+        return None
+    named = re.fullmatch(r"[A-Z_]+ \((-?\d+)\)(?: = .*)?", text)
+    if named:
+        return int(named.group(1))
+    padlist = re.fullmatch(r"padList \[\]", text)
+    if padlist:
+        return "[]"
+    first = text.split(" (")[0].strip()
+    if first in ("false", "true"):
+        return first == "true"
+    if first.startswith('"'):
+        return first
+    if first.startswith("["):
+        return "[]" if first == "[]" else json.loads(first)
+    return json.loads(first)
+
+
+DEFAULT_CASES = [(entry, spec) for entry, spec in PARAM_CASES if not spec.alias]
+
+
+@pytest.mark.parametrize("case", DEFAULT_CASES, ids=[_param_id(c) for c in DEFAULT_CASES])
+def test_table_defaults_are_the_reference_defaults(case):
+    """Every default the kernel gets when the model omits a parameter is the builder's default (nnrt_ops_spec.json),
+    or a listed deviation: an equal value written as the kernel reads it, or a documented decision."""
+    entry, spec = case
+    for to in sorted({v.to for v in spec.variants}):
+        key = (entry.op.name[10:], to)
+        ref = _reference_param(entry, spec)
+        if to in ("pad_mode", "pad_list"):  # a pad tensor of either type may be either form: each form's default
+            suffix = "_PAD_MODE" if to == "pad_mode" else "_PAD"  # is the one of the parameter named after it
+            ref = next(p for p in _reference()[entry.op.name]["params"]
+                       if p["tensor_type"].endswith(suffix) and not p["alias_from_other_op"])
+        ref_default = _parse_default(ref["default"])
+        ours = entry.defaults.get(to)
+        if key in DEFAULT_DEVIATIONS:
+            theirs, value = DEFAULT_DEVIATIONS[key]
+            assert ref_default == theirs, f"{key}: the reference's default is now {ref_default!r}: update the list"
+            assert ours == value, f"{key}: the table's default {ours!r} is not the listed {value!r}"
+            continue
+        if ref_default is None:  # required: no default in the table either
+            assert to not in entry.defaults, key
+            continue
+        if ref_default == "[]":
+            ref_default = []
+        assert type(ours) is type(ref_default) or {type(ours), type(ref_default)} == {int, float}, (key, ours)
+        assert ours == ref_default, f"{key}: table default {ours!r}, the builder's {ref_default!r}"
+
+
+def test_default_deviations_are_documented():
+    """Each decided deviation of a default is a row of docs/deviations.md (the representation-only ones aside)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "deviations.md").read_text()
+    for row in ("Conv/pool strides, dilation omitted", "Reduce coeff default", "SOFTMAX axis omitted",
+                "TOP_K axis omitted", "L2_NORMALIZE axis omitted", "CLIP bounds omitted", "DEPTH_TO_SPACE mode omitted"):
+        assert f"| {row} |" in text, row
 
 
 @pytest.mark.parametrize("entry", OPS, ids=_op_id)

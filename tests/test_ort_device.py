@@ -156,10 +156,37 @@ def test_lrn_alpha_is_not_divided_by_the_window(rng):
             {"OH_NN_LRN_DEPTH_RADIUS": 2, "OH_NN_LRN_ALPHA": 0.1, "OH_NN_LRN_BETA": 0.75, "OH_NN_LRN_BIAS": 1.0})
 
 
-def test_every_op_type_runs_on_the_onnxruntime_device():
+def _first_case_of_each_op():
+    from nnrt_onnx.testing.opcases import op_cases
+
+    first = {}
+    for case in op_cases():
+        first.setdefault(case.op, case)
+    return [first[op] for op in OP if op in first]
+
+
+FIRST_CASES = _first_case_of_each_op()
+
+
+def test_every_op_type_is_claimed_by_the_onnxruntime_device():
     assert all(exportable(op) for op in OP)
     device = get_device(ORT)
     assert all(device.supports(op) for op in OP)
+    assert {case.op for case in FIRST_CASES} == set(OP)  # and each runs below
+
+
+@pytest.mark.parametrize("case", FIRST_CASES, ids=[c.name for c in FIRST_CASES])
+def test_every_op_type_runs_on_the_onnxruntime_device(case):
+    """The first op case of every op type, compiled for device 2 and run through Executor, against the values the
+    specification gives (tests/op_oracles.py)."""
+    from op_oracles import assert_matches_spec, expected
+
+    model, inputs = case.model()
+    compilation = Compilation(model)
+    compilation.set_device(ORT)
+    compilation.build()
+    outputs = Executor(compilation).run_arrays(inputs)
+    assert_matches_spec(case, outputs, expected(case), "the onnxruntime device")
 
 
 def test_runtime_permutation_cannot_be_exported(rng):

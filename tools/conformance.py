@@ -1,7 +1,8 @@
 """Run the ONNX node suite through the importer; print results, update the known-failure list and the report.
 
     python tools/conformance.py                # summary
-    python tools/conformance.py --update       # rewrite tests/data/conformance_known_failures.json and docs/onnx_conformance.md
+    python tools/conformance.py --update       # rewrite tests/data/conformance_known_failures.json,
+                                               # tests/data/conformance_attempted.txt and docs/onnx_conformance.md
     python tools/conformance.py -k conv        # only cases whose name contains "conv"
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> None:
     if args.update and not args.k:
         (ROOT / "tests" / "data" / "conformance_known_failures.json").write_text(
             json.dumps(dict(sorted(failed.items())), indent=1) + "\n")
+        (ROOT / "tests" / "data" / "conformance_attempted.txt").write_text("".join(f"{n}\n" for n in attempted))
         per_op = defaultdict(lambda: [0, 0])
         for name, result in results.items():
             for op in result.op_types:

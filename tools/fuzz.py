@@ -444,8 +444,17 @@ MUTATORS = [(m_attr_value, 6), (m_attr_type, 3), (m_attr_drop, 2), (m_attr_add, 
             (m_nodes, 2), (m_domain, 1), (m_constant, 4)]
 
 
-def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int) -> tuple[str, bytes, list[str]]:
-    """Mutant ``index`` of campaign ``seed``: (seed model name, serialized mutant, the mutations applied)."""
+# what the closing table of a campaign groups by
+FAMILIES = {"attributes": (m_attr_value, m_attr_type, m_attr_drop, m_attr_add), "dims and dtypes": (m_dim, m_elem_type),
+            "initializers and constants": (m_initializer, m_constant), "edges": (m_rewire, m_arity, m_output),
+            "ops, domains, opsets, nodes": (m_op_type, m_domain, m_opset, m_nodes)}
+_FAMILY_OF = {function: family for family, functions in FAMILIES.items() for function in functions}
+
+
+def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int,
+           families: list[str] | None = None) -> tuple[str, bytes, list[str]]:
+    """Mutant ``index`` of campaign ``seed``: (seed model name, serialized mutant, the mutations applied). The
+    FAMILIES of the mutations applied are appended to ``families`` when given."""
     import onnx
 
     rng = random.Random(seed * 1_000_003 + index)
@@ -461,6 +470,8 @@ def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int) -> tuple[str, 
             what = ""
         if what:
             applied.append(what)
+            if families is not None and _FAMILY_OF[mutate] not in families:
+                families.append(_FAMILY_OF[mutate])
     return name, model.SerializeToString(), applied
 
 
@@ -523,6 +534,15 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
                 "detail": f"{stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
 
 
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far (VmHWM), MiB."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def _worker(memory_mb: int, timeout: float) -> None:
     """The worker loop: JSON tasks on stdin, JSON results on stdout (a 'start' line before each run)."""
     import signal
@@ -554,11 +574,12 @@ def _worker(memory_mb: int, timeout: float) -> None:
     out = sys.stdout
     for line in sys.stdin:
         task = json.loads(line)
+        families: list[str] = []
         try:
             if "model" in task:
                 data = base64.b64decode(task["model"])
             else:
-                _, data, _ = mutant(seeds, task["seed"], task["index"])
+                _, data, _ = mutant(seeds, task["seed"], task["index"], families)
         except Exception as exc:  # a mutation the fuzzer itself cannot make: not a finding
             out.write(json.dumps({"id": task["id"], "start": True}) + "\n")
             out.write(json.dumps({"id": task["id"], "outcome": "skipped", "detail": repr(exc)[:200]}) + "\n")
@@ -576,6 +597,8 @@ def _worker(memory_mb: int, timeout: float) -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
         result["id"] = task["id"]
         result["ms"] = round((time.perf_counter() - started) * 1e3, 1)
+        result["families"] = families
+        result["peak_rss_mb"] = _peak_rss_mb()
         out.write(json.dumps(result) + "\n")
         out.flush()
 
@@ -639,6 +662,8 @@ class Report:
     outcomes: Counter = field(default_factory=Counter)
     details: Counter = field(default_factory=Counter)  # clean reasons, build refusals
     sites: dict = field(default_factory=dict)  # "outcome site" -> {"count", "example": {...}}
+    by_family: dict = field(default_factory=dict)  # mutation family -> Counter of outcomes (a mutant counts in each)
+    peak_rss_mb: float = 0.0  # the largest peak RSS of a worker process (one worker runs up to --batch mutants)
 
     @property
     def bad(self) -> int:
@@ -646,7 +671,9 @@ class Report:
 
     def to_dict(self) -> dict:
         return {"seed": self.seed, "tried": self.tried, "seconds": round(self.seconds, 1),
-                "outcomes": dict(self.outcomes), "details": dict(self.details.most_common(40)), "sites": self.sites}
+                "outcomes": dict(self.outcomes), "peak_rss_mb": round(self.peak_rss_mb, 1),
+                "by_family": {f: dict(c) for f, c in self.by_family.items()},
+                "details": dict(self.details.most_common(40)), "sites": self.sites}
 
 
 class Runner:
@@ -730,6 +757,9 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         outcome = result["outcome"]
         report.tried += 1
         report.outcomes[outcome] += 1
+        for family in result.get("families") or ():
+            report.by_family.setdefault(family, Counter())[outcome] += 1
+        report.peak_rss_mb = max(report.peak_rss_mb, result.get("peak_rss_mb") or 0.0)
         if outcome in ("clean", "converted") and result.get("detail"):
             report.details[f"{outcome}: {result['detail']}"] += 1
         if outcome in BAD:
@@ -860,6 +890,13 @@ def _print_report(report: Report) -> None:
     print(f"fuzz seed {report.seed}: {report.tried} mutants in {report.seconds:.0f} s")
     for outcome in ("converted", "clean", *BAD):
         print(f"  {outcome:<10} {report.outcomes.get(outcome, 0)}")
+    print(f"  peak RSS of a worker: {report.peak_rss_mb:.0f} MiB")
+    if report.by_family:
+        columns = ("converted", "clean", *BAD)
+        print(f"  {'mutation family':<28} {'tried':>7} " + " ".join(f"{c:>9}" for c in columns))
+        for family in FAMILIES:
+            counts = report.by_family.get(family, Counter())
+            print(f"  {family:<28} {sum(counts.values()):>7} " + " ".join(f"{counts.get(c, 0):>9}" for c in columns))
     if report.details:
         print("  most common clean results:")
         for text, n in report.details.most_common(12):

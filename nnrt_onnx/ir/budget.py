@@ -2,7 +2,7 @@
 
 A model file of a few bytes can ask for gigabytes (``ConstantOfShape([2**29])``, ``Range(0, 2**28)``, a Tile or an
 Expand of a constant, a Resize to a huge size). So every path that *computes* a constant at import -- folding a node
-whose inputs are constants (``admit_fold`` here for NNRt kernels, ``onnx_import.limits`` for the ONNX reference
+whose inputs are constants (``ir.fold.fold_within_budget`` for NNRt kernels, ``onnx_import.limits`` for the ONNX reference
 evaluator), and converters that build arrays (ConstantOfShape, Range, index tables, masks ...) -- asks the budget
 first, from the shapes, before anything is allocated:
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from .issues import INVALID_MODEL, TOO_LARGE, ConversionIssue
 
-__all__ = ["DEFAULT_MAX_CONSTANT_BYTES", "ConstantBudget", "active", "admit_fold", "current", "fold",
+__all__ = ["DEFAULT_MAX_CONSTANT_BYTES", "ConstantBudget", "active", "active_budget", "current",
            "format_bytes", "nbytes", "resolve_limit"]
 
 DEFAULT_MAX_CONSTANT_BYTES = 256 * 1024 * 1024
@@ -111,6 +111,11 @@ class ConstantBudget:
 _current: ContextVar[ConstantBudget | None] = ContextVar("nnrt_onnx_constant_budget", default=None)
 
 
+def active_budget() -> ConstantBudget | None:
+    """The budget of the import in progress, None outside an import."""
+    return _current.get()
+
+
 def current() -> ConstantBudget:
     """The budget of the import in progress; outside an import (a converter called directly) a fresh default one,
     not kept: each check then stands alone."""
@@ -127,54 +132,3 @@ def active(limit: int | None = None) -> Iterator[ConstantBudget]:
         yield budget
     finally:
         _current.reset(token)
-
-
-def admit_fold(graph, node) -> bool:
-    """Whether folding ``node`` (inputs all constants) fits the budget, judged from its output shapes -- computed by
-    the op's shape rule from the constant inputs, never trusted from what the model declares -- before the kernel
-    runs. True also when ``node`` would not be folded anyway (an input is not a constant). A node whose output size
-    cannot be known beforehand is not folded."""
-    missing = [name for name in node.inputs if name not in graph.values]
-    if missing:
-        raise ConversionIssue(INVALID_MODEL, f"tensor {missing[0]!r} is not known at this point")
-    inputs = [graph.values[name] for name in node.inputs]
-    if not inputs or any(v.data is None or v.quant is not None for v in inputs):
-        return True
-    from ..errors import NNRtError
-    from ..kernels import infer_output_shapes, shape_rules
-
-    if node.op not in shape_rules():
-        return False
-    try:
-        shapes = infer_output_shapes(node.op, [v.data.shape for v in inputs], [v.data for v in inputs],
-                                     node.values(), output_count=len(node.outputs))
-    except NNRtError as exc:
-        raise ConversionIssue(INVALID_MODEL, f"evaluating constant {node.op.name}: {exc.message}") from None
-    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError):
-        return False  # the rule cannot tell: do not fold (the op runs at run time, where the kernel reports it)
-    total = 0
-    for name, shape in zip(node.outputs, shapes):
-        if shape is None or any(d < 0 for d in shape):
-            return False
-        value = graph.values.get(name)
-        dtype = value.dtype if value is not None else np.float64
-        total += nbytes(shape, dtype) if np.dtype(dtype).itemsize else math.prod(shape) * 8
-    return current().admit(total)
-
-
-def fold(graph, node) -> bool:
-    """Fold ``node`` (``ir.fold.try_fold``) if it fits the budget; whether it did. A kernel that fails on the
-    constants (an empty reduction, an index out of range ...) is the node's invalid_model, as it is an
-    OH_NN_FAILED at run time -- never an exception escaping the importer."""
-    from .fold import try_fold
-
-    budget = _current.get()
-    if budget is not None:
-        budget.count_operation(node.origin)
-    if not admit_fold(graph, node):
-        return False
-    try:
-        return try_fold(graph, node)
-    except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as exc:
-        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ConversionIssue(INVALID_MODEL, f"evaluating constant {node.op.name}: {text}") from None

@@ -65,6 +65,9 @@ class Graph:
         self.aliases: dict[str, str] = {}  # ONNX no-op outputs (Identity, Dropout) -> the tensor they repeat
         # a tensor removed by the layout pass -> (the tensor it was a transpose of, that permutation)
         self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
+        # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
+        self.origins: dict[str, tuple[str, str, int]] = {}
+        self.tensor_origins: dict[str, str] = {}  # an ONNX tensor -> the origin of the node that wrote it
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -98,6 +101,8 @@ class Graph:
         other.inputs, other.outputs = list(self.inputs), list(self.outputs)
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)
+        other.origins = dict(self.origins)
+        other.tensor_origins = dict(self.tensor_origins)
         other._counter = self._counter
         return other
 

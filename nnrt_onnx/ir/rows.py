@@ -1,5 +1,11 @@
 """The ONNX mapping rows: ``[[onnx]]`` in an NNRt op's entry (1:1 and near-1:1 mappings) and
-``mappings/onnx/<OnnxOp>.toml`` (decompositions into several NNRt ops). Picked by the op's since-version."""
+``mappings/onnx/<OnnxOp>.toml`` (decompositions into several NNRt ops). Picked by the op's since-version.
+
+Rows of another operator domain than ONNX's default one (``domain = "com.microsoft"``: the contrib operators of
+onnxruntime) are keyed by the qualified name ``<domain>.<OpType>``, which is also their file's name
+(``mappings/onnx/com.microsoft.Attention.toml``) and the name their converter registers (``@converts(
+"com.microsoft.Attention")``), so they never clash with a default-domain operator of the same name; their
+since/until count in the model's opset of *that* domain (:func:`route`)."""
 from __future__ import annotations
 
 import tomllib
@@ -9,8 +15,11 @@ from typing import Any
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
 from ..optable import FAMILIES, OpTableError, mappings_dir, op_table
+from .issues import INVALID_MODEL, UNSUPPORTED_OP
 
 _ROW_KEYS = {"op_type", "since", "until", "inputs", "attrs", "notes", "domain", "export"}
+DEFAULT_DOMAINS = ("", "ai.onnx")  # the ONNX operator set (the empty string and its alias)
+CONTRIB_DOMAINS = ("com.microsoft",)  # other operator domains rows may belong to: onnxruntime's contrib operators
 _ATTR_KEYS = {"param", "default", "transform", "ignore", "require", "input"}
 
 
@@ -28,7 +37,7 @@ class AttrRule:
 
 @dataclass(frozen=True)
 class Row:
-    op_type: str
+    op_type: str  # the ONNX op type; qualified by its domain outside the default one ("com.microsoft.Attention")
     since: int
     until: int | None  # last opset version the row covers (None: open)
     nnrt_op: OH_NN_OperationType | None  # the op whose entry holds the row (None for decompositions)
@@ -38,6 +47,7 @@ class Row:
     source: str = ""  # file the row is declared in
     family: str = ""  # the family of the file's op (or of the decomposition): where its handler lives
     export: str | None = None  # "generic": the exporter may read this row in reverse (attributes <- parameters)
+    domain: str = ""  # the operator domain ("" for ONNX's own operators)
 
     def covers(self, version: int) -> bool:
         return self.since <= version and (self.until is None or version <= self.until)
@@ -54,10 +64,22 @@ def _row(source: str, table: dict, nnrt_op: OH_NN_OperationType | None, family: 
         param = OH_NN_TensorType[rule["param"]] if "param" in rule else None
         attrs[name] = AttrRule(name, param, rule.get("default"), rule.get("transform"), rule.get("ignore"),
                                rule.get("require"))
-    return Row(op_type=table["op_type"], since=table.get("since", 1), until=table.get("until"), nnrt_op=nnrt_op,
-               inputs=tuple(table["inputs"]) if "inputs" in table else None,
+    domain = table.get("domain", "")
+    if domain in DEFAULT_DOMAINS:
+        domain = ""
+    elif domain not in CONTRIB_DOMAINS:
+        raise OpTableError(f"{source}: domain {domain!r} is not one of {['', *CONTRIB_DOMAINS]}")
+    if domain and (nnrt_op is not None or table.get("export")):
+        raise OpTableError(f"{source}: a {domain} row is a decomposition (mappings/onnx/), never exported")
+    return Row(op_type=qualified(domain, table["op_type"]), since=table.get("since", 1), until=table.get("until"),
+               nnrt_op=nnrt_op, inputs=tuple(table["inputs"]) if "inputs" in table else None,
                attrs=attrs, notes=table.get("notes", ""), source=source, export=table.get("export"),
-               family=family)
+               family=family, domain=domain)
+
+
+def qualified(domain: str, op_type: str) -> str:
+    """The key of an operator: its type in the default domain, ``<domain>.<type>`` in any other."""
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}.{op_type}"
 
 
 @cache
@@ -78,6 +100,8 @@ def onnx_rows() -> dict[str, list[Row]]:
             raise OpTableError(f"{path.name}: family must be one of {list(FAMILIES)}, got {data.get('family')!r}")
         for table in data.get("onnx", []):
             row = _row(path.name, table, None, data["family"])
+            if row.op_type != path.stem:  # one operator per file, named after it (qualified outside the default domain)
+                raise OpTableError(f"{path.name}: holds a row of {row.op_type}; rows of {path.stem} only")
             rows.setdefault(row.op_type, []).append(row)
     for op_type, found in rows.items():
         found.sort(key=lambda r: r.since)
@@ -87,12 +111,46 @@ def onnx_rows() -> dict[str, list[Row]]:
     return rows
 
 
-def find_row(op_type: str, version: int) -> Row | None:
-    for row in reversed(onnx_rows().get(op_type, [])):
+def find_row(op_type: str, version: int, domain: str = "") -> Row | None:
+    """The row converting ``op_type`` of ``domain`` at that domain's opset ``version`` (None: no row covers it)."""
+    for row in reversed(onnx_rows().get(qualified(domain, op_type), [])):
         if row.covers(version):
             return row
     return None
 
 
+def domain_versions(opset_import) -> dict[str, int]:
+    """Operator domain -> opset version, from a model's ``opset_import`` entries (the default domain as "")."""
+    versions = {}
+    for entry in opset_import:
+        versions["" if entry.domain in DEFAULT_DOMAINS else entry.domain] = int(entry.version)
+    return versions
+
+
+@cache
+def _row_domains() -> frozenset[str]:
+    return frozenset(row.domain for found in onnx_rows().values() for row in found)
+
+
+def route(domain: str, op_type: str, versions: dict[str, int]) -> tuple[Row | None, int, tuple[str, str] | None]:
+    """How a node of ``op_type`` in ``domain`` converts in a model importing the opsets ``versions``
+    (:func:`domain_versions`): ``(row, version, None)``, or ``(None, version, (reason code, message))``;
+    ``version`` is the model's opset of the node's domain (1 for the default domain when the model names none)."""
+    domain = "" if domain in DEFAULT_DOMAINS else domain
+    version = versions.get(domain, 1 if not domain else 0)
+    key = qualified(domain, op_type)
+    if domain and domain not in _row_domains():
+        return None, version, (UNSUPPORTED_OP, f"operator domain {domain!r} is not supported")
+    if domain and domain not in versions:
+        return None, version, (INVALID_MODEL, f"the model does not import the operator domain {domain!r} "
+                                              "(no opset_import entry)")
+    row = find_row(op_type, version, domain)
+    if row is None:
+        where = f"opset {version}" if not domain else f"{domain} opset {version}"
+        return None, version, (UNSUPPORTED_OP, f"no NNRt mapping for {key} at {where}")
+    return row, version, None
+
+
 def claimed_op_types() -> set[str]:
+    """Every operator with a mapping row (qualified outside the default domain: ``com.microsoft.Attention``)."""
     return set(onnx_rows())

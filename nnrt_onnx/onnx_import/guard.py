@@ -198,7 +198,7 @@ def _guard(convert, *, load, opset_of):
     def wrapper(source, *args, max_constant_bytes: int | None = None, **kwargs):
         limit = budget.resolve_limit(max_constant_bytes)
         if accepts_limit:
-            kwargs["max_constant_bytes"] = max_constant_bytes
+            kwargs["max_constant_bytes"] = limit
         outer = getattr(_state, "tracebacks", None)
         _state.tracebacks = []
         try:

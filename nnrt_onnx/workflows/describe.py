@@ -59,19 +59,20 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
     Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
     where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted).
     """
-    from ..ir.rows import find_row
+    from ..ir.rows import domain_versions, route
     from ..onnx_import import ConversionError, from_onnx, load_onnx
     from ..onnx_import.handlers import handler_for
-    from ..onnx_import.importer import DEFAULT_DOMAINS, opset_of
+    from ..onnx_import.importer import opset_of
 
     model = load_onnx(path)
     opset = opset_of(model)
+    versions = domain_versions(model.opset_import)
     nodes = []
     for index, node in enumerate(model.graph.node):
         name = node.name or (node.output[0] if node.output else node.op_type)
         entry: dict[str, Any] = {"index": index, "node": name, "op_type": node.op_type, "domain": node.domain,
                                  "targets": [], "mapping": None, "emitted": None, "problems": []}
-        row = find_row(node.op_type, opset) if node.domain in DEFAULT_DOMAINS else None
+        row = route(node.domain, node.op_type, versions)[0]  # by domain, op type and that domain's opset
         if row is not None:
             entry["targets"] = [row.nnrt_op.name] if row.nnrt_op is not None else []
             converter = handler_for(row).__name__

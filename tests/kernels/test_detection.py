@@ -9,11 +9,10 @@ import math
 
 import numpy as np
 import pytest
-from kernels.kernel_support import INVALID, TOL, UNSUPPORTED, assert_within, rng_for, run, run_declared
+from kernels.kernel_support import INVALID, TOL, UNSUPPORTED, assert_within, quantize_ref, rng_for, run, run_declared
 from onnx import TensorProto, helper, numpy_helper
 from support import ort_session
 
-from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.tensor import QuantParam
 
@@ -243,17 +242,17 @@ def test_detection_post_process_float16(mode):
 def test_detection_post_process_quantized():
     """Quantized inputs (dequantized by the executor) and quantized bboxes/confidences (out_quantized=true)."""
     box_q, score_q, anchor_q = QuantParam.per_tensor(0.1, 0), QuantParam.per_tensor(0.01, 0), QuantParam.per_tensor(0.5, 1)
-    q_boxes = quantize(EX_BOXES, np.int8, [0.1], [0])
-    q_scores = quantize(EX_SCORES, np.uint8, [0.01], [0])
-    q_anchors = quantize(EX_ANCHORS, np.uint8, [0.5], [1])
+    q_boxes = quantize_ref(EX_BOXES, np.int8, [0.1], [0])
+    q_scores = quantize_ref(EX_SCORES, np.uint8, [0.01], [0])
+    q_anchors = quantize_ref(EX_ANCHORS, np.uint8, [0.5], [1])
     out_box_q, out_score_q = QuantParam.per_tensor(0.5, 0), QuantParam.per_tensor(1 / 255, 0)
     got = run(DPP, [q_boxes, q_scores, q_anchors], dpp_params(out_quantized=True),
               input_quant={0: box_q, 1: score_q, 2: anchor_q}, output_quant={0: out_box_q, 2: out_score_q},
               output_dtypes=[np.uint8, np.float32, np.uint8, np.float32])
     # float oracle: the worked example on the dequantized inputs (all exactly representable), then quantized
     assert got[0].dtype == np.uint8 and got[2].dtype == np.uint8
-    want_boxes = quantize(np.array([B4, B1, B6], np.float64), np.uint8, [0.5], [0])
-    want_scores = quantize(np.array([.95, .9, .3]), np.uint8, [1 / 255], [0])
+    want_boxes = quantize_ref(np.array([B4, B1, B6], np.float64), np.uint8, [0.5], [0])
+    want_scores = quantize_ref(np.array([.95, .9, .3]), np.uint8, [1 / 255], [0])
     assert_within(got[0][0], want_boxes, TOL["quant"])
     assert_within(got[2][0], want_scores, TOL["quant"])
     np.testing.assert_array_equal(got[1][0], [1, 0, 0])

@@ -18,13 +18,13 @@ from kernels.kernel_support import (
     expect_error,
     ort_run,
     qparam,
+    quantize_ref,
     rand_uniform,
     ref_in,
     rng_for,
     run,
 )
 
-from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 
@@ -87,7 +87,7 @@ def test_matmul_quant_int8():
     ra = (a.astype(F32) - 3) * F32(0.02)
     rb = (b.astype(F32) + 5) * F32(0.01)
     (real,) = ort_run("MatMul", [ra, rb])
-    expected = quantize(real, np.int8, [0.05], [2])
+    expected = quantize_ref(real, np.int8, [0.05], [2])
     assert out.dtype == np.int8
     assert np.max(np.abs(out.astype(int) - expected.astype(int))) <= QUANT_ATOL
 
@@ -174,7 +174,7 @@ def test_full_connection_quant_int8():
     rw = w.astype(F32) * F32(0.01)
     rb = (b.astype(np.float64) * 0.03 * 0.01).astype(F32)
     (real,) = ort_run("Gemm", [rx, rw, rb], dict(transB=1))
-    expected = quantize(real, np.int8, [0.1], [4])
+    expected = quantize_ref(real, np.int8, [0.1], [4])
     assert out.dtype == np.int8
     assert np.max(np.abs(out.astype(int) - expected.astype(int))) <= QUANT_ATOL
 

@@ -28,6 +28,7 @@ from kernels.kernel_support import (
     ort_node,
     ort_run,
     qparam,
+    quantize_ref,
     rand_uniform,
     ref_in,
     rng_for,
@@ -35,7 +36,6 @@ from kernels.kernel_support import (
     run,
 )
 
-from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 from nnrt_onnx.kernels import normalization
@@ -99,7 +99,7 @@ def test_softmax_quant_uint8():
     (out,) = run("SOFTMAX", [x], {T.OH_NN_SOFTMAX_AXIS: 1}, input_quant={0: qx}, output_quant={0: qo},
                  output_dtypes=[np.uint8])
     (real,) = ort_run("Softmax", [(x.astype(F32) - 128) * F32(0.05)], dict(axis=1))
-    expected = quantize(real, np.uint8, [1 / 256], [0])
+    expected = quantize_ref(real, np.uint8, [1 / 256], [0])
     assert np.max(np.abs(out.astype(int) - expected.astype(int))) <= QUANT_ATOL
 
 

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernels.kernel_support import INVALID, TOL, UNSUPPORTED, assert_within, rng_for, run, run_declared
+from kernels.kernel_support import (
+    INVALID,
+    TOL,
+    UNSUPPORTED,
+    assert_within,
+    dequantize_ref,
+    quantize_ref,
+    rng_for,
+    run,
+    run_declared,
+)
 from onnx import TensorProto, helper, numpy_helper
 from support import ort_session
 
-from nnrt_onnx.dtypes import dequantize, quantize
 from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels.recurrent import lstm_forward
 from nnrt_onnx.tensor import QuantParam
@@ -245,16 +254,16 @@ def test_lstm_quantized():
     T, B, I, H, D = 4, 2, 3, 4, 2
     floats = lstm_inputs(rng, T, B, I, H, D, 1)
     in_q = {k: QuantParam.per_tensor(0.02, 0) for k in range(6)}
-    q_inputs = [quantize(a, np.int8, [0.02], [0]) for a in floats]
+    q_inputs = [quantize_ref(a, np.int8, [0.02], [0]) for a in floats]
     out_q = {0: QuantParam.per_tensor(1 / 128, 0), 1: QuantParam.per_tensor(1 / 128, 0),
              2: QuantParam.per_tensor(1 / 64, 3)}
     got = run(LSTM, q_inputs, lstm_params(bidirectional=True), input_quant=in_q, output_quant=out_q,
               output_dtypes=[np.int8] * 3)
-    deq = [dequantize(q, [0.02], [0]) for q in q_inputs]
+    deq = [dequantize_ref(q, [0.02], [0]) for q in q_inputs]
     want = ort_lstm(*deq, D=D, L=1)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == np.int8
-        expected = quantize(w, np.int8, out_q[k].scales, out_q[k].zero_points)
+        expected = quantize_ref(w, np.int8, out_q[k].scales, out_q[k].zero_points)
         assert_within(g, expected, TOL["quant"])
 
 

@@ -20,13 +20,13 @@ from kernels.kernel_support import (
     expect_error,
     ort_run,
     qparam,
+    quantize_ref,
     rand_uniform,
     ref_in,
     rng_for,
     run,
 )
 
-from nnrt_onnx.dtypes import quantize
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 
@@ -105,7 +105,7 @@ def test_reduce_mean_quant_uint8():
     (out,) = run("REDUCE_MEAN", [x, np.array([1], I64)], {T.OH_NN_REDUCE_MEAN_KEEP_DIMS: True},
                  input_quant={0: qx}, output_quant={0: qo}, output_dtypes=[np.uint8])
     (real,) = ort_run("ReduceMean", [(x.astype(F32) - 100) * F32(0.1), np.array([1], I64)], dict(keepdims=1))
-    expected = quantize(real, np.uint8, [0.05], [120])
+    expected = quantize_ref(real, np.uint8, [0.05], [120])
     assert out.shape == (2, 1, 3)
     assert np.max(np.abs(out.astype(int) - expected.astype(int))) <= QUANT_ATOL
 

@@ -7,11 +7,17 @@ import pytest
 from nnrt_onnx.ir.passes import reshape_then_transpose, transpose_then_reshape
 
 CASES = [
-    # (input shape, perm, reshape target): ShuffleNet's channel shuffle seen from NHWC, flatten heads, plain splits
+    # (input shape, perm, reshape target): ShuffleNet's channel shuffle seen from NHWC, flatten heads, plain splits;
+    # each has an equivalent reshape-then-transpose form (the reshape splits or merges dims that stay adjacent)
     ((1, 7, 7, 8), (0, 3, 1, 2), (1, 2, 4, 7, 7)),
     ((2, 3, 4, 6), (0, 3, 1, 2), (2, 6, 12)),
     ((2, 3, 4, 5), (0, 2, 3, 1), (2, 4, 5, 3)),
     ((6, 10), (1, 0), (2, 5, 6)),
+]
+# ... and pairs with none: the reshape merges dims the transpose swapped (the pass then leaves the transpose)
+NO_EQUIVALENT = [
+    ((2, 3, 4), (1, 0, 2), (6, 4)),
+    ((2, 3, 4, 5), (0, 2, 1, 3), (2, 12, 5)),
 ]
 
 
@@ -20,10 +26,14 @@ def test_transpose_then_reshape_equivalence(rng, shape, perm, target):
     x = rng.standard_normal(shape)
     expected = np.transpose(x, perm).reshape(target)
     found = transpose_then_reshape(shape, perm, target)
-    if found is None:
-        pytest.skip("no equivalent form for this pair (allowed: the pass then leaves the transpose)")
+    assert found is not None, "an equivalent form exists for this pair"
     new_shape, new_perm = found
     np.testing.assert_array_equal(np.transpose(x.reshape(new_shape), new_perm), expected)
+
+
+@pytest.mark.parametrize("shape, perm, target", NO_EQUIVALENT)
+def test_transpose_then_reshape_without_equivalent(shape, perm, target):
+    assert transpose_then_reshape(shape, perm, target) is None
 
 
 @pytest.mark.parametrize("shape, target, perm", [((1, 8, 7, 7), (1, 2, 4, 7, 7), (0, 3, 4, 1, 2)),

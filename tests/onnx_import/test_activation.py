@@ -30,9 +30,6 @@ from onnx_import.import_support import (
     run_ours,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- decomposed activations --------------------------------------------------------------------------------------------
 
 def test_softplus_keeps_tiny_values_and_does_not_overflow():

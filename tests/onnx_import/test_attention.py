@@ -10,9 +10,6 @@ import pytest
 
 from onnx_import.import_support import F16, F32, I64, check_named, randn1, rejects_named, rng_for
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- RotaryEmbedding ---------------------------------------------------------------------------------------------------
 
 def _caches(rng, rows, half, dtype):

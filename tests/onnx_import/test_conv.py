@@ -10,10 +10,6 @@ from support import onnx_model
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from onnx_import.import_support import check_model, onnx_node, ops_of, rand_normal
 
-ort = pytest.importorskip("onnxruntime")
-
-
-
 CONV_CASES = {
     "conv_1d_same_lower_dilated": (dict(auto_pad="SAME_LOWER", strides=[2], dilations=[2]), (2, 4, 11), (6, 4, 3), 1),
     "conv_1d_groups_pads": (dict(group=2, pads=[2, 1]), (1, 4, 9), (6, 2, 3), 2),

@@ -30,9 +30,6 @@ from onnx_import.import_support import (
     x_of,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- Slice -------------------------------------------------------------------------------------------------------------
 
 def test_slice_attributes_opset9(rng):

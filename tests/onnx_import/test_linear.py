@@ -12,9 +12,6 @@ from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import F32, F, check_n, compare, rand_uniform, randint, randn, rejects_n, rng_for
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shapes", [((3,), (3, 4)), ((2, 3, 4), (4,)), ((2, 1, 3, 4), (5, 4, 2))],

@@ -26,9 +26,6 @@ from onnx_import.import_support import (
     run_ours,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- BatchNormalization, LRN -------------------------------------------------------------------------------------------
 
 def _bn_stats(c, seed=13):

@@ -23,9 +23,6 @@ from onnx_import.import_support import (
     rng_for,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- pooling -----------------------------------------------------------------------------------------------------------
 
 POOL_CASES = {

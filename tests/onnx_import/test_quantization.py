@@ -30,9 +30,6 @@ from onnx_import.import_support import (
     run_ours,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------------------------
 
 def test_qdq_per_axis_chain_uses_quant_dtype_cast():

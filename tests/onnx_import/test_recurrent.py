@@ -22,9 +22,6 @@ from onnx_import.import_support import (
     rejects_graph,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- RNN / GRU ---------------------------------------------------------------------------------------------------------
 
 def _recurrent_model(rng, op, seq=4, batch=2, size=3, hidden=5, direction="forward", layout=0, bias=True, h0=False,

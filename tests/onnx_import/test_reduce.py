@@ -11,9 +11,6 @@ from onnx import helper, numpy_helper
 
 from onnx_import.import_support import F16, F32, I64, check_n, randint, randn, rejects_n, rng_for, run_ours
 
-ort = pytest.importorskip("onnxruntime")
-
-
 
 def axes(*values):
     return np.asarray(values, I64)

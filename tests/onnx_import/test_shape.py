@@ -23,9 +23,6 @@ from onnx_import.import_support import (
     x_of,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- Split -------------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("opset", [11, 13, 18])

@@ -26,9 +26,6 @@ from onnx_import.import_support import (
     x_of,
 )
 
-ort = pytest.importorskip("onnxruntime")
-
-
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 
 RESIZE_CASES = {

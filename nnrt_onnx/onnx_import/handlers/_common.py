@@ -3,7 +3,9 @@
 They are: the dtype groups and ``_Builder``, which emits small element-wise graphs; the alignment of opset 1-6
 operands before the opset-7 conversion they delegate to; constant folding of all-constant nodes and empty results;
 attribute and axis readers; small emit helpers that give every new tensor its dtype and shape (reshape, transpose,
-broadcasting binary ops, reductions, casts, ...); and the NCHW <-> NHWC plumbing and padding of the spatial ops.
+broadcasting binary ops, reductions, casts, ...); the NCHW <-> NHWC plumbing and padding of the spatial ops; and the
+integer arithmetic of the quantization and recurrent families (onnxruntime's dynamic uint8 quantization, the exact
+int32 product of (de-zero-pointed) integer operands).
 
 Decisions (also stated where they are made):
 
@@ -166,12 +168,49 @@ def _align(ctx: NodeContext, name: str, shape: tuple[int, ...]) -> str:
 
 # -- constant nodes, empty results, attributes and axes ----------------------------------------------------------------
 
-MAX_FOLDED_ELEMENTS = 1 << 22
+_SHAPE_LIKE_BYTES = 1 << 16  # inputs this small go to shape inference with their values (shapes, axes, repeats)
+
+
+def _folded_sizes_fit(ctx: NodeContext, values: dict[str, np.ndarray]) -> bool:
+    """Whether every output of the node, evaluated on ``values``, fits the folding budget: its shape comes from the
+    importer's knowledge or from ONNX shape inference of the lone node (with the values of its small inputs), never
+    from evaluating it. An output whose shape cannot be told does not fit."""
+    budget = ctx.options.max_constant_bytes
+    outputs = [n for n in ctx.node.output if n]
+    known = {n: ctx.graph.values[n] for n in outputs if n in ctx.graph.values}
+    if all(v.shape is not None and all(d >= 0 for d in v.shape) for v in known.values()) and len(known) == len(outputs):
+        return all(int(np.prod(v.shape)) * v.dtype.itemsize <= budget for v in known.values())
+    from onnx import TypeProto, numpy_helper, shape_inference
+
+    node = helper.make_node(ctx.node.op_type, list(ctx.node.input), outputs)
+    node.attribute.extend(ctx.node.attribute)
+    small = {n: a for n, a in values.items() if a.nbytes <= _SHAPE_LIKE_BYTES}
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in values.items() if n not in small]
+    graph = helper.make_graph([node], "size", inputs, [helper.make_value_info(n, TypeProto()) for n in outputs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in small.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.opset)])
+    try:
+        inferred = shape_inference.infer_shapes(model, data_prop=True).graph.output
+    except Exception:  # inference rejects it: then it is not folded here
+        return False
+    for info in inferred:
+        tensor_type = info.type.tensor_type
+        if not tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in tensor_type.shape.dim):
+            return False
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).itemsize
+        except (KeyError, TypeError, ValueError):
+            return False
+        if int(np.prod([d.dim_value for d in tensor_type.shape.dim])) * itemsize > budget:
+            return False
+    return True
 
 
 def fold_constant_node(ctx: NodeContext) -> bool:
     """A node whose inputs are all constants becomes constant outputs, evaluated by the ONNX reference
-    implementation (shape arithmetic in exported graphs, empty tensors included). Returns whether it did."""
+    implementation (shape arithmetic in exported graphs, empty tensors included), when every output fits the
+    folding budget (checked from the shapes first). Returns whether it did."""
     names = [n for n in ctx.node.input if n]
     if not names:
         return False
@@ -181,6 +220,8 @@ def fold_constant_node(ctx: NodeContext) -> bool:
         if value is None or value.data is None:
             return False
         values[name] = value.data
+    if not _folded_sizes_fit(ctx, values):
+        return False
     from onnx import TypeProto
     from onnx.reference import ReferenceEvaluator
 
@@ -199,8 +240,6 @@ def fold_constant_node(ctx: NodeContext) -> bool:
         for r in results:
             from_numpy(r.dtype)
     except Exception:  # the reference rejects it: convert normally, which reports the problem
-        return False
-    if sum(r.size for r in results) > MAX_FOLDED_ELEMENTS:
         return False
     for attribute in ctx.node.attribute:
         ctx.attr(attribute.name)
@@ -518,3 +557,73 @@ def _out_of_nhwc(ctx: NodeContext, y: str, nd: int, out: str) -> None:
         return
     n, _, length, c = ctx.value(y).shape
     ctx.transpose(_reshape(ctx, y, [n, length, c]), (0, 2, 1), output=out)
+
+
+# -- integer arithmetic shared by the quantization and recurrent families ----------------------------------------------
+
+def _clip(ctx: NodeContext, x: str, lo: float, hi: float, hint: str) -> str:
+    return _unary(ctx, OP.OH_NN_OPS_CLIP, x, hint, params={"OH_NN_CLIP_MIN": float(lo), "OH_NN_CLIP_MAX": float(hi)})
+
+
+def _dynamic_quantize(ctx: NodeContext, x: str, hint: str, output: str | None = None) -> tuple[str, str, str]:
+    """uint8 quantization of the float32 ``x`` with computed parameters, step by step as the ONNX reference and
+    onnxruntime's dynamic quantization (DynamicQuantizeLinear, and the A side of DynamicQuantizeMatMul and of
+    DynamicQuantizeLSTM's products): scale = (max(0, max x) - min(0, min x)) / 255 (1 for an all-zero range, as
+    onnxruntime), zero point = round(clip(-min / scale, 0, 255)), q = clip(round(x / scale) + zero point, 0, 255).
+
+    Returns (q as uint8 into ``output`` or a new tensor, scale (1,) float32, zero point (1,) float32)."""
+    shape = _shape(ctx, x, "the dynamically quantized input")
+    f32 = np.float32
+    flat = _reshape(ctx, x, (int(np.prod(shape)),)) if len(shape) != 1 else x
+    high = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _reduce(ctx, "MAX", flat, [0], True, f"{hint}.max"),
+                   _const(ctx, 0, f32, "zero"), f"{hint}.max0")
+    low = _binary(ctx, OP.OH_NN_OPS_MINIMUM, _reduce(ctx, "MIN", flat, [0], True, f"{hint}.min"),
+                  _const(ctx, 0, f32, "zero"), f"{hint}.min0")
+    spread = _binary(ctx, OP.OH_NN_OPS_SUB, high, low, f"{hint}.range")
+    scale = _binary(ctx, OP.OH_NN_OPS_DIV, spread, _const(ctx, 255, f32, "qrange"), f"{hint}.scale_of_range")
+    scale = _where(ctx, _compare(ctx, OP.OH_NN_OPS_EQUAL, spread, _const(ctx, 0, f32, "zero"), f"{hint}.flat_range"),
+                   _const(ctx, 1, f32, "one"), scale, f"{hint}.scale")
+    initial = _binary(ctx, OP.OH_NN_OPS_SUB, _const(ctx, 0, f32, "zero"),
+                      _binary(ctx, OP.OH_NN_OPS_DIV, low, scale, f"{hint}.min_over_scale"), f"{hint}.initial_zero_point")
+    zero_point = _unary(ctx, OP.OH_NN_OPS_ROUND, _clip(ctx, initial, 0, 255, f"{hint}.zp_clipped"), f"{hint}.zp")
+    quotient = _binary(ctx, OP.OH_NN_OPS_DIV, x, scale if len(shape) else _reshape(ctx, scale, ()), f"{hint}.scaled")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, _unary(ctx, OP.OH_NN_OPS_ROUND, quotient, f"{hint}.rounded"),
+                      zero_point if len(shape) else _reshape(ctx, zero_point, ()), f"{hint}.shifted")
+    q = _cast(ctx, _clip(ctx, shifted, 0, 255, f"{hint}.clipped"), np.uint8, f"{hint}.quantized", output=output)
+    return q, scale, zero_point
+
+
+def _integer_product(ctx: NodeContext, a: str, a_zp: str | None, b: str, b_zp: str | None, hint: str,
+                     output: str | None = None) -> str:
+    """(int32(A) - a_zp) @ (int32(B) - b_zp), an exact int32 MATMUL."""
+    for name in (a, b):
+        if ctx.value(name).dtype not in (np.int8, np.uint8):
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{name!r} has dtype {ctx.value(name).dtype} (int8/uint8 only)")
+    a32 = _cast(ctx, a, np.int32, f"{a}.i32")
+    b32 = _cast(ctx, b, np.int32, f"{b}.i32")
+    if a_zp is not None:
+        a32 = _binary(ctx, OP.OH_NN_OPS_SUB, a32, a_zp, f"{a}.centred")
+    if b_zp is not None:
+        b32 = _binary(ctx, OP.OH_NN_OPS_SUB, b32, b_zp, f"{b}.centred")
+    sa, sb = _ranked_shape(ctx, a32), _ranked_shape(ctx, b32)
+    if len(sa) < 1 or len(sb) < 1:
+        raise ConversionIssue(INVALID_MODEL, "matrix product operands must have rank >= 1")
+    out_shape = _matmul_shape(sa, sb)
+    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a32, b32], np.int32, out_shape, hint, output=output)
+
+
+def _matmul_shape(sa, sb) -> tuple[int, ...]:
+    a1, b1 = len(sa) == 1, len(sb) == 1
+    sa = (1, *sa) if a1 else tuple(sa)
+    sb = (*sb, 1) if b1 else tuple(sb)
+    batch_a, batch_b = sa[:-2], sb[:-2]
+    rank = max(len(batch_a), len(batch_b))
+    batch_a = (1,) * (rank - len(batch_a)) + batch_a
+    batch_b = (1,) * (rank - len(batch_b)) + batch_b
+    batch = tuple(x if y == 1 else y for x, y in zip(batch_a, batch_b))
+    shape = (*batch, sa[-2], sb[-1])
+    if a1:
+        shape = shape[:-2] + shape[-1:]
+    if b1:
+        shape = shape[:-1]
+    return shape

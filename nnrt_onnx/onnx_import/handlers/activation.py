@@ -1,6 +1,8 @@
 """Converters of the activation family: PRelu (opsets 1-6 and 7+), HardSigmoid, Elu, Selu, Celu, Softplus,
 Softsign, Mish, Gelu (and the transforms of its ``approximate`` attribute), Swish, ThresholdedRelu, Shrink, Clip and
 SwiGLU; its rows without a converter (Relu, Sigmoid, Tanh, LeakyRelu, HardSwish) go through the generic converter.
+onnxruntime's contrib activations (com.microsoft): Gelu, BiasGelu, FastGelu (GELU with the tanh approximation) and
+QuickGelu.
 
 Decisions (the dtype checks, constant dtypes, ``expm1``/``log1p`` forms and output shapes of the decompositions: see
 ``_common``): PRelu-1/6's slope has one element (shared) or one per channel (axis 1); it is aligned, then converted
@@ -337,3 +339,65 @@ def swiglu(ctx: NodeContext) -> None:
         gate = _binary(ctx, OP.OH_NN_OPS_MUL, a, _unary(ctx, OP.OH_NN_OPS_SIGMOID, scaled, f"{out}.sigmoid"),
                        f"{out}.swish")
     _binary(ctx, OP.OH_NN_OPS_MUL, gate, b, out, output=out)
+
+
+# -- onnxruntime's contrib activations (com.microsoft): Gelu, FastGelu, BiasGelu, QuickGelu -----------------------------
+
+def _bias_added(ctx: NodeContext, x: str, position: int, dtype) -> str:
+    """x + the 1-D bias of input ``position`` (its length: x's last dim), or x itself when the input is absent."""
+    if not ctx.has_input(position):
+        return x
+    bias = ctx.input(position)
+    value = ctx.value(bias)
+    last = (ctx.value(x).shape or (None,))[-1]
+    if value.dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"bias {bias!r} has dtype {value.dtype}, the input {dtype}")
+    if value.shape is None or len(value.shape) != 1 or (last is not None and last >= 0 and value.shape[0] != last):
+        raise ConversionIssue(INVALID_MODEL, f"bias {bias!r} of shape {value.shape} must be 1-D with the input's last "
+                              f"dim ({last})")
+    return _binary(ctx, OP.OH_NN_OPS_ADD, x, bias, f"{ctx.output(0)}.biased")
+
+
+def _contrib_gelu(ctx: NodeContext, approximate: bool) -> None:
+    x = ctx.input(0)
+    dtype = check_op_dtype(ctx, x, OP.OH_NN_OPS_GELU)
+    biased = _bias_added(ctx, x, 1, dtype)
+    _unary(ctx, OP.OH_NN_OPS_GELU, biased, ctx.output(0), output=ctx.output(0),
+           params={"OH_NN_GELU_APPROXIMATE": approximate})
+
+
+@converts("com.microsoft.Gelu")
+def contrib_gelu(ctx: NodeContext) -> None:
+    """0.5 x (1 + erf(x / sqrt 2)): GELU."""
+    if len([name for name in ctx.node.input if name]) != 1:
+        raise ConversionIssue(INVALID_MODEL, "com.microsoft Gelu takes one input")
+    _contrib_gelu(ctx, False)
+
+
+@converts("com.microsoft.BiasGelu")
+def bias_gelu(ctx: NodeContext) -> None:
+    """Gelu(A + B), B 1-D along A's last dim: ADD, GELU."""
+    if not ctx.has_input(1):
+        raise ConversionIssue(INVALID_MODEL, "BiasGelu needs its bias input B")
+    _contrib_gelu(ctx, False)
+
+
+@converts("com.microsoft.FastGelu")
+def fast_gelu(ctx: NodeContext) -> None:
+    """0.5 x (1 + tanh(0.797885 x + 0.035677 x^3)) of x (+ the optional 1-D bias): [ADD], GELU with the tanh
+    approximation (sqrt(2 / pi) = 0.797885, 0.044715 sqrt(2 / pi) = 0.035677)."""
+    _contrib_gelu(ctx, True)
+
+
+@converts("com.microsoft.QuickGelu")
+def quick_gelu(ctx: NodeContext) -> None:
+    """x * sigmoid(alpha x) (alpha 1.702 by default): SWISH when alpha = 1, else MUL, SIGMOID, MUL."""
+    x = ctx.input(0)
+    out = ctx.output(0)
+    dtype = check_op_dtype(ctx, x, OP.OH_NN_OPS_SIGMOID)
+    alpha = _float_attr(ctx, "alpha", 1.702)
+    if alpha == 1.0:
+        _unary(ctx, OP.OH_NN_OPS_SWISH, x, out, output=out)
+        return
+    scaled = _binary(ctx, OP.OH_NN_OPS_MUL, x, _const(ctx, alpha, dtype, "alpha"), f"{out}.alpha_x")
+    _binary(ctx, OP.OH_NN_OPS_MUL, x, _unary(ctx, OP.OH_NN_OPS_SIGMOID, scaled, f"{out}.sigmoid"), out, output=out)

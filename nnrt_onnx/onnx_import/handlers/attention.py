@@ -1,4 +1,5 @@
-"""Converters of the attention family: Attention and RotaryEmbedding, decomposed into NNRt ops.
+"""Converters of the attention family: Attention and RotaryEmbedding, decomposed into NNRt ops; and onnxruntime's
+contrib Attention (com.microsoft: merged Q/K/V weights, mask_index forms, unidirectional, past / present).
 
 Decisions (also stated where they are made):
 
@@ -35,6 +36,8 @@ from ._common import (
     _concat,
     _const,
     _float_input,
+    _integer_product,
+    _matmul,
     _reduce,
     _reshape,
     _shape,
@@ -408,3 +411,290 @@ def attention(ctx: NodeContext) -> None:
     if not final_4d:
         per_token = _transpose(ctx, y, (0, 2, 1, 3))
         _reshape(ctx, per_token, (batch, q_len, q_heads * v_head), output=out)
+
+
+# -- onnxruntime's contrib Attention (com.microsoft) -------------------------------------------------------------------
+
+_LOWEST = float(np.finfo(np.float32).min)  # what onnxruntime writes over the causally masked scores
+
+
+def _contrib_mask_bias(ctx: NodeContext, position: int, batch: int, q_len: int, total: int, fill: float,
+                       work: np.dtype) -> str | None:
+    """mask_index as an additive (B, 1, 1 | S, T) term: ``fill`` (mask_filter_value) where masked, 0 elsewhere.
+
+    Forms (onnxruntime's CPU kernel): (B) end positions (keys j >= end masked: right padding); (2B) end positions
+    then start positions (also keys j < start masked: left padding); raw 0/1 masks (B, T) and (B, S, T) (a key is
+    kept where the mask is > 0). A constant mask becomes a constant term."""
+    if not ctx.has_input(position):
+        return None
+    mask = ctx.input(position)
+    value = ctx.value(mask)
+    shape = _shape(ctx, mask, "mask_index")
+    out = ctx.output(0)
+    if value.dtype != np.int32:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"mask_index has dtype {value.dtype} (int32 only)", tensor=mask)
+    keys = np.arange(total, dtype=np.int32)
+    if len(shape) == 1 and shape[0] in (batch, 2 * batch):
+        if value.data is not None:
+            data = value.data.astype(np.int64)
+            masked = keys[None, :] >= data[:batch, None]
+            if shape[0] == 2 * batch:
+                masked |= keys[None, :] < np.minimum(data[batch:, None], total)
+            return ctx.constant(np.where(masked, fill, 0).astype(work).reshape(batch, 1, 1, total),
+                                f"{ctx.name}.mask_bias")
+        positions = ctx.constant(keys.reshape(1, total), f"{ctx.name}.key_positions")
+        ends = mask if shape[0] == batch else _slice(ctx, mask, 0, 0, batch, f"{out}.mask_ends")
+        masked = _compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, positions, _reshape(ctx, ends, (batch, 1)),
+                          f"{out}.past_end")
+        if shape[0] == 2 * batch:
+            starts = _reshape(ctx, _slice(ctx, mask, 0, batch, batch, f"{out}.mask_starts"), (batch, 1))
+            before = _compare(ctx, OP.OH_NN_OPS_LESS, positions, starts, f"{out}.before_start")
+            masked = _compare(ctx, OP.OH_NN_OPS_LOGICAL_OR, masked, before, f"{out}.masked")
+        bias = _where(ctx, masked, _const(ctx, fill, work, "mask_filter"), _const(ctx, 0, work, "zero"),
+                      f"{out}.mask_bias_2d")
+        return _reshape(ctx, bias, (batch, 1, 1, total))
+    if len(shape) == 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"a 1-D mask_index of {shape[0]} values is not supported "
+                                                     f"(({batch},) end positions or ({2 * batch},) end and start "
+                                                     "positions; the (3B+2) form is onnxruntime's GPU-only one)")
+    if len(shape) == 4:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "a 4-D mask_index (Megatron's (B, 1, max, max)) is not supported "
+                                                     "(onnxruntime's CPU kernel rejects it too)")
+    if len(shape) == 2 and tuple(shape) != (batch, total) or len(shape) == 3 and tuple(shape) != (batch, q_len, total):
+        raise ConversionIssue(INVALID_MODEL, f"mask_index of shape {list(shape)} is neither ({batch}, {total}) nor "
+                                             f"({batch}, {q_len}, {total})")
+    if len(shape) not in (2, 3):
+        raise ConversionIssue(INVALID_MODEL, f"mask_index of rank {len(shape)} is not supported")
+    target = (batch, 1, 1, total) if len(shape) == 2 else (batch, 1, q_len, total)
+    if value.data is not None:
+        return ctx.constant(np.where(value.data > 0, 0, fill).astype(work).reshape(target), f"{ctx.name}.mask_bias")
+    kept = _compare(ctx, OP.OH_NN_OPS_GREATER, mask, _const(ctx, 0, np.int32, "zero_i32"), f"{out}.kept")
+    bias = _where(ctx, kept, _const(ctx, 0, work, "zero"), _const(ctx, fill, work, "mask_filter"), f"{out}.mask_raw")
+    return _reshape(ctx, bias, target)
+
+
+def _heads(ctx: NodeContext, x: str, batch: int, seq: int, heads: int, size: int) -> str:
+    """(B, S, N * size) -> (B, N, S, size)."""
+    return _transpose(ctx, _reshape(ctx, x, (batch, seq, heads, size)), (0, 2, 1, 3))
+
+
+class _Layout:
+    """Where a merged-QKV attention node keeps its optional inputs (Attention and QAttention differ)."""
+
+    def __init__(self, mask: int, past: int, attention_bias: int | None, past_length: int | None):
+        self.mask, self.past, self.attention_bias, self.past_length = mask, past, attention_bias, past_length
+
+
+def _attention_attributes(ctx: NodeContext, layout: _Layout) -> tuple[int, bool, float | None, float]:
+    """num_heads, unidirectional, scale, mask_filter_value; the shared-buffer and rotary forms rejected."""
+    heads = ctx.attr("num_heads")
+    if heads is None or int(heads) <= 0:
+        raise ConversionIssue(INVALID_MODEL, "num_heads is required (> 0)")
+    if int(ctx.attr("do_rotary", 0)):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"do_rotary=1 is not supported (onnxruntime's CPU "
+                                                     f"{ctx.node.op_type} rejects it too)")
+    ctx.attr("rotary_embedding_dim")  # only read with do_rotary=1, which is rejected: no effect
+    shared = layout.past_length is not None and ctx.has_input(layout.past_length)
+    if int(ctx.attr("past_present_share_buffer", 0)) or shared:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "past_present_share_buffer / past_sequence_length (a shared "
+                                                     "KV-cache buffer) is not supported")
+    scale = ctx.attr("scale")
+    return (int(heads), bool(int(ctx.attr("unidirectional", 0))), None if scale is None else float(scale),
+            float(ctx.attr("mask_filter_value", -10000.0)))
+
+
+def _merged_qkv_attention(ctx: NodeContext, qkv: str, batch: int, seq: int, sizes, dtype, work, layout: _Layout,
+                          heads: int, causal: bool, scale_attr: float | None, fill: float) -> None:
+    """Everything after the projection: ``qkv`` (B, S, q + k + v, in ``work``) split into heads, [past ++ new,
+    present], scale * Q K^T + (attention_bias + mask term + causal term), SOFTMAX, times V, back to (B, S, v)."""
+    out = ctx.output(0)
+    head, v_head = sizes[0] // heads, sizes[2] // heads
+    starts = (0, sizes[0], sizes[0] + sizes[1])
+    q, k, v = (_slice(ctx, qkv, 2, start, size, f"{out}.{part}")
+               for start, size, part in zip(starts, sizes, ("q", "k", "v")))
+    q4 = _heads(ctx, q, batch, seq, heads, head)
+    k4 = _heads(ctx, k, batch, seq, heads, head)
+    v4 = _heads(ctx, v, batch, seq, heads, v_head)
+
+    # past ++ new keys and values; present = stack(K, V)
+    past_len = 0
+    if ctx.has_input(layout.past):
+        past = ctx.input(layout.past)
+        past_shape = _shape(ctx, past, "past")
+        if head != v_head:
+            raise ConversionIssue(INVALID_MODEL, "with past, Q, K and V must have the same hidden size")
+        if len(past_shape) != 5 or past_shape[:3] != (2, batch, heads) or past_shape[4] != head:
+            raise ConversionIssue(INVALID_MODEL, f"past of shape {list(past_shape)} is not (2, {batch}, {heads}, "
+                                                 f"past_sequence_length, {head})")
+        if ctx.value(past).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"past has dtype {ctx.value(past).dtype}, the output {dtype}")
+        past_len = past_shape[3]
+        past_w = _cast(ctx, past, work, f"{past}.{work.name}")
+        past_kv = [_reshape(ctx, _slice(ctx, past_w, 0, i, 1, f"{out}.past_{part}"), (batch, heads, past_len, head))
+                   for i, part in enumerate(("key", "value"))]
+        k4 = _concat(ctx, [past_kv[0], k4], 2, f"{out}.k_all")
+        v4 = _concat(ctx, [past_kv[1], v4], 2, f"{out}.v_all")
+    total = past_len + seq
+    if _wanted(ctx, 1):
+        if head != v_head:
+            raise ConversionIssue(INVALID_MODEL, "present needs Q, K and V of the same hidden size")
+        present = ctx.output(1)
+        stacked = ctx.emit_to(OP.OH_NN_OPS_STACK, [k4, v4], work, (2, batch, heads, total, head), f"{out}.present",
+                              {"OH_NN_STACK_AXIS": 0}, output=present if work == dtype else None)
+        if work != dtype:
+            _cast(ctx, stacked, dtype, output=present)
+
+    # scores = scale * Q K^T + (attention_bias + mask term + causal term)
+    scale = scale_attr if scale_attr is not None and scale_attr != 0.0 else 1.0 / math.sqrt(head)
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [q4, k4], work, (batch, heads, seq, total), f"{out}.qk",
+                          {"OH_NN_MATMUL_TRANSPOSE_B": True})
+    scores = _binary(ctx, OP.OH_NN_OPS_MUL, product, _const(ctx, scale, work, "scale"), f"{out}.scores")
+    additive = _contrib_mask_bias(ctx, layout.mask, batch, seq, total, fill, work)
+    if causal and seq > 1:
+        future = np.arange(total)[None, :] > (past_len + np.arange(seq))[:, None]  # (S, T)
+        if additive is None:
+            additive = ctx.constant(np.where(future, _LOWEST, 0).astype(work), f"{ctx.name}.causal_bias")
+        elif ctx.value(additive).data is not None:
+            additive = ctx.constant(np.where(future, _LOWEST, ctx.value(additive).data).astype(work),
+                                    f"{ctx.name}.mask_causal_bias")
+        else:
+            additive = _where(ctx, ctx.constant(future, f"{ctx.name}.future"), _const(ctx, _LOWEST, work, "lowest"),
+                              additive, f"{out}.mask_causal_bias")
+    if layout.attention_bias is not None and ctx.has_input(layout.attention_bias):
+        attention_bias = ctx.input(layout.attention_bias)
+        bias_shape = _shape(ctx, attention_bias, "attention_bias")
+        if len(bias_shape) != 4 or bias_shape[0] not in (1, batch) or bias_shape[1] not in (1, heads) or \
+                tuple(bias_shape[2:]) != (seq, total):
+            raise ConversionIssue(INVALID_MODEL, f"attention_bias of shape {list(bias_shape)} is not ({batch} or 1, "
+                                                 f"{heads} or 1, {seq}, {total})")
+        attention_bias = _cast(ctx, attention_bias, work, f"{attention_bias}.{work.name}")
+        additive = attention_bias if additive is None else _binary(ctx, OP.OH_NN_OPS_ADD, attention_bias, additive,
+                                                                   f"{out}.additive")
+    if additive is not None:
+        scores = _binary(ctx, OP.OH_NN_OPS_ADD, scores, additive, f"{out}.masked_scores")
+    probs = ctx.emit_to(OP.OH_NN_OPS_SOFTMAX, [scores], work, (batch, heads, seq, total), f"{out}.probs",
+                        {"OH_NN_SOFTMAX_AXIS": -1})
+
+    # out = probs V, back to (B, S, N * v_head)
+    context = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs, v4], work, (batch, heads, seq, v_head), f"{out}.context")
+    merged = _reshape(ctx, _transpose(ctx, context, (0, 2, 1, 3)), (batch, seq, heads * v_head),
+                      output=out if work == dtype else None)
+    if work != dtype:
+        _cast(ctx, merged, dtype, output=out)
+
+
+def _qkv_sizes(ctx: NodeContext, columns: int, heads: int) -> list[int]:
+    sizes = ctx.attr("qkv_hidden_sizes") if ctx.node.op_type == "Attention" else None
+    if sizes is None:
+        if columns % 3:
+            raise ConversionIssue(INVALID_MODEL, f"weights' second dim {columns} is not divisible by 3"
+                                                 + (" (give qkv_hidden_sizes)" if ctx.node.op_type == "Attention"
+                                                    else ""))
+        sizes = [columns // 3] * 3
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != 3 or sum(sizes) != columns or sizes[0] != sizes[1] or any(s <= 0 or s % heads for s in sizes):
+        raise ConversionIssue(INVALID_MODEL, f"qkv_hidden_sizes={sizes} must be 3 positive multiples of num_heads="
+                                             f"{heads}, Q and K equal, summing to the weights' {columns} columns")
+    return sizes
+
+
+def _input_and_weights(ctx: NodeContext) -> tuple[str, str, int, int, int]:
+    x, weights = ctx.input(0), ctx.input(1)
+    x_shape = _shape(ctx, x, f"the {ctx.node.op_type} input")
+    w_shape = _shape(ctx, weights, "weights")
+    if len(x_shape) != 3 or len(w_shape) != 2 or w_shape[0] != x_shape[2]:
+        raise ConversionIssue(INVALID_MODEL, f"input {list(x_shape)} (batch, sequence, hidden) and weights "
+                                             f"{list(w_shape)} (hidden, q + k + v) do not fit")
+    return x, weights, x_shape[0], x_shape[1], w_shape[1]
+
+
+@converts("com.microsoft.Attention")
+def contrib_attention(ctx: NodeContext) -> None:
+    """onnxruntime's multi-head self-attention with merged Q/K/V weights: MATMUL + ADD bias, SLICE into Q, K, V,
+    RESHAPE/TRANSPOSE to heads, [CONCAT past K/V, STACK present], MATMUL Q K^T, MUL scale, ADD (attention_bias +
+    mask term + causal term), SOFTMAX, MATMUL V, TRANSPOSE/RESHAPE back.
+
+    As onnxruntime's CPU kernel: masked keys get ``mask_filter_value`` (-10000) added; with unidirectional=1 (and
+    more than one query) the keys after a query's position (past length + its index) get the lowest float32
+    instead of whatever mask value they had. float16 is computed in float32. Rejected: do_rotary=1 and
+    past_present_share_buffer=1 (onnxruntime's CPU kernel rejects them too, or they need its shared-buffer
+    decoding), 4-D and (3B+2) mask_index forms."""
+    layout = _Layout(mask=3, past=4, attention_bias=5, past_length=6)
+    heads, causal, scale, fill = _attention_attributes(ctx, layout)
+    x, weights, batch, seq, columns = _input_and_weights(ctx)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    sizes = _qkv_sizes(ctx, columns, heads)
+    if ctx.value(weights).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"weights have dtype {ctx.value(weights).dtype}, the input {dtype}")
+    xw = _cast(ctx, x, work, f"{x}.{work.name}")
+    qkv = _matmul(ctx, xw, _cast(ctx, weights, work, f"{weights}.{work.name}"), f"{out}.qkv")
+    if ctx.has_input(2):
+        bias = ctx.input(2)
+        if _shape(ctx, bias, "bias") != (columns,) or ctx.value(bias).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"bias must be {dtype} of shape ({columns},)")
+        qkv = _binary(ctx, OP.OH_NN_OPS_ADD, qkv, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv_biased")
+    _merged_qkv_attention(ctx, qkv, batch, seq, sizes, dtype, work, layout, heads, causal, scale, fill)
+
+
+def _scalar_input(ctx: NodeContext, position: int, what: str, dtype=None) -> str:
+    name = ctx.input(position)
+    if int(np.prod(_shape(ctx, name, what))) != 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"{what} {name!r} of shape {list(_shape(ctx, name))} is not "
+                                                     "supported: the input is quantized per tensor (one value)")
+    if dtype is not None and ctx.value(name).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} has dtype {ctx.value(name).dtype}, expected "
+                                             f"{np.dtype(dtype).name}")
+    return _reshape(ctx, name, ())
+
+
+@converts("com.microsoft.QAttention")
+def quantized_attention(ctx: NodeContext) -> None:
+    """onnxruntime's Attention on a quantized input (uint8/int8, from DynamicQuantizeLinear) and int8/uint8 merged
+    weights: Q/K/V = float((input - input_zero_point) @ (weight - weight_zero_point)) * (input_scale * weight_scale)
+    + bias (the exact int32 product; weight scale and zero point per tensor or per column), then as Attention
+    (mask_index forms, unidirectional, scale, mask_filter_value, past / present)."""
+    layout = _Layout(mask=5, past=8, attention_bias=None, past_length=None)
+    heads, causal, scale, fill = _attention_attributes(ctx, layout)
+    x, weights, batch, seq, columns = _input_and_weights(ctx)
+    out = ctx.output(0)
+    for name, what in ((x, "input"), (weights, "weight")):
+        if ctx.value(name).dtype not in (np.int8, np.uint8):
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {name!r} has dtype {ctx.value(name).dtype} "
+                                                     "(int8/uint8)", tensor=name)
+    bias = ctx.input(2)
+    dtype = _float_input(ctx, bias)
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    if _shape(ctx, bias, "bias") != (columns,):
+        raise ConversionIssue(INVALID_MODEL, f"bias must be of shape ({columns},)")
+    sizes = _qkv_sizes(ctx, columns, heads)
+    input_scale = _scalar_input(ctx, 3, "input_scale", dtype)
+    weight_scale = ctx.input(4)
+    if ctx.value(weight_scale).dtype != dtype or int(np.prod(_shape(ctx, weight_scale, "weight_scale"))) not in \
+            (1, columns) or len(_shape(ctx, weight_scale)) > 1:
+        raise ConversionIssue(INVALID_MODEL, f"weight_scale must be {dtype} with one value or {columns} (one per "
+                                             "column)")
+    zero_points = []
+    for position, operand, what, columns_allowed in ((6, x, "input_zero_point", False),
+                                                     (7, weights, "weight_zero_point", True)):
+        if not ctx.has_input(position):
+            zero_points.append(None)
+            continue
+        zp = ctx.input(position)
+        count = int(np.prod(_shape(ctx, zp, what)))
+        if ctx.value(zp).dtype != ctx.value(operand).dtype:
+            raise ConversionIssue(INVALID_MODEL, f"{what} has dtype {ctx.value(zp).dtype}, its operand "
+                                                 f"{ctx.value(operand).dtype}")
+        if count != 1 and not (columns_allowed and count == columns and len(_shape(ctx, zp)) == 1):
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE if not columns_allowed else INVALID_MODEL,
+                                  f"{what} of shape {list(_shape(ctx, zp))} is not one value"
+                                  + (f" or {columns} (one per column)" if columns_allowed else ""))
+        zp32 = _cast(ctx, zp, np.int32, f"{zp}.i32")
+        zero_points.append(zp32 if count == columns and count > 1 else _reshape(ctx, zp32, ()))
+    acc = _integer_product(ctx, x, zero_points[0], weights, zero_points[1], f"{out}.qkv_acc")
+    scales = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, weight_scale, work, f"{weight_scale}.{work.name}"),
+                     _cast(ctx, input_scale, work, f"{input_scale}.{work.name}"), f"{out}.dequant_scale")
+    real = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, acc, work, f"{out}.qkv_float"), scales, f"{out}.qkv_scaled")
+    qkv = _binary(ctx, OP.OH_NN_OPS_ADD, real, _cast(ctx, bias, work, f"{bias}.{work.name}"), f"{out}.qkv")
+    _merged_qkv_attention(ctx, qkv, batch, seq, sizes, dtype, work, layout, heads, causal, scale, fill)

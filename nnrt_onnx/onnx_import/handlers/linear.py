@@ -13,13 +13,18 @@ from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, Co
 from ..context import NodeContext
 from ..generic import emit_row
 from . import converts
-from ._common import _reduce, _reshape, _transpose
+from ._common import _matmul_shape, _reduce, _reshape, _transpose
 
 # -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
 
 @converts("MatMul")
 def matmul(ctx: NodeContext) -> None:
-    """MATMUL 1:1 (numpy matmul semantics on both sides); the output shape is ONNX shape inference's."""
+    """MATMUL 1:1 (numpy matmul semantics on both sides); the output shape is ONNX shape inference's, completed
+    from the operands' shapes where inference left it unknown (after an operator it has no schema for, such as
+    onnxruntime's contrib ones)."""
+    a, b = ctx.value(ctx.input(0)).shape, ctx.value(ctx.input(1)).shape
+    if a is not None and b is not None and len(a) >= 1 and len(b) >= 1:
+        ctx.settle(ctx.output(0), _matmul_shape(a, b))
     emit_row(ctx)
 
 
@@ -36,6 +41,8 @@ def gemm(ctx: NodeContext) -> None:
     if trans_a:
         a = ctx.transpose(a, (1, 0))
     b_value = ctx.value(b)
+    if b_value.shape is not None and len(b_value.shape) == 2:  # [M, N], whatever the model states about Y
+        ctx.settle(out, (ctx.value(a).shape[0], b_value.shape[0 if trans_b else 1]))
     c = ctx.input(2) if ctx.has_input(2) else None
     c_value = ctx.value(c) if c else None
     if ctx.opset < 7 and not int(ctx.attr("broadcast", 0)) and c is not None:  # legacy: C must be [M, N] then

@@ -1,10 +1,16 @@
 """Converters of the normalization family: BatchNormalization, LRN, LayerNormalization, InstanceNormalization,
-GroupNormalization, LpNormalization, MeanVarianceNormalization, RMSNormalization, Softmax, LogSoftmax and Hardmax.
+GroupNormalization, LpNormalization, MeanVarianceNormalization, RMSNormalization, Softmax, LogSoftmax and Hardmax;
+and onnxruntime's contrib normalizations: SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+EmbedLayerNormalization (com.microsoft) and SimplifiedLayerNormalization (registered by onnxruntime in the default
+domain).
 
 Decisions (also stated where they are made): RMSNormalization computes stage one in the ``stash_type`` precision
 (float32 for 1, float64 for 11; the ONNX function body casts there and back) or the input's when wider (float64 is
 never narrowed, as in onnxruntime and the reference), as MUL, REDUCE_MEAN, ADD epsilon, SQRT, DIV, then MUL by the
 scale.
+The contrib normalizations compute float16 in float32 (as onnxruntime's kernels); their mean / inv_std_var outputs are
+float32 with the normalised dim kept (size 1); EmbedLayerNormalization's mask_index counts the mask entries equal to
+1 (zeros without a mask), as onnxruntime's CPU kernel does.
 """
 from __future__ import annotations
 
@@ -13,7 +19,8 @@ from math import prod
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ...ir.graph import Value
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -22,6 +29,7 @@ from ._common import (
     _binary,
     _broadcast,
     _cast,
+    _compare,
     _const,
     _float_input,
     _float_only,
@@ -381,6 +389,7 @@ def softmax(ctx: NodeContext) -> None:
     key = "OH_NN_SOFTMAX_AXIS" if op == OP.OH_NN_OPS_SOFTMAX else "OH_NN_LOG_SOFTMAX_AXIS"
     x = ctx.input(0)
     rank = ctx.rank(x)
+    ctx.settle(ctx.output(0), ctx.value(x).shape, ctx.value(x).dtype)  # the input's (where inference left it unknown)
     axis = int(ctx.attr("axis", -1 if ctx.opset >= 13 else 1))
     axis = axis + rank if axis < 0 else axis
     if ctx.opset >= 13 or axis == rank - 1:
@@ -423,3 +432,286 @@ def hardmax(ctx: NodeContext) -> None:
                                     _const(ctx, 0, dtype, "off")], [target], {"OH_NN_ONE_HOT_AXIS": axis})
     if target != out:
         _reshape(ctx, target, shape, output=out)
+
+
+# -- onnxruntime's contrib normalizations: SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+#    SimplifiedLayerNormalization (default domain), EmbedLayerNormalization -----------------------------------------
+
+def _hidden_operand(ctx: NodeContext, position: int, hidden: int, work: np.dtype, what: str) -> str | None:
+    """A 1-D (hidden,) gamma / beta / bias operand in the working dtype (None when the optional input is absent)."""
+    if not ctx.has_input(position):
+        return None
+    name = ctx.input(position)
+    value = ctx.value(name)
+    if value.shape is None or tuple(value.shape) != (hidden,):
+        raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} has shape {value.shape}, expected ({hidden},)")
+    if value.dtype.kind != "f":
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {name!r} has dtype {value.dtype}", tensor=name)
+    return _cast(ctx, name, work, f"{name}.{work.name}")
+
+
+def _work_dtype(dtype: np.dtype) -> np.dtype:
+    """float16 is computed in float32 (as onnxruntime's kernels do), float32/float64 in themselves."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _row_statistics(ctx: NodeContext, total: str, simplified: bool, eps: float, positions, stat_dtype) -> None:
+    """The optional mean (1) and inv_std_var (2) outputs over the last axis, kept as a size-1 dim, in float32."""
+    wanted = {p: ctx.output(p) for p in positions if len(ctx.node.output) > p and ctx.node.output[p]}
+    if not wanted:
+        return
+    out = ctx.output(0)
+    rank = len(_shape(ctx, total))
+    axes = [rank - 1]
+    if simplified and 1 in wanted:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "the mean output of SkipSimplifiedLayerNormalization is not "
+                                                     "defined (RMS normalization computes no mean; onnxruntime leaves "
+                                                     "it unwritten)")
+    stats = _cast(ctx, total, stat_dtype, f"{out}.stats")
+    eps_const = _const(ctx, eps, stat_dtype, "eps")
+    if simplified:
+        second = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, stats, stats, f"{out}.sq"), axes, True,
+                         f"{out}.mean_square")
+    else:
+        mean = _reduce(ctx, "MEAN", stats, axes, True, f"{out}.mean", output=wanted.get(1))
+        if 2 not in wanted:
+            return
+        centred = _binary(ctx, OP.OH_NN_OPS_SUB, stats, mean, f"{out}.centred")
+        second = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, centred, centred, f"{out}.sq"), axes, True,
+                         f"{out}.var")
+    if 2 in wanted:
+        shifted = _binary(ctx, OP.OH_NN_OPS_ADD, second, eps_const, f"{out}.plus_eps")
+        _unary(ctx, OP.OH_NN_OPS_RSQRT, shifted, wanted[2], output=wanted[2])
+
+
+def _rms_scaled(ctx: NodeContext, total: str, gamma: str, eps: float, output: str | None, hint: str) -> str:
+    """total / sqrt(mean(total^2 over the last axis) + eps) * gamma."""
+    rank = len(_shape(ctx, total))
+    dtype = ctx.value(total).dtype
+    mean_square = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, total, total, f"{hint}.sq"), [rank - 1], True,
+                          f"{hint}.mean_square")
+    rms = _unary(ctx, OP.OH_NN_OPS_SQRT, _binary(ctx, OP.OH_NN_OPS_ADD, mean_square, _const(ctx, eps, dtype, "eps"),
+                                                 f"{hint}.plus_eps"), f"{hint}.rms")
+    normalized = _binary(ctx, OP.OH_NN_OPS_DIV, total, rms, f"{hint}.normalized")
+    return _binary(ctx, OP.OH_NN_OPS_MUL, normalized, gamma, hint, output=output)
+
+
+def _skip_layer_norm(ctx: NodeContext, simplified: bool) -> None:
+    """Shared by SkipLayerNormalization (input, skip, gamma, beta?, bias?) and SkipSimplifiedLayerNormalization
+    (input, skip, gamma, bias?): total = input + skip (+ bias), then LAYER_NORM / RMS over the last axis."""
+    x, skip = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    dtype = _float_input(ctx, x)
+    if ctx.value(skip).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"skip has dtype {ctx.value(skip).dtype}, the input {dtype}")
+    shape = _shape(ctx, x, "the input")
+    skip_shape = _shape(ctx, skip, "skip")
+    if len(shape) not in (2, 3):
+        raise ConversionIssue(INVALID_MODEL, f"the input must be 2-D or 3-D, got {list(shape)}")
+    hidden = shape[-1]
+    allowed = [shape] + ([shape[1:], (1, *shape[1:])] if len(shape) == 3 else [])
+    if tuple(skip_shape) not in [tuple(s) for s in allowed]:
+        raise ConversionIssue(INVALID_MODEL, f"skip of shape {list(skip_shape)} does not fit the input {list(shape)} "
+                                             f"(same shape, or (1, S, H) / (S, H) for a 3-D input)")
+    eps = float(ctx.attr("epsilon", 1e-12))
+    work = _work_dtype(dtype)
+    gamma = _hidden_operand(ctx, 2, hidden, work, "gamma")
+    if gamma is None:
+        raise ConversionIssue(INVALID_MODEL, "gamma (input #2) is required")
+    beta = None if simplified else _hidden_operand(ctx, 3, hidden, work, "beta")
+    bias = _hidden_operand(ctx, 3 if simplified else 4, hidden, work, "bias")
+    total = _binary(ctx, OP.OH_NN_OPS_ADD, _cast(ctx, x, work, f"{x}.{work.name}"),
+                    _cast(ctx, skip, work, f"{skip}.{work.name}"), f"{out}.input_skip")
+    if bias is not None:
+        total = _binary(ctx, OP.OH_NN_OPS_ADD, total, bias, f"{out}.input_skip_bias")
+    direct = work == dtype  # write the ONNX output itself unless a cast back to float16 follows
+    if simplified:
+        y = _rms_scaled(ctx, total, gamma, eps, out if direct else None, f"{out}.rms_scaled")
+    else:
+        if beta is None:
+            beta = ctx.constant(np.zeros(hidden, work), f"{ctx.name}.beta")
+        y = ctx.emit_to(OP.OH_NN_OPS_LAYER_NORM, [total, gamma, beta], work, shape, f"{out}.normalized",
+                        {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": len(shape) - 1,
+                         "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": len(shape) - 1, "OH_NN_LAYER_NORM_EPSILON": eps},
+                        output=out if direct else None)
+    if not direct:
+        _cast(ctx, y, dtype, output=out)
+    _row_statistics(ctx, total, simplified, eps, (1, 2), np.dtype(np.float32))
+    if len(ctx.node.output) > 3 and ctx.node.output[3]:
+        _cast(ctx, total, dtype, output=ctx.output(3))
+    if len(ctx.node.output) > 4 and any(ctx.node.output[4:]):
+        raise ConversionIssue(INVALID_MODEL, f"{ctx.node.op_type} has at most 4 outputs")
+
+
+@converts("com.microsoft.SkipLayerNormalization")
+def skip_layer_normalization(ctx: NodeContext) -> None:
+    """LayerNorm(input + skip + bias) * gamma + beta over the last axis (epsilon 1e-12 by default): ADD, LAYER_NORM
+    (float16 in float32); outputs mean / inv_std_var (float32, last dim kept) and input + skip + bias on request."""
+    _skip_layer_norm(ctx, simplified=False)
+
+
+@converts("com.microsoft.SkipSimplifiedLayerNormalization")
+def skip_simplified_layer_normalization(ctx: NodeContext) -> None:
+    """(input + skip + bias) / sqrt(mean of its squares + epsilon) * gamma over the last axis: ADD, MUL, REDUCE_MEAN,
+    ADD, SQRT, DIV, MUL (float16 in float32); inv_std_var and input + skip + bias on request."""
+    _skip_layer_norm(ctx, simplified=True)
+
+
+@converts("SimplifiedLayerNormalization")
+def simplified_layer_normalization(ctx: NodeContext) -> None:
+    """onnxruntime's RMS normalization (default domain, contrib schema): Y as RMSNormalization (axis, epsilon,
+    stash_type); the optional inv_std_var = 1 / sqrt(mean(X^2 over axis..) + epsilon) in the stash precision."""
+    rms_normalization(ctx)
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return
+    x = ctx.input(0)
+    dtype = ctx.value(x).dtype
+    shape = _shape(ctx, x, "the input")
+    axis = _norm_axis(ctx, ctx.attr("axis", -1), len(shape))
+    stash = np.dtype(_ONNX_FLOAT_TYPES[int(ctx.attr("stash_type", 1))])
+    if dtype.itemsize > stash.itemsize:
+        stash = dtype
+    xs = _cast(ctx, x, stash, f"{x}.inv_stash")
+    inv = ctx.output(1)
+    mean_square = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, xs, xs, f"{inv}.sq"),
+                          list(range(axis, len(shape))), True, f"{inv}.mean_square")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, mean_square, _const(ctx, float(ctx.attr("epsilon", 1e-5)), stash, "eps"),
+                      f"{inv}.plus_eps")
+    _unary(ctx, OP.OH_NN_OPS_RSQRT, shifted, inv, output=inv)
+
+
+def _embedding(ctx: NodeContext, table: str, ids: str, what: str, hidden: int, dtype) -> str:
+    """GATHER rows of the (rows, hidden) ``table`` by the int32 ids (B, S) -> (B, S, hidden)."""
+    value = ctx.value(table)
+    shape = _shape(ctx, table, what)
+    if len(shape) != 2 or shape[1] != hidden:
+        raise ConversionIssue(INVALID_MODEL, f"{what} {table!r} has shape {list(shape)}, expected (rows, {hidden})")
+    if value.dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"{what} {table!r} has dtype {value.dtype}, the word embedding {dtype}")
+    id_value = ctx.value(ids)
+    if id_value.dtype != np.int32:
+        raise ConversionIssue(INVALID_MODEL, f"ids {ids!r} have dtype {id_value.dtype} (int32 only)")
+    if id_value.data is not None and ((id_value.data < 0) | (id_value.data >= shape[0])).any():
+        raise ConversionIssue(INVALID_MODEL, f"ids {ids!r} lie outside [0, {shape[0]}) of {what}")
+    id_shape = _shape(ctx, ids, f"the ids of {what}")
+    return ctx.emit_to(OP.OH_NN_OPS_GATHER, [table, ids, ctx.constant(np.asarray([0], np.int64), f"{table}.axis")],
+                       dtype, (*id_shape, hidden), f"{ctx.output(0)}.{what.replace(' ', '_')}")
+
+
+def _embed_layer_norm(ctx: NodeContext, word: str, position: str, segment: str | None, gamma: str, beta: str,
+                      position_ids_at: int | None, mask_at: int, always_mask_index: bool) -> None:
+    """Shared by EmbedLayerNormalization and QEmbedLayerNormalization (whose tables are dequantized first):
+    LayerNorm(word[ids] + position[position ids or 0..S-1] + segment[segment ids]) * gamma + beta, the mask index
+    and the embedding sum."""
+    ids = ctx.input(0)
+    out = ctx.output(0)
+    ids_shape = _shape(ctx, ids, "input_ids")
+    if len(ids_shape) != 2:
+        raise ConversionIssue(INVALID_MODEL, f"input_ids must be 2-D (batch, sequence), got {list(ids_shape)}")
+    batch, seq = ids_shape
+    dtype = _float_input(ctx, word)
+    word_shape = _shape(ctx, word, "word_embedding")
+    if len(word_shape) != 2:
+        raise ConversionIssue(INVALID_MODEL, f"word_embedding must be 2-D, got {list(word_shape)}")
+    hidden = word_shape[1]
+    eps = float(ctx.attr("epsilon", 1e-12))
+    total = _embedding(ctx, word, ids, "word embedding", hidden, dtype)
+    # positions: position_ids (B, S) or (1, S), else 0..S-1
+    position_shape = _shape(ctx, position, "position_embedding")
+    if position_ids_at is not None and ctx.has_input(position_ids_at):
+        positions = ctx.input(position_ids_at)
+        if tuple(_shape(ctx, positions, "position_ids")) not in ((batch, seq), (1, seq)):
+            raise ConversionIssue(INVALID_MODEL, f"position_ids of shape {list(_shape(ctx, positions))} is not "
+                                                 f"({batch}, {seq}) or (1, {seq})")
+    else:
+        if len(position_shape) == 2 and seq > position_shape[0]:
+            raise ConversionIssue(INVALID_MODEL, f"the sequence ({seq}) is longer than the position embedding "
+                                                 f"({position_shape[0]} rows)")
+        positions = ctx.constant(np.arange(seq, dtype=np.int32).reshape(1, seq), f"{ctx.name}.position_ids")
+    total = _binary(ctx, OP.OH_NN_OPS_ADD, total, _embedding(ctx, position, positions, "position embedding", hidden,
+                                                             dtype), f"{out}.word_position")
+    if ctx.has_input(1) != (segment is not None):
+        raise ConversionIssue(INVALID_MODEL, "segment_ids and segment_embedding must be given together")
+    if segment is not None:
+        if tuple(_shape(ctx, ctx.input(1), "segment_ids")) != (batch, seq):
+            raise ConversionIssue(INVALID_MODEL, f"segment_ids must have the shape of input_ids ({batch}, {seq})")
+        total = _binary(ctx, OP.OH_NN_OPS_ADD, total, _embedding(ctx, segment, ctx.input(1), "segment embedding",
+                                                                 hidden, dtype), f"{out}.embedding_sum")
+    for name, what in ((gamma, "gamma"), (beta, "beta")):
+        if _shape(ctx, name, what) != (hidden,) or ctx.value(name).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} must be {dtype} of shape ({hidden},)")
+    ctx.emit_to(OP.OH_NN_OPS_LAYER_NORM, [total, gamma, beta], dtype, (batch, seq, hidden), out,
+                {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": 2, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": 2,
+                 "OH_NN_LAYER_NORM_EPSILON": eps}, output=out)
+    if always_mask_index or (len(ctx.node.output) > 1 and ctx.node.output[1]):
+        if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+            raise ConversionIssue(INVALID_MODEL, f"{ctx.node.op_type} has a mask_index output")
+        mask_index = ctx.output(1)
+        if ctx.has_input(mask_at):
+            mask = ctx.input(mask_at)
+            if ctx.value(mask).dtype != np.int32 or tuple(_shape(ctx, mask, "mask")) != (batch, seq):
+                raise ConversionIssue(INVALID_MODEL, f"mask must be int32 of shape ({batch}, {seq})")
+            ones = _compare(ctx, OP.OH_NN_OPS_EQUAL, mask, _const(ctx, 1, np.int32, "one"), f"{mask_index}.is_one")
+            counted = _cast(ctx, ones, np.int32, f"{mask_index}.counted")
+            _reduce(ctx, "SUM", counted, [1], False, mask_index, output=mask_index)
+        else:
+            ctx.graph.add_value(Value(mask_index, np.dtype(np.int32), (batch,), np.zeros(batch, np.int32)))
+    if len(ctx.node.output) > 2 and ctx.node.output[2]:
+        if always_mask_index:
+            raise ConversionIssue(INVALID_MODEL, f"{ctx.node.op_type} has 2 outputs")
+        _reshape(ctx, total, (batch, seq, hidden), output=ctx.output(2))
+
+
+@converts("com.microsoft.EmbedLayerNormalization")
+def embed_layer_normalization(ctx: NodeContext) -> None:
+    """BERT's embedding layer: LayerNorm(word[input_ids] + position[position_ids or 0..S-1] + segment[segment_ids])
+    * gamma + beta (GATHER, ADD, LAYER_NORM); mask_index = the number of mask entries equal to 1 per batch entry
+    (EQUAL, CAST, REDUCE_SUM; zeros without a mask, as onnxruntime); embedding_sum = the sum before the norm."""
+    mask_type = int(ctx.attr("mask_index_type", 1))
+    if mask_type not in (0, 1):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"mask_index_type={mask_type} is not supported (0 or 1)")
+    for position, what in ((5, "gamma"), (6, "beta")):
+        if not ctx.has_input(position):
+            raise ConversionIssue(INVALID_MODEL, f"{what} (input #{position}) is required")
+    _embed_layer_norm(ctx, ctx.input(2), ctx.input(3), ctx.input(4) if ctx.has_input(4) else None, ctx.input(5),
+                      ctx.input(6), position_ids_at=8, mask_at=7, always_mask_index=False)
+
+
+def _dequantized_table(ctx: NodeContext, position: int, what: str) -> str | None:
+    """Input ``position`` of QEmbedLayerNormalization dequantized: (q - zero point) * scale (float32), its scale at
+    ``position + 6`` and zero point at ``position + 11`` (per tensor); a constant table is dequantized here."""
+    if not ctx.has_input(position):
+        return None
+    q, scale, zero = ctx.input(position), ctx.input(position + 6), ctx.input(position + 11)
+    if ctx.value(q).dtype not in (np.int8, np.uint8) or ctx.value(zero).dtype != ctx.value(q).dtype:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {q!r} and its zero point must be int8 or uint8 alike",
+                              tensor=q)
+    for name, kind in ((scale, "scale"), (zero, "zero point")):
+        if int(np.prod(_shape(ctx, name, f"the {what} {kind}"))) != 1:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"the {what} {kind} {name!r} must be one value (per tensor)")
+    if ctx.value(scale).dtype != np.float32:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"the {what} scale {scale!r} must be float32", tensor=scale)
+    values = [ctx.value(n).data for n in (q, scale, zero)]
+    if all(v is not None for v in values):
+        data, s, z = values
+        real = (data.astype(np.int32) - np.int32(z.reshape(-1)[0])).astype(np.float32) * np.float32(s.reshape(-1)[0])
+        return ctx.constant(real, f"{q}.dequantized")
+    centred = _binary(ctx, OP.OH_NN_OPS_SUB, _cast(ctx, q, np.int32, f"{q}.i32"),
+                      _cast(ctx, _reshape(ctx, zero, ()), np.int32, f"{zero}.i32"), f"{q}.centred")
+    return _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, centred, np.float32, f"{q}.f32"), _reshape(ctx, scale, ()),
+                   f"{q}.dequantized")
+
+
+@converts("com.microsoft.QEmbedLayerNormalization")
+def quantized_embed_layer_normalization(ctx: NodeContext) -> None:
+    """EmbedLayerNormalization with int8/uint8 tables, gamma and beta (each with a per-tensor scale and zero point,
+    what quantize_dynamic makes of it): dequantized ((q - zero point) * scale, float32; folded for constants), then
+    as EmbedLayerNormalization (no position_ids; mask_index always output)."""
+    tables = {}
+    for position, what in ((2, "word embedding"), (3, "position embedding"), (4, "segment embedding"), (5, "gamma"),
+                           (6, "beta")):
+        tables[what] = _dequantized_table(ctx, position, what)
+        if tables[what] is None and position != 4:
+            raise ConversionIssue(INVALID_MODEL, f"the {what} (input #{position}) is required")
+    _embed_layer_norm(ctx, tables["word embedding"], tables["position embedding"], tables["segment embedding"],
+                      tables["gamma"], tables["beta"], position_ids_at=None, mask_at=7, always_mask_index=True)

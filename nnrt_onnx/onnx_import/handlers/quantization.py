@@ -1,5 +1,6 @@
 """Converters of the quantization family: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, ConvInteger,
-QLinearConv, MatMulInteger and QLinearMatMul.
+QLinearConv, MatMulInteger and QLinearMatMul; and onnxruntime's contrib DynamicQuantizeMatMul and MatMulIntegerToFloat
+(com.microsoft: the same exact int32 product, then float32 scaling and bias).
 
 Decisions (also stated where they are made):
 
@@ -41,19 +42,19 @@ from . import converts
 from ._common import (
     _binary,
     _cast,
-    _compare,
+    _clip,
     _const,
+    _dynamic_quantize,
+    _integer_product,
     _ints_attr,
     _onnx_pads,
     _ranked_shape,
-    _reduce,
     _reshape,
     _shape,
     _transpose,
     _unary,
     _unsupported,
     _wanted,
-    _where,
 )
 
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------------------------
@@ -269,10 +270,6 @@ def dequantize_linear(ctx: NodeContext) -> None:
 
 # -- DynamicQuantizeLinear ---------------------------------------------------------------------------------------------
 
-def _clip(ctx: NodeContext, x: str, lo: float, hi: float, hint: str) -> str:
-    return _unary(ctx, OP.OH_NN_OPS_CLIP, x, hint, params={"OH_NN_CLIP_MIN": float(lo), "OH_NN_CLIP_MAX": float(hi)})
-
-
 @converts("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx: NodeContext) -> None:
     """uint8 quantization with scale = (max(0, max x) - min(0, min x)) / 255 (1 for an all-zero range, as
@@ -282,24 +279,8 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
     y = ctx.output(0)
     if ctx.value(x).dtype != np.float32:
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"DynamicQuantizeLinear takes float32, got {ctx.value(x).dtype}")
-    shape = _shape(ctx, x, "the DynamicQuantizeLinear input")
-    f32 = np.float32
-    flat = _reshape(ctx, x, (int(np.prod(shape)),)) if len(shape) != 1 else x
-    high = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _reduce(ctx, "MAX", flat, [0], True, f"{y}.max"),
-                   _const(ctx, 0, f32, "zero"), f"{y}.max0")
-    low = _binary(ctx, OP.OH_NN_OPS_MINIMUM, _reduce(ctx, "MIN", flat, [0], True, f"{y}.min"),
-                  _const(ctx, 0, f32, "zero"), f"{y}.min0")
-    spread = _binary(ctx, OP.OH_NN_OPS_SUB, high, low, f"{y}.range")
-    scale = _binary(ctx, OP.OH_NN_OPS_DIV, spread, _const(ctx, 255, f32, "qrange"), f"{y}.scale_of_range")
-    scale = _where(ctx, _compare(ctx, OP.OH_NN_OPS_EQUAL, spread, _const(ctx, 0, f32, "zero"), f"{y}.flat_range"),
-                   _const(ctx, 1, f32, "one"), scale, f"{y}.scale")
-    initial = _binary(ctx, OP.OH_NN_OPS_SUB, _const(ctx, 0, f32, "zero"),
-                      _binary(ctx, OP.OH_NN_OPS_DIV, low, scale, f"{y}.min_over_scale"), f"{y}.initial_zero_point")
-    zero_point = _unary(ctx, OP.OH_NN_OPS_ROUND, _clip(ctx, initial, 0, 255, f"{y}.zp_clipped"), f"{y}.zp")
-    quotient = _binary(ctx, OP.OH_NN_OPS_DIV, x, scale if len(shape) else _reshape(ctx, scale, ()), f"{y}.scaled")
-    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, _unary(ctx, OP.OH_NN_OPS_ROUND, quotient, f"{y}.rounded"),
-                      zero_point if len(shape) else _reshape(ctx, zero_point, ()), f"{y}.shifted")
-    _cast(ctx, _clip(ctx, shifted, 0, 255, f"{y}.clipped"), np.uint8, output=y)
+    _shape(ctx, x, "the DynamicQuantizeLinear input")
+    _, scale, zero_point = _dynamic_quantize(ctx, x, y, output=y)
     if _wanted(ctx, 1):
         _reshape(ctx, scale, (), output=ctx.output(1))
     if _wanted(ctx, 2):
@@ -513,42 +494,6 @@ def _zero_point(ctx: NodeContext, position: int, operand: str, per: str) -> str 
     return zp32
 
 
-def _integer_product(ctx: NodeContext, a: str, a_zp: str | None, b: str, b_zp: str | None, hint: str,
-                     output: str | None = None) -> str:
-    """(int32(A) - a_zp) @ (int32(B) - b_zp), an exact int32 MATMUL."""
-    for name in (a, b):
-        if ctx.value(name).dtype not in (np.int8, np.uint8):
-            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{name!r} has dtype {ctx.value(name).dtype} (int8/uint8 only)")
-    a32 = _cast(ctx, a, np.int32, f"{a}.i32")
-    b32 = _cast(ctx, b, np.int32, f"{b}.i32")
-    if a_zp is not None:
-        a32 = _binary(ctx, OP.OH_NN_OPS_SUB, a32, a_zp, f"{a}.centred")
-    if b_zp is not None:
-        b32 = _binary(ctx, OP.OH_NN_OPS_SUB, b32, b_zp, f"{b}.centred")
-    sa, sb = _ranked_shape(ctx, a32), _ranked_shape(ctx, b32)
-    if len(sa) < 1 or len(sb) < 1:
-        raise ConversionIssue(INVALID_MODEL, "matrix product operands must have rank >= 1")
-    out_shape = _matmul_shape(sa, sb)
-    return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a32, b32], np.int32, out_shape, hint, output=output)
-
-
-def _matmul_shape(sa, sb) -> tuple[int, ...]:
-    a1, b1 = len(sa) == 1, len(sb) == 1
-    sa = (1, *sa) if a1 else tuple(sa)
-    sb = (*sb, 1) if b1 else tuple(sb)
-    batch_a, batch_b = sa[:-2], sb[:-2]
-    rank = max(len(batch_a), len(batch_b))
-    batch_a = (1,) * (rank - len(batch_a)) + batch_a
-    batch_b = (1,) * (rank - len(batch_b)) + batch_b
-    batch = tuple(x if y == 1 else y for x, y in zip(batch_a, batch_b))
-    shape = (*batch, sa[-2], sb[-1])
-    if a1:
-        shape = shape[:-2] + shape[-1:]
-    if b1:
-        shape = shape[:-1]
-    return shape
-
-
 @converts("MatMulInteger")
 def matmul_integer(ctx: NodeContext) -> None:
     """MatMulInteger: (A - a_zero_point) @ (B - b_zero_point) in int32 (CAST, SUB, int32 MATMUL: exact)."""
@@ -591,3 +536,105 @@ def qlinear_matmul(ctx: NodeContext) -> None:
     code = ctx.constant(np.asarray(int(from_numpy(out_dtype)), np.int32), f"{out}.to")
     ctx.settle(out, _ranked_shape(ctx, clipped), out_dtype)
     ctx.emit(OP.OH_NN_OPS_CAST, [clipped, code], [out])
+
+
+# -- onnxruntime's contrib DynamicQuantizeMatMul, MatMulIntegerToFloat (com.microsoft) ---------------------------------
+
+def _count(ctx: NodeContext, name: str, what: str) -> int:
+    return int(np.prod(_shape(ctx, name, what)))
+
+
+def _per_column(ctx: NodeContext, position: int, columns: int, what: str, dtype=None) -> str | None:
+    """A B-side scale / zero point: one value (per tensor) or ``columns`` values (per column of B), or None."""
+    if not ctx.has_input(position):
+        return None
+    name = ctx.input(position)
+    shape = _shape(ctx, name, what)
+    if len(shape) > 1 or _count(ctx, name, what) not in (1, columns):
+        raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} of shape {list(shape)} is neither one value nor "
+                                             f"{columns} (one per column of B)")
+    if dtype is not None and ctx.value(name).dtype != dtype:
+        raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} has dtype {ctx.value(name).dtype}, expected {dtype}")
+    return name
+
+
+def _per_tensor(ctx: NodeContext, position: int, what: str) -> str | None:
+    """An A-side scale / zero point: one value (onnxruntime's CPU kernel, like this conversion, takes no other)."""
+    if not ctx.has_input(position):
+        return None
+    name = ctx.input(position)
+    if _count(ctx, name, what) != 1:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"{what} {name!r} of shape {list(_shape(ctx, name, what))} is not "
+                                                     "supported: A is quantized per tensor (one value)")
+    return name
+
+
+def _to_float(ctx: NodeContext, acc: str, scale: str, bias_position: int, columns: int, dtype, out: str) -> None:
+    """Y = float(acc) * scale (+ bias): CAST, MUL, ADD, as onnxruntime's output processor (scale per column)."""
+    real = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, acc, dtype, f"{out}.acc_float"), scale, f"{out}.scaled",
+                   output=None if ctx.has_input(bias_position) else out)
+    if ctx.has_input(bias_position):
+        bias = ctx.input(bias_position)
+        if _shape(ctx, bias, "bias") != (columns,) or ctx.value(bias).dtype != dtype:
+            raise ConversionIssue(INVALID_MODEL, f"bias {bias!r} must be {np.dtype(dtype).name} of shape ({columns},)")
+        _binary(ctx, OP.OH_NN_OPS_ADD, real, bias, f"{out}.biased", output=out)
+
+
+def _b_columns(ctx: NodeContext, b: str) -> int:
+    shape = _shape(ctx, b, "B")
+    if len(shape) < 2:
+        raise ConversionIssue(INVALID_MODEL, f"B must have rank >= 2, got {list(shape)}")
+    return shape[-1]
+
+
+def _b_zero_point(ctx: NodeContext, position: int, b: str, columns: int) -> str | None:
+    if _per_column(ctx, position, columns, "b_zero_point", ctx.value(b).dtype) is None:
+        return None
+    zp = _cast(ctx, ctx.input(position), np.int32, f"{ctx.input(position)}.i32")
+    return zp if _count(ctx, zp, "b_zero_point") == columns else _reshape(ctx, zp, ())
+
+
+@converts("com.microsoft.DynamicQuantizeMatMul")
+def dynamic_quantize_matmul(ctx: NodeContext) -> None:
+    """Y = (quantize(A) - a_zero_point) @ (B - b_zero_point) * (a_scale * b_scale) + bias: A (float32) quantized to
+    uint8 as DynamicQuantizeLinear, the exact int32 product (CAST, SUB, MATMUL), then CAST, MUL (per-column scale),
+    ADD bias."""
+    a, b = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    if ctx.value(a).dtype != np.float32:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"A has dtype {ctx.value(a).dtype} (float32 only)", tensor=a)
+    columns = _b_columns(ctx, b)
+    b_scale = _per_column(ctx, 2, columns, "b_scale", np.float32)
+    b_zp = _b_zero_point(ctx, 3, b, columns)
+    a_q, a_scale, a_zp = _dynamic_quantize(ctx, a, f"{out}.a")
+    a_zp32 = _cast(ctx, _reshape(ctx, a_zp, ()), np.int32, f"{out}.a_zp_i32")
+    acc = _integer_product(ctx, a_q, a_zp32, b, b_zp, f"{out}.acc")
+    scale = _binary(ctx, OP.OH_NN_OPS_MUL, _reshape(ctx, a_scale, ()),
+                    b_scale if _count(ctx, b_scale, "b_scale") == columns else _reshape(ctx, b_scale, ()),
+                    f"{out}.scale")
+    _to_float(ctx, acc, scale, 4, columns, np.float32, out)
+
+
+@converts("com.microsoft.MatMulIntegerToFloat")
+def matmul_integer_to_float(ctx: NodeContext) -> None:
+    """Y = (A - a_zero_point) @ (B - b_zero_point) * (a_scale * b_scale) + bias: the exact int32 product (CAST, SUB,
+    MATMUL), then CAST, MUL (b_scale per tensor or per column), ADD bias. A's scale and zero point are per tensor."""
+    a, b = ctx.input(0), ctx.input(1)
+    out = ctx.output(0)
+    columns = _b_columns(ctx, b)
+    a_scale = _per_tensor(ctx, 2, "a_scale")
+    dtype = ctx.value(a_scale).dtype
+    if dtype not in (np.float32, np.float16):
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"a_scale has dtype {dtype} (float32 or float16)", tensor=a_scale)
+    b_scale = _per_column(ctx, 3, columns, "b_scale", dtype)
+    a_zp = _per_tensor(ctx, 4, "a_zero_point")
+    if a_zp is not None:
+        if ctx.value(a_zp).dtype != ctx.value(a).dtype:
+            raise ConversionIssue(INVALID_MODEL, f"a_zero_point has dtype {ctx.value(a_zp).dtype}, A "
+                                                 f"{ctx.value(a).dtype}")
+        a_zp = _cast(ctx, _reshape(ctx, a_zp, ()), np.int32, f"{a_zp}.i32")
+    acc = _integer_product(ctx, a, a_zp, b, _b_zero_point(ctx, 5, b, columns), f"{out}.acc")
+    scale = _binary(ctx, OP.OH_NN_OPS_MUL, _reshape(ctx, a_scale, ()),
+                    b_scale if _count(ctx, b_scale, "b_scale") == columns else _reshape(ctx, b_scale, ()),
+                    f"{out}.scale")
+    _to_float(ctx, acc, scale, 6, columns, dtype, out)

@@ -1,4 +1,5 @@
-"""Converters of the recurrent family: RNN and GRU unrolled, LSTM onto NNRt's LSTM.
+"""Converters of the recurrent family: RNN and GRU unrolled, LSTM onto NNRt's LSTM, onnxruntime's contrib
+DynamicQuantizeLSTM (com.microsoft) unrolled with its dynamically quantized products.
 
 Decisions (also in the mapping rows' notes):
 
@@ -21,10 +22,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
-from ._common import _binary, _float_dtype, _matmul, _reshape, _set_shape, _transpose, _unsupported
+from ._common import (
+    _binary,
+    _cast,
+    _dynamic_quantize,
+    _float_dtype,
+    _integer_product,
+    _matmul,
+    _reshape,
+    _set_shape,
+    _transpose,
+    _unsupported,
+)
 
 MAX_IO = 200  # AddOperation caps an input/output index list at 200
 
@@ -435,3 +447,184 @@ def lstm(ctx: NodeContext) -> None:
         if name and layout:
             _set_shape(ctx, name, [batch, dirs, hidden])
             ctx.transpose(state, (1, 0, 2), output=name)
+
+
+# -- onnxruntime's contrib DynamicQuantizeLSTM (com.microsoft) ---------------------------------------------------------
+
+def _direction_param(ctx: NodeContext, name: str, d: int, columns: int, what: str) -> str:
+    """Direction ``d`` of a per-tensor ([dirs]) or per-channel ([dirs, columns]) scale / zero point: a scalar or a
+    (columns,) tensor."""
+    value = ctx.value(name)
+    shape = ctx.static_shape(name, what)
+    if len(shape) == 2:
+        if shape[1] != columns:
+            raise ConversionIssue(INVALID_MODEL, f"{what} {name!r} of shape {list(shape)} has not {columns} columns")
+        return _slice_rows(ctx, name, d, 0, columns, f"{ctx.name}.{what}{d}")  # name[d, :]
+    if value.data is not None:
+        return ctx.constant(np.asarray(value.data[d]), f"{ctx.name}.{what}{d}")
+    one = _slice_rows(ctx, _reshape(ctx, name, (shape[0], 1)), d, 0, 1, f"{ctx.name}.{what}{d}")
+    return _reshape(ctx, one, ())
+
+
+def _dequantized_product(ctx: NodeContext, a: str, weight: str, w_scale: str, w_zero: str, hint: str) -> str:
+    """a @ (weight - w_zero) * w_scale as onnxruntime's quantized RNN GEMM computes it: ``a`` (float32) quantized
+    to uint8 over the whole tensor (DynamicQuantizeLinear's formulas), the exact int32 product, then
+    float(acc) * (a_scale * w_scale) (one scale, or one per column)."""
+    a_q, a_scale, a_zero = _dynamic_quantize(ctx, a, f"{hint}.a")
+    a_zero32 = _cast(ctx, _reshape(ctx, a_zero, ()), np.int32, f"{hint}.a_zp_i32")
+    w_zero32 = _cast(ctx, w_zero, np.int32, f"{hint}.w_zp_i32")
+    acc = _integer_product(ctx, a_q, a_zero32, weight, w_zero32, f"{hint}.acc")
+    scale = _binary(ctx, OP.OH_NN_OPS_MUL, _reshape(ctx, a_scale, ()), w_scale, f"{hint}.scale")
+    return _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, acc, np.float32, f"{hint}.acc_float"), scale, f"{hint}.real")
+
+
+@converts("com.microsoft.DynamicQuantizeLSTM")
+def dynamic_quantize_lstm(ctx: NodeContext) -> None:
+    """An LSTM with int8/uint8 weights W [dirs, input, 4H] and R [dirs, H, 4H] (gates iofc, columns), each with a
+    scale and zero point per direction or per column, unrolled over the static sequence as onnxruntime computes it:
+    X (all steps at once) and each step's H are quantized to uint8 with computed parameters (DynamicQuantizeLinear's
+    formulas), multiplied exactly in int32 and scaled back (float(acc) * (a_scale * w_scale)); then the ONNX LSTM
+    gates: bias Wb + Rb, peepholes, clip (on the gates' inputs), input_forget, the activations f, g, h
+    (Sigmoid, Tanh, Tanh by default; Relu, Tanh, Sigmoid, LeakyRelu, HardSigmoid, Affine, ScaledTanh with
+    activation_alpha/beta), forward / reverse / bidirectional. A per-step H quantization over the whole batch is
+    onnxruntime's single-threaded order (with several threads it may quantize batch chunks separately).
+    sequence_lens must be a constant equal to the sequence length everywhere (shorter ones are rejected)."""
+    x, w, r = ctx.input(0), ctx.input(1), ctx.input(2)
+    if ctx.value(x).dtype != np.float32:
+        raise ConversionIssue(INVALID_MODEL, f"X has dtype {ctx.value(x).dtype} (float32 only)")
+    direction = ctx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise _unsupported(f"direction={direction!r} is not supported")
+    dirs = 2 if direction == "bidirectional" else 1
+    x_shape = ctx.static_shape(x, "X")
+    if len(x_shape) != 3:
+        raise ConversionIssue(INVALID_MODEL, f"X must be [seq_length, batch_size, input_size], got {list(x_shape)}")
+    seq, batch, features = x_shape
+    w_shape, r_shape = ctx.static_shape(w, "W"), ctx.static_shape(r, "R")
+    hidden = r_shape[1] if len(r_shape) == 3 else -1
+    hidden_attr = ctx.attr("hidden_size")
+    if hidden_attr is not None and int(hidden_attr) != hidden:
+        raise ConversionIssue(INVALID_MODEL, f"hidden_size={hidden_attr} disagrees with R {list(r_shape)}")
+    if tuple(w_shape) != (dirs, features, 4 * hidden) or tuple(r_shape) != (dirs, hidden, 4 * hidden):
+        raise ConversionIssue(INVALID_MODEL, f"W {list(w_shape)} / R {list(r_shape)} are not [{dirs}, {features}, "
+                                             f"4 * hidden] / [{dirs}, hidden, 4 * hidden]")
+    for name, what in ((w, "W"), (r, "R")):
+        if ctx.value(name).dtype not in (np.int8, np.uint8):
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} has dtype {ctx.value(name).dtype} (int8/uint8)")
+    for position, what in ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11, "R_zero_point")):
+        if not ctx.has_input(position):
+            raise ConversionIssue(INVALID_MODEL, f"{what} (input #{position}) is required")
+        shape = ctx.static_shape(ctx.input(position), what)
+        if tuple(shape) not in ((dirs,), (dirs, 4 * hidden)):
+            raise ConversionIssue(INVALID_MODEL, f"{what} of shape {list(shape)} is neither [{dirs}] (per tensor) nor "
+                                                 f"[{dirs}, {4 * hidden}] (per channel)")
+        operand = w if position < 10 else r
+        expected = np.float32 if what.endswith("scale") else ctx.value(operand).dtype
+        if ctx.value(ctx.input(position)).dtype != expected:
+            raise ConversionIssue(INVALID_MODEL, f"{what} has dtype {ctx.value(ctx.input(position)).dtype}, expected "
+                                                 f"{np.dtype(expected).name}")
+    clip = ctx.attr("clip")
+    clip = None if clip is None else float(clip)
+    if clip is not None and clip <= 0:
+        raise ConversionIssue(INVALID_MODEL, f"clip={clip} must be > 0")
+    input_forget = bool(int(ctx.attr("input_forget", 0)))
+    specs = _activation_specs(ctx, ["Sigmoid", "Tanh", "Tanh"], dirs)
+    if ctx.has_input(4):
+        lens = np.asarray(ctx.constant_input(4, "sequence_lens")).reshape(-1)
+        if lens.size != batch or np.any(lens != seq):
+            raise _unsupported(f"sequence_lens {lens.tolist()} other than the sequence length ({seq}) everywhere are "
+                               "not supported")
+    b = ctx.input(3) if ctx.has_input(3) else None
+    if b is not None and (ctx.static_shape(b, "B") != (dirs, 8 * hidden) or ctx.value(b).dtype != np.float32):
+        raise ConversionIssue(INVALID_MODEL, f"B must be float32 [{dirs}, {8 * hidden}]")
+    states = []
+    for position, what in ((5, "initial_h"), (6, "initial_c")):
+        state = ctx.input(position) if ctx.has_input(position) else None
+        if state is not None and (ctx.static_shape(state, what) != (dirs, batch, hidden)
+                                  or ctx.value(state).dtype != np.float32):
+            raise ConversionIssue(INVALID_MODEL, f"{what} must be float32 [{dirs}, {batch}, {hidden}]")
+        states.append(None if _is_zero(ctx, state) else state)
+    peepholes = ctx.input(7) if ctx.has_input(7) else None
+    if peepholes is not None:
+        if ctx.static_shape(peepholes, "P") != (dirs, 3 * hidden):
+            raise ConversionIssue(INVALID_MODEL, f"P must be [{dirs}, {3 * hidden}]")
+        if _is_zero(ctx, peepholes):
+            peepholes = None
+
+    out = ctx.name
+    columns = 4 * hidden
+    finals_h, finals_c, sequences = [], [], []
+    for d in range(dirs):
+        reverse = direction == "reverse" or d == 1
+        hint = f"{out}.d{d}"
+        f_spec, g_spec, h_spec = specs[3 * d:3 * d + 3]
+        params = {what: _direction_param(ctx, ctx.input(position), d, columns, what)
+                  for position, what in ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11, "R_zero_point"))}
+        w_d = _slice_rows(ctx, w, d, 0, features, f"{hint}.W")
+        r_d = _slice_rows(ctx, r, d, 0, hidden, f"{hint}.R")
+        xw = _dequantized_product(ctx, x, w_d, params["W_scale"], params["W_zero_point"], f"{hint}.xw")
+        steps = _unstack(ctx, xw, 0)
+        bias = None
+        if b is not None:
+            wb = _slice_rows(ctx, b, d, 0, columns, f"{hint}.Wb")
+            rb = _slice_rows(ctx, b, d, columns, 2 * columns, f"{hint}.Rb")
+            if ctx.value(wb).data is not None and ctx.value(rb).data is not None:
+                bias = ctx.constant(ctx.value(wb).data + ctx.value(rb).data, f"{hint}.bias")
+            else:
+                bias = _binary(ctx, OP.OH_NN_OPS_ADD, wb, rb, f"{hint}.bias")
+            if _is_zero(ctx, bias):
+                bias = None
+        peep = None if peepholes is None else \
+            [_slice_rows(ctx, peepholes, d, g * hidden, (g + 1) * hidden, f"{hint}.P{g}") for g in range(3)]
+        h = None if states[0] is None else _slice_rows(ctx, states[0], d, 0, batch, f"{hint}.h0")
+        c = None if states[1] is None else _slice_rows(ctx, states[1], d, 0, batch, f"{hint}.c0")
+        outputs = [None] * seq
+        for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+            tag = f"{hint}.t{t}"
+            pre = steps[t]
+            if h is not None:
+                hr = _dequantized_product(ctx, h, r_d, params["R_scale"], params["R_zero_point"], f"{tag}.hr")
+                pre = _binary(ctx, OP.OH_NN_OPS_ADD, pre, hr, f"{tag}.pre")
+            if bias is not None:
+                pre = _binary(ctx, OP.OH_NN_OPS_ADD, pre, bias, f"{tag}.biased")
+            gates = [ctx.new_value(np.float32, (batch, hidden), f"{tag}.{gate}") for gate in "iofc"]
+            ctx.emit(OP.OH_NN_OPS_SPLIT, [pre], gates, {"OH_NN_SPLIT_AXIS": 1, "OH_NN_SPLIT_OUTPUT_NUM": 4})
+            gi, go, gf, gc = gates
+            if peep is not None and c is not None:
+                gi = _binary(ctx, OP.OH_NN_OPS_ADD, gi, _binary(ctx, OP.OH_NN_OPS_MUL, c, peep[0], f"{tag}.pi"),
+                             f"{tag}.i_peep")
+                gf = _binary(ctx, OP.OH_NN_OPS_ADD, gf, _binary(ctx, OP.OH_NN_OPS_MUL, c, peep[2], f"{tag}.pf"),
+                             f"{tag}.f_peep")
+            i = _activate(ctx, gi, f_spec, clip, f"{tag}.i_act")
+            if input_forget:
+                f = _binary(ctx, OP.OH_NN_OPS_SUB, ctx.constant(np.ones((), np.float32), f"{hint}.one"), i,
+                            f"{tag}.f_act")
+            else:
+                f = _activate(ctx, gf, f_spec, clip, f"{tag}.f_act")
+            candidate = _activate(ctx, gc, g_spec, clip, f"{tag}.c_act")
+            c_new = _binary(ctx, OP.OH_NN_OPS_MUL, i, candidate, f"{tag}.ic")
+            if c is not None:
+                c_new = _binary(ctx, OP.OH_NN_OPS_ADD, _binary(ctx, OP.OH_NN_OPS_MUL, c, f, f"{tag}.cf"), c_new,
+                                f"{tag}.C")
+            c = c_new
+            if peep is not None:
+                go = _binary(ctx, OP.OH_NN_OPS_ADD, go, _binary(ctx, OP.OH_NN_OPS_MUL, c, peep[1], f"{tag}.po"),
+                             f"{tag}.o_peep")
+            o = _activate(ctx, go, f_spec, clip, f"{tag}.o_act")
+            h = _binary(ctx, OP.OH_NN_OPS_MUL, _activate(ctx, c, h_spec, None, f"{tag}.h_act"), o, f"{tag}.H")
+            outputs[t] = h
+        finals_h.append(h)
+        finals_c.append(c)
+        sequences.append(outputs)
+
+    names = list(ctx.node.output) + [""] * (3 - len(ctx.node.output))
+    if len(ctx.node.output) > 3:
+        raise ConversionIssue(INVALID_MODEL, "DynamicQuantizeLSTM has at most 3 outputs")
+    if names[0]:
+        per_step = [sequences[0][t] if dirs == 1 else
+                    _stack(ctx, [sequences[0][t], sequences[1][t]], 0, hint=f"{out}.Y{t}") for t in range(seq)]
+        stacked = _stack(ctx, per_step, 0, hint=f"{out}.Y")
+        _reshape(ctx, stacked, (seq, dirs, batch, hidden), output=names[0])
+    for name, finals in ((names[1], finals_h), (names[2], finals_c)):
+        if name:
+            _stack(ctx, finals, 0, output=name, hint=name)

@@ -23,6 +23,7 @@ from ...ir.issues import (
 from .. import limits
 from ..context import NodeContext
 from ..generic import check_op_dtype
+from ..symbolic import reshape_target
 from . import converts
 from ._common import (
     _axis,
@@ -133,14 +134,13 @@ def constant_of_shape(ctx: NodeContext) -> None:
     fill = numpy_helper.to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
     shape_value = ctx.value(ctx.input(0))
     limits.check_constant_of_shape(shape_value, fill)
-    if shape_value.data is not None and limits.admit_shape(shape_value.data.reshape(-1), fill.dtype,
-                                                           "ConstantOfShape's shape"):  # else computed at run time
-        dims = [int(d) for d in shape_value.data.reshape(-1)]
-        array = np.full(dims, fill[0], dtype=fill.dtype)
-        ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
-        return
-    from ...dtypes import from_numpy
-
+    if shape_value.data is not None:
+        dims = limits.check_dims(shape_value.data.reshape(-1), "ConstantOfShape's shape")
+        if limits.admit_shape(dims, fill.dtype, "ConstantOfShape's shape"):
+            array = np.full(dims, fill[0], dtype=fill.dtype)
+            ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
+            return
+        ctx.settle(ctx.output(0), dims, fill.dtype)  # above the import's budget: built at run time
     ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [ctx.input(0)], [ctx.output(0)],
              {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(fill.dtype)),
               "OH_NN_CONSTANT_OF_SHAPE_VALUE": [float(fill[0])]})
@@ -156,7 +156,16 @@ def range_(ctx: NodeContext) -> None:
     stash = int(ctx.attr("stash_type", 1)) if ctx.opset >= 27 else 0
     if delta == 0:
         raise ConversionIssue(INVALID_MODEL, "Range delta must not be 0")
-    limits.require_shape([limits.range_length(start, limit, delta)], dtype, "Range's output")
+    count = limits.range_length(start, limit, delta)
+    if not limits.admit_shape([count], dtype, "Range's output"):  # above the import's budget
+        if dtype.kind not in "iu":
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"a {dtype} Range of {count} values is larger than the folding "
+                                                         f"budget (max_constant_bytes) and NNRt's RANGE is integer only")
+        ctx.settle(ctx.output(0), [count], dtype)
+        ctx.emit(OP.OH_NN_OPS_RANGE, [ctx.input(0)], [ctx.output(0)], {"OH_NN_RANGE_START": int(start),
+                                                                       "OH_NN_RANGE_LIMIT": int(limit),
+                                                                       "OH_NN_RANGE_DELTA": int(delta)})
+        return
     if dtype.kind in "iu":
         values = np.arange(int(start), int(limit), int(delta), dtype=np.int64).astype(dtype)
     else:
@@ -206,19 +215,39 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     return target
 
 
+def _runtime_target(ctx: NodeContext) -> list[int] | None:
+    """A target shape computed at run time (``x.view(x.size(0), -1)``: Shape -> Gather -> Concat of a dynamic
+    batch) read symbolically: RESHAPE's target when at most one output dim stays unknown (symbolic.py)."""
+    values = ctx.shape_values()
+    if values is None:
+        return None
+    requested, dims = values.value(ctx.node.input[1]), values.dims(ctx.node.input[0])
+    if requested is None or dims is None:
+        return None
+    return reshape_target(dims, requested, bool(ctx.attr("allowzero", 0)))
+
+
 @converts("Reshape")
 def reshape(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     x = ctx.input(0)
-    if ctx.opset < 5:
-        requested = ctx.attr("shape")
-    else:
-        requested = ctx.constant_input(1, "the target shape").reshape(-1)
-    target = _target_shape(ctx, x, requested)
     out = ctx.value(ctx.output(0))
-    if out.shape is None or any(d < 0 for d in out.shape):
-        out.shape = tuple(target)
+    inferred = out.shape
+    if ctx.opset < 5:
+        target = _target_shape(ctx, x, ctx.attr("shape"))
+    elif ctx.input_value(1).data is None and _runtime_target(ctx) is not None:
+        target = _runtime_target(ctx)
+    elif ctx.input_value(1).data is None and inferred is not None and sum(d < 0 for d in inferred) <= 1:
+        # the output shape ONNX inference knows, with its one unknown dim as RESHAPE's -1, reshapes the same
+        ctx.attr("allowzero")
+        target = list(inferred)
+    else:
+        target = _target_shape(ctx, x, ctx.constant_input(1, "the target shape").reshape(-1))
+    if sum(d < 0 for d in target) > 1:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"Reshape of {x!r} (shape {list(ctx.value(x).shape or [])}) to {target}: "
+                                             f"more than one dim is unknown (RESHAPE takes one -1)", tensor=x)
+    ctx.settle(ctx.output(0), target)
     if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
         return
