@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
+from support import one_line_error
 
 from nnrt_onnx import NNRtError
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
@@ -20,27 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SMALL_CNN = str(ROOT / "models" / "small_cnn.onnx")
 TINY_MLP = str(ROOT / "models" / "tiny_mlp.onnx")
 TINY_NNRT = str(ROOT / "models" / "tiny_cnn.nnrt")
-
-
-@pytest.fixture
-def invoke(cli_main):
-    def run(*args):
-        try:
-            runner = CliRunner(mix_stderr=False)  # click 8.1
-        except TypeError:
-            runner = CliRunner()
-        return runner.invoke(cli_main, [str(a) for a in args])
-
-    return run
-
-
-def one_line_error(result, code=1, contains=""):
-    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output + result.stderr
-    assert contains in lines[0], lines[0]
-    return lines[0]
 
 
 def save(model: onnx.ModelProto, path: Path) -> Path:
