@@ -8,7 +8,7 @@ import onnx
 from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
-from ..ir.fold import try_fold
+from ..ir.fold import fold_within_budget
 from ..ir.graph import Graph, Node, Value
 from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..ir.rows import Row
@@ -105,7 +105,7 @@ class NodeContext:
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
         refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
-        if not try_fold(self.graph, node, self.options.max_constant_bytes):
+        if not fold_within_budget(self.graph, node):
             self.graph.nodes.append(node)
         return node
 

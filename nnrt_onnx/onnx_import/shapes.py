@@ -44,11 +44,13 @@ def light_copy(model: onnx.ModelProto, large: int = LARGE_ELEMENTS) -> onnx.Mode
 
 
 def infer_shapes_without_weights(model: onnx.ModelProto, *, in_place: bool = False) -> onnx.ModelProto:
-    """``onnx.shape_inference.infer_shapes(model, data_prop=True)``'s ``value_info`` and output types, inferred on
-    :func:`light_copy` (the weights are never serialised). ``in_place``: add them to ``model`` itself (which the
-    caller owns) and return it; otherwise ``model`` is left unchanged and a copy is returned. Raises what
-    infer_shapes raises."""
-    inferred = onnx.shape_inference.infer_shapes(light_copy(model), data_prop=True)
+    """The ``value_info``, output types and annotated If/Loop/Scan bodies of ``limits.infer_shapes`` (ONNX shape
+    inference with bounded data propagation), inferred on :func:`light_copy` (the weights are never serialised).
+    ``in_place``: add them to ``model`` itself (which the caller owns) and return it; otherwise ``model`` is left
+    unchanged and a copy is returned. Raises what infer_shapes raises."""
+    from .limits import infer_shapes  # the importer's bounded inference (data propagation capped, bad nodes hidden)
+
+    inferred = infer_shapes(light_copy(model))
     if in_place:
         target = model
     else:

@@ -56,6 +56,9 @@ def gemm(ctx: NodeContext) -> None:
         weight = np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)) if alpha != 1 else np.ascontiguousarray(weight)
         inputs = [a, ctx.constant(weight, f"{b}.weight")]
         if c is not None:
+            if c_value.data.size not in (1, weight.shape[0]):
+                raise ConversionIssue(INVALID_MODEL, f"Gemm's C has shape {list(c_value.data.shape)}: it does not "
+                                                     f"broadcast to the {weight.shape[0]} output columns")
             bias = np.broadcast_to(c_value.data * np.asarray(beta, c_value.data.dtype), (weight.shape[0],))
             inputs.append(ctx.constant(np.ascontiguousarray(bias), f"{ctx.name}.bias"))
         ctx.emit(OP.OH_NN_OPS_FULL_CONNECTION, inputs, [out],
