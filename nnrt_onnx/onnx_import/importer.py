@@ -102,7 +102,7 @@ def opset_of(model: onnx.ModelProto) -> int:
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
-              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES) -> ImportResult:
+              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES, _owned: bool = False) -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
     ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
@@ -114,14 +114,17 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
                             fuse_activations, optimize_layout, max_constant_bytes)
     started = time.perf_counter()
     model = load_onnx(source)
+    # _owned (set by the guard when it loaded the model from a file): nobody else sees this ModelProto, so pinning
+    # and shape annotations go into it instead of into a copy of every weight
+    owned = _owned or not isinstance(source, onnx.ModelProto)
     if options.input_shapes:
-        model = onnx.ModelProto.FromString(model.SerializeToString()) if isinstance(source, onnx.ModelProto) else model
+        model = model if owned else onnx.ModelProto.FromString(model.SerializeToString())
         _pin_shapes(model, options.input_shapes)
     opset = opset_of(model)
     model = _with_initializer_inputs(model)
     try:
         # limits.infer_shapes (data propagation with its cost bounded) on a copy without the large weights
-        model = infer_shapes_without_weights(model, in_place=model is not source)
+        model = infer_shapes_without_weights(model, in_place=owned or model is not source)
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()

@@ -101,3 +101,29 @@ def test_if_branches_get_their_inferred_shapes():
     then_branch = next(a.g for a in expected.graph.node[0].attribute if a.name == "then_branch")
     assert any(v.name == "m" for v in then_branch.value_info)
     assert bodies(got) == bodies(expected)
+
+
+def test_a_callers_model_is_left_as_it_was_and_a_loaded_file_is_not_copied(tmp_path, monkeypatch):
+    # the guard loads a path itself and hands the importer a ModelProto: that one is the importer's to annotate (a
+    # copy would hold every weight twice); a ModelProto from the caller must come back unchanged
+    from nnrt_onnx import from_onnx
+    from nnrt_onnx.onnx_import import shapes
+
+    model = _weighted_model()
+    before = model.SerializeToString()
+    from_onnx(model, input_shapes={"x": [2, 3, 8, 8]})
+    assert model.SerializeToString() == before
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    calls = []
+    real = shapes.infer_shapes_without_weights
+
+    def spy(m, *, in_place=False):
+        calls.append(in_place)
+        return real(m, in_place=in_place)
+
+    monkeypatch.setattr("nnrt_onnx.onnx_import.importer.infer_shapes_without_weights", spy)
+    from_onnx(str(path))
+    from_onnx(model)
+    assert calls == [True, False]
+    assert model.SerializeToString() == before
