@@ -206,6 +206,9 @@ class GraphConversion:
             if original.name not in bindings:
                 raise ConversionIssue(INVALID_MODEL, f"{where}: subgraph input {original.name!r} is not bound")
             source = graph.resolve(bindings[original.name])
+            if source not in graph.values:  # (its own declaration failed, and was reported)
+                raise ConversionIssue(INVALID_MODEL, f"{where}: subgraph input {original.name!r} is bound to "
+                                                     f"{bindings[original.name]!r}, which is not known")
             value = graph.values[source]
             if value.data is not None:
                 graph.add_value(Value(formal.name, value.dtype, value.shape, value.data, value.quant))
