@@ -7,6 +7,7 @@ from ..errors import NNRtError
 from ..runtime.invoke import call
 from .graph import Graph, Node
 from .issues import INVALID_MODEL, ConversionIssue
+from .quantized import carry_through
 
 # Folding bigger results than this would bloat the model with computed data a kernel can rebuild.
 MAX_FOLDED_ELEMENTS = 1 << 26
@@ -33,4 +34,7 @@ def try_fold(graph: Graph, node: Node) -> bool:
     for value, array in zip(outputs, results):
         value.data = np.ascontiguousarray(array.astype(value.dtype, copy=False)).reshape(array.shape)  # (keeps 0-d)
         value.shape = tuple(array.shape)
+    if inputs[0].integer is not None:  # a dequantized constant moved: its integers move alike
+        carry_through(node, inputs, outputs, lambda arrays: call(
+            node.op, values, arrays, [a.dtype for a in arrays], [arrays[0].dtype], [o.shape for o in outputs]))
     return True

@@ -101,6 +101,9 @@ class NodeContext:
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
         from ..ir.fold import try_fold
+        from ..ir.quantized import propagate
+
+        propagate(self.graph, node)  # a transparent op on a quantized tensor writes one (ir.quantized)
 
         if not try_fold(self.graph, node):
             self.graph.nodes.append(node)
