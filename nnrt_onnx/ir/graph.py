@@ -39,6 +39,7 @@ class IntegerForm:
 
     data: np.ndarray
     quant: QuantParam
+    restored: str = ""  # an exported NNRt constant: "quantized" (it had these params), "bias" (an INT32 bias, none)
 
 
 @dataclass
@@ -46,16 +47,19 @@ class QuantizationState:
     """What the importer knows about quantization beyond the tensors' quant params (``ir.quantized``,
     ``ir.passes.qdq``): the outputs of ONNX QuantizeLinear nodes that round ONNX's way (round(x / s) + z, odd zero
     points: they are lowered to exact arithmetic when no quantized op reads them), the tensors an ONNX graph reads as
-    raw integers (QOperator outputs), and what the folding pass found (quantized ops, float fallbacks per op type,
-    the form chosen for dynamic quantization)."""
+    raw integers (QOperator outputs), what the folding pass found (quantized ops, float fallbacks per op type,
+    the form chosen for dynamic quantization), and the Q / DQ standing for an exported model's quantized tensors
+    (``restored``: ``ir.passes.qdq.absorb_restored`` makes the ops read and write those tensors again)."""
 
     onnx_rounding: set[str] = field(default_factory=set)
     raw: set[str] = field(default_factory=set)
     fallbacks: Counter = field(default_factory=Counter)
     notes: dict[str, Any] = field(default_factory=dict)
+    restored: set[str] = field(default_factory=set)  # outputs of the Q / DQ of an exported NNRt model's tensors
 
     def copy(self) -> QuantizationState:
-        return QuantizationState(set(self.onnx_rounding), set(self.raw), Counter(self.fallbacks), dict(self.notes))
+        return QuantizationState(set(self.onnx_rounding), set(self.raw), Counter(self.fallbacks), dict(self.notes),
+                                 set(self.restored))
 
 
 @dataclass(eq=False)  # identity semantics: nodes are compared and hashed as objects

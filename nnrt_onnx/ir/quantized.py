@@ -61,20 +61,21 @@ def carry(integer: IntegerForm, transform: Callable[[np.ndarray], np.ndarray]) -
     data = np.ascontiguousarray(np.asarray(transform(integer.data)))
     quant = integer.quant
     if quant.count == 1:
-        return IntegerForm(data, QuantParam(quant.scales, quant.zero_points, quant.num_bits))
+        return IntegerForm(data, QuantParam(quant.scales, quant.zero_points, quant.num_bits), integer.restored)
     axis = quant.axis if quant.axis is not None else 0
     index = np.asarray(transform(_index_array(integer.data.shape, axis % integer.data.ndim, quant.count)))
     if index.shape != data.shape:
         return None
     if index.size and np.all(index == index.reshape(-1)[0]):
         i = int(index.reshape(-1)[0])
-        return IntegerForm(data, QuantParam([quant.scales[i]], [quant.zero_points[i]], [quant.num_bits[i]]))
+        return IntegerForm(data, QuantParam([quant.scales[i]], [quant.zero_points[i]], [quant.num_bits[i]]),
+                           integer.restored)
     for new_axis in range(index.ndim):
         line = index[tuple(slice(None) if a == new_axis else slice(0, 1) for a in range(index.ndim))]
         if np.array_equal(index, np.broadcast_to(line, index.shape)):
             picks = [int(i) for i in line.reshape(-1)]
             return IntegerForm(data, QuantParam([quant.scales[i] for i in picks], [quant.zero_points[i] for i in picks],
-                                                [quant.num_bits[i] for i in picks], new_axis))
+                                                [quant.num_bits[i] for i in picks], new_axis), integer.restored)
     return None
 
 
@@ -85,6 +86,9 @@ def derive(graph: Graph, source: str, transform: Callable[[np.ndarray], np.ndarr
     name = graph.constant(np.ascontiguousarray(transform(value.data)), hint)
     if value.integer is not None:
         graph.values[name].integer = carry(value.integer, transform)
+    if value.quant is not None:  # a quantized integer constant keeps its params, moved alike
+        moved = carry(IntegerForm(value.data, value.quant), transform)
+        graph.values[name].quant = None if moved is None else moved.quant
     return name
 
 
@@ -121,4 +125,79 @@ def propagate(graph: Graph, node: Node) -> None:
             graph.quantization.raw.add(name)
 
 
-__all__ = ["MOVES", "TRANSPARENT", "carry", "carry_through", "derive", "per_tensor", "propagate", "same_quant"]
+def _emit(graph: Graph, op: OP, inputs: list[str], dtype, shape, hint: str, params=None, origin: str = "") -> tuple[Node, str]:
+    name = graph.fresh_name(hint)
+    graph.add_value(Value(name, np.dtype(dtype), shape))
+    return Node(op, inputs, [name], params or {}, origin), name
+
+
+def raw_view(graph: Graph, name: str, origin: str = "") -> tuple[list[Node], str]:
+    """The integers of the quantized tensor ``name`` as a plain tensor (no quant params): QUANT_DTYPE_CAST to
+    float32 (exact: (q - z) * s), DIV s, ADD z, ROUND, CAST back (exact: q within float32 rounding). The nodes to
+    insert and the plain tensor."""
+    from ..dtypes import from_numpy
+    from ..optable import param_array
+
+    value = graph.values[name]
+    quant = value.quant
+    shape = value.shape
+    rank = len(shape or ())
+    f32 = np.dtype(np.float32)
+
+    def parameter(values, hint):
+        array = np.asarray(values, np.float64).astype(f32)
+        if quant.count > 1:
+            line = [1] * rank
+            line[(quant.axis or 0) % rank] = quant.count
+            array = array.reshape(line)
+        else:
+            array = array.reshape(())
+        return graph.constant(array, f"{name}.{hint}")
+
+    from ..enums import OH_NN_TensorType as TT
+
+    params = {TT.OH_NN_QUANT_DTYPE_CAST_SRC_T: param_array(TT.OH_NN_QUANT_DTYPE_CAST_SRC_T, int(from_numpy(value.dtype))),
+              TT.OH_NN_QUANT_DTYPE_CAST_DST_T: param_array(TT.OH_NN_QUANT_DTYPE_CAST_DST_T, int(from_numpy(f32)))}
+    if quant.count > 1:
+        params[TT.OH_NN_QUANT_DTYPE_CAST_AXIS] = param_array(TT.OH_NN_QUANT_DTYPE_CAST_AXIS, (quant.axis or 0) % rank)
+    nodes = []
+    node, real = _emit(graph, OP.OH_NN_OPS_QUANT_DTYPE_CAST, [name], f32, shape, f"{name}.real", params, origin)
+    nodes.append(node)
+    node, scaled = _emit(graph, OP.OH_NN_OPS_DIV, [real, parameter(quant.scales, "scale")], f32, shape,
+                         f"{name}.over_scale", origin=origin)
+    nodes.append(node)
+    node, shifted = _emit(graph, OP.OH_NN_OPS_ADD, [scaled, parameter(quant.zero_points, "zero_point")], f32, shape,
+                          f"{name}.plus_zero_point", origin=origin)
+    nodes.append(node)
+    node, rounded = _emit(graph, OP.OH_NN_OPS_ROUND, [shifted], f32, shape, f"{name}.integers", origin=origin)
+    nodes.append(node)
+    code = graph.constant(np.asarray(int(from_numpy(value.dtype)), np.int32), f"{name}.to")
+    node, plain = _emit(graph, OP.OH_NN_OPS_CAST, [rounded, code], value.dtype, shape, f"{name}.raw", origin=origin)
+    nodes.append(node)
+    return nodes, plain
+
+
+def guard_raw_reads(graph: Graph, nodes: list[Node]) -> None:
+    """The nodes one ONNX node became may read a tensor the ONNX graph sees as raw integers (a QuantizeLinear or
+    QOperator output, which carries quant params here): the native engine would dequantize it for any op but
+    QUANT_DTYPE_CAST and the transparent ones (which keep it quantized). Such a node reads :func:`raw_view` of it."""
+    raw = graph.quantization.raw
+    views: dict[str, str] = {}
+    for node in nodes:
+        if node.op == OP.OH_NN_OPS_QUANT_DTYPE_CAST or node not in graph.nodes:
+            continue
+        if node.op in TRANSPARENT and all(graph.values[o].quant is not None for o in node.outputs):
+            continue
+        for position, name in enumerate(node.inputs):
+            value = graph.values.get(name)
+            if name not in raw or value is None or value.quant is None:
+                continue
+            if name not in views:
+                inserted, views[name] = raw_view(graph, name, node.origin)
+                at = graph.nodes.index(node)
+                graph.nodes[at:at] = inserted
+            node.inputs[position] = views[name]
+
+
+__all__ = ["MOVES", "TRANSPARENT", "carry", "carry_through", "derive", "guard_raw_reads", "per_tensor", "propagate",
+           "raw_view", "same_quant"]

@@ -19,7 +19,7 @@ from .layout import NCHW_TO_NHWC, NHWC_TO_NCHW, sink_transposes, sink_transposes
 from .manager import Pass, PassResult, run_passes
 from .nhwc_io import nhwc_boundaries
 from .permutations import inverse, perm_of
-from .qdq import exact_quantize, fold_qdq, quantization_summary
+from .qdq import absorb_restored, exact_quantize, fold_qdq, quantization_summary
 from .reshape_algebra import only_moves_unit_dims, reshape_then_transpose, transpose_then_reshape
 
 REMOVE_UNUSED = Pass("remove_unused", Graph.remove_unused)
@@ -27,7 +27,7 @@ REMOVE_UNUSED = Pass("remove_unused", Graph.remove_unused)
 
 def import_passes(options) -> list[Pass]:
     """The importer's passes for these ImportOptions, in order."""
-    passes = [REMOVE_UNUSED]
+    passes = [REMOVE_UNUSED, Pass("absorb_restored", absorb_restored, count="restored_quantized")]
     if options.nhwc_io:
         passes.append(Pass("nhwc_boundaries", nhwc_boundaries))
     if options.optimize_layout:
@@ -50,12 +50,13 @@ def optimize(graph: Graph, options) -> dict[str, Any]:
     results = run_passes(graph, import_passes(options))
     counts: dict[str, Any] = {"folded_batchnorms": 0, "fused_activations": 0}
     for result in results:
-        counts.update({k: v for k, v in result.counts.items() if k not in ("quantized_ops", "exact_quantize")})
+        counts.update({k: v for k, v in result.counts.items()
+                       if k not in ("quantized_ops", "exact_quantize", "restored_quantized")})
     counts["passes"] = [result.summary() for result in results]
     return counts
 
 
-__all__ = ["NCHW_TO_NHWC", "NHWC_TO_NCHW", "Pass", "PassResult", "exact_quantize", "fold_batchnorms", "fold_qdq",
+__all__ = ["NCHW_TO_NHWC", "NHWC_TO_NCHW", "Pass", "PassResult", "absorb_restored", "exact_quantize", "fold_batchnorms", "fold_qdq",
            "fuse_activations", "import_passes", "quantization_summary", "inverse", "nhwc_boundaries", "only_moves_unit_dims", "optimize", "perm_of",
            "reshape_then_transpose", "run_passes", "sink_transposes", "sink_transposes_basic",
            "transpose_then_reshape"]

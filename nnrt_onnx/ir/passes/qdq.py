@@ -74,7 +74,7 @@ def _fuse_of(node: Node) -> int:
 
 # -- 1. DQs after the transparent ops ----------------------------------------------------------------------------------
 
-def _sink_dequantize(graph: Graph) -> int:
+def _sink_dequantize(graph: Graph, only: set[str] | None = None) -> int:
     moved = 0
     changed = True
     while changed:
@@ -86,6 +86,8 @@ def _sink_dequantize(graph: Graph) -> int:
             data = node.inputs if node.op == OP.OH_NN_OPS_CONCAT else node.inputs[:1]
             sources = [producers.get(name) for name in data]
             if not data or any(d is None or not is_dq(graph, d) for d in sources):
+                continue
+            if only is not None and any(d.outputs[0] not in only for d in sources):
                 continue
             quantized = [graph.values[d.inputs[0]] for d in sources]
             first = quantized[0]
@@ -112,6 +114,8 @@ def _sink_dequantize(graph: Graph) -> int:
                         OH_NN_TensorType.OH_NN_QUANT_DTYPE_CAST_DST_T, int(from_numpy(out.dtype)))}, node.origin)
                 graph.nodes.insert(graph.nodes.index(anchor) + 1, dq)
                 anchor = dq
+                if any(d.outputs[0] in graph.quantization.restored for d in sources):
+                    graph.quantization.restored.add(out.name)
             node.outputs = new_outputs
             moved += 1
             changed = True
@@ -119,7 +123,7 @@ def _sink_dequantize(graph: Graph) -> int:
     return moved
 
 
-def _hoist_quantize(graph: Graph) -> int:
+def _hoist_quantize(graph: Graph, only: set[str] | None = None) -> int:
     """float -> transparent op -> Q becomes Q -> the op on the quantized tensor (the op writing the Q's tensor), so the
     op computing the float reaches its Q."""
     moved = 0
@@ -128,7 +132,7 @@ def _hoist_quantize(graph: Graph) -> int:
         changed = False
         producers, consumers = graph.producers(), graph.consumers()
         for q in list(graph.nodes):
-            if not is_q(graph, q):
+            if not is_q(graph, q) or (only is not None and q.outputs[0] not in only):
                 continue
             node = producers.get(q.inputs[0])
             if node is None or node.op not in TRANSPARENT or node.op == OP.OH_NN_OPS_CONCAT or _fuse_of(node):
@@ -150,6 +154,8 @@ def _hoist_quantize(graph: Graph) -> int:
             graph.nodes.insert(graph.nodes.index(node), q)
             if target.name in graph.quantization.onnx_rounding:
                 graph.quantization.onnx_rounding.add(name)
+            if target.name in graph.quantization.restored:
+                graph.quantization.restored.add(name)
             moved += 1
             changed = True
             break
@@ -384,11 +390,62 @@ def fold_qdq(graph: Graph) -> int:
             _sink_dequantize(graph)
             _hoist_quantize(graph)
     _requantize_pairs(graph)
+    graph.remove_unused()
     while _merge_reshapes(graph):  # (a hoisted Q can leave two reshapes in a row)
         pass
     graph.remove_unused()
     graph.quantization.fallbacks = _count_fallbacks(graph)
     return folded
+
+
+# -- an exported NNRt model's quantized tensors ---------------------------------------------------------------------
+
+def absorb_restored(graph: Graph) -> int:
+    """The Q / DQ that stand for an exported NNRt model's quantized tensors (``restored``, from the exporter's
+    ``nnrt.quant`` metadata) go away: the ops read and write the quantized tensors, and its quantized constants are
+    integer constants again (INT32 biases without params), exactly as in the exported model."""
+    restored = graph.quantization.restored
+    if not restored and not any(v.integer is not None and v.integer.restored for v in graph.values.values()):
+        return 0
+    _sink_dequantize(graph, only=restored)  # (the converters put transposes and reshapes after the DQs ...
+    _hoist_quantize(graph, only=restored)  # ... and before the Qs: they move the quantized tensors again)
+    producers, consumers = graph.producers(), graph.consumers()
+    done = 0
+    for node in list(graph.nodes):
+        if node.op != QDC or node.outputs[0] not in restored:
+            continue
+        out = node.outputs[0]
+        if graph.values[out].dtype.kind == "f":  # a DQ: its readers read the quantized tensor
+            if out in graph.outputs:
+                continue
+            for user in consumers.get(out, []):
+                user.inputs = [node.inputs[0] if i == out else i for i in user.inputs]
+            graph.nodes.remove(node)
+            done += 1
+            continue
+        producer = producers.get(node.inputs[0])  # a Q: the op computing it writes the quantized tensor
+        if producer is None or len(consumers.get(node.inputs[0], [])) != 1 or node.inputs[0] in graph.outputs:
+            continue
+        producer.outputs = [out if o == node.inputs[0] else o for o in producer.outputs]
+        graph.nodes.remove(node)
+        done += 1
+    integers: dict[str, str] = {}
+    for node in graph.nodes:
+        for position, name in enumerate(node.inputs):
+            value = graph.values[name]
+            if value.data is None or value.integer is None or not value.integer.restored:
+                continue
+            if name not in integers:
+                integer = value.integer
+                if integer.restored == "bias":
+                    integers[name] = graph.constant(integer.data, f"{name}.int")
+                else:
+                    integers[name] = _integer_constant(graph, integer, f"{name}.int")
+                    graph.values[integers[name]].quant.num_bits = list(integer.quant.num_bits)
+            node.inputs[position] = integers[name]
+            done += 1
+    restored.clear()
+    return done
 
 
 # -- exact ONNX rounding for the Qs no quantized op reads ------------------------------------------------------------
@@ -480,4 +537,4 @@ def quantization_summary(graph: Graph) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["exact_quantize", "fold_qdq", "is_dq", "is_q", "quantization_summary"]
+__all__ = ["absorb_restored", "exact_quantize", "fold_qdq", "is_dq", "is_q", "quantization_summary"]
