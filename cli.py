@@ -93,6 +93,11 @@ def _input_options(command):
                      help="Bind an input to a fixed value, e.g. a sample rate the model branches on (.onnx models)."),
         click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
                      help="Seed of the random inputs."),
+        click.option("--val-range", "value_ranges", multiple=True, metavar="[NAME=]LO,HI",
+                     help="Random values of input NAME (of every input without NAME=) uniform in [LO, HI) "
+                          "(integers: [LO, HI]) instead of standard normal."),
+        click.option("--save-inputs", "save_inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+                     help="Save the inputs the model was fed (given and generated) to FILE.npz, reusable as --input."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -147,31 +152,109 @@ def ops(as_json: bool, markdown: bool) -> None:
                        f"params: {params}{kernel}")
 
 
+def _tolerance(ctx, param, value):
+    """--rtol/--atol of run: finite and non-negative."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"{value} is not a finite non-negative number", param=param)
+    return value
+
+
 @main.command()
 @click.argument("model_path", type=click.Path(dir_okay=False))
 @_input_options
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), help="Save each output as DIR/<name>.npy.")
+@click.option("--output-npz", type=click.Path(dir_okay=False), metavar="FILE.npz",
+              help="Save every output to one FILE.npz (keys: the output names).")
 @click.option("--device", default="cpu", show_default=True,
               help="Device name, backend or id: cpu (native numpy kernels) or onnxruntime (the same model exported "
                    "to ONNX and run by onnxruntime).")
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
-def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, output_dir: str | None,
-        device: str, float16: bool) -> None:
-    """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes and timings."""
-    from nnrt_onnx.workflows.inference import complete_inputs, device_id_by_name, run_model, save_outputs
+@click.option("--expected", multiple=True, metavar="NAME=FILE|FILE.npz",
+              help="Golden outputs (.npy/.pb/.npz) to compare with, by check's tolerance rule; exit 1 when outside.")
+@click.option("--rtol", type=float, callback=_tolerance, help="Relative tolerance against --expected [float32: 1e-4].")
+@click.option("--atol", type=float, callback=_tolerance,
+              help="Absolute tolerance against --expected, times the output's largest magnitude [float32: 1e-5].")
+@click.option("--json", "as_json", is_flag=True, help="Outputs (dtype, shape, statistics), timings as JSON.")
+def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, value_ranges,
+        save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, expected, rtol, atol,
+        as_json: bool) -> None:
+    """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes, statistics and timings.
+
+    Exits 1 when a --float16 run produces NaN or Inf, or an output is outside its --expected golden value.
+    """
+    from nnrt_onnx.workflows.inference import (
+        complete_inputs,
+        device_id_by_name,
+        input_names,
+        output_names,
+        parse_value_ranges,
+        run_model,
+        save_outputs,
+    )
+    from nnrt_onnx.workflows.model_inputs import parse_expected_specs, save_arrays
+    from nnrt_onnx.workflows.parity import compare, json_safe
+    from nnrt_onnx.workflows.tensor_stats import tensor_stats
 
     model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
+    ranges = parse_value_ranges(value_ranges)
     device_id = device_id_by_name(device)
-    arrays = complete_inputs(model, model_inputs.data, seed)
+    arrays = complete_inputs(model, model_inputs.data, seed, ranges)
+    names = input_names(model)
+    golden = parse_expected_specs(expected, output_names(model))
+    if save_inputs:
+        save_arrays(save_inputs, dict(zip(names, arrays)))
     result = run_model(model, arrays, device_id, float16)
-    for name, array in zip(result.names, result.outputs):
-        flat = array.reshape(-1)
-        preview = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat[:4].tolist())
-        click.echo(f"{name}: {array.dtype} {list(array.shape)}  [{preview}{', ...' if flat.size > 4 else ''}]")
-    click.echo(f"compile {result.compile_seconds * 1e3:.1f} ms, run {result.run_seconds * 1e3:.1f} ms")
+    stats = [tensor_stats(a) for a in result.outputs]
+    checks = [compare(result.outputs[result.names.index(n)], v, n, rtol, atol) for n, v in golden.items()]
+    if as_json:
+        click.echo(json.dumps(json_safe({
+            "model": model_path, "device": device, "float16": float16, "seed": seed,
+            "inputs": {n: {"dtype": str(a.dtype), "shape": list(a.shape),
+                           "source": "given" if n in model_inputs.data else "random"} for n, a in zip(names, arrays)},
+            "outputs": [{"name": n, "dtype": str(a.dtype), "shape": list(a.shape), "stats": st.to_dict()}
+                        for n, a, st in zip(result.names, result.outputs, stats)],
+            "expected": [c.to_dict() for c in checks],
+            "compile_ms": result.compile_seconds * 1e3, "run_ms": result.run_seconds * 1e3}), indent=1))
+    else:
+        for name, array, st in zip(result.names, result.outputs, stats):
+            flat = array.reshape(-1)
+            preview = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat[:4].tolist())
+            click.echo(f"{name}: {array.dtype} {list(array.shape)}  [{preview}{', ...' if flat.size > 4 else ''}]")
+            click.echo(f"  {_stats_text(st)}")
+        click.echo(f"compile {result.compile_seconds * 1e3:.1f} ms, run {result.run_seconds * 1e3:.1f} ms")
+        if checks:
+            click.echo("against the expected outputs:")
+            _echo_table(_comparison_rows(checks), "  ")
     if output_dir:
         for path in save_outputs(result, output_dir):
-            click.echo(f"wrote {path}")
+            if not as_json:
+                click.echo(f"wrote {path}")
+    if output_npz:
+        save_arrays(output_npz, dict(zip(result.names, result.outputs)), "--output-npz")
+        if not as_json:
+            click.echo(f"wrote {output_npz}")
+    if save_inputs and not as_json:
+        click.echo(f"inputs saved to {save_inputs}")
+    bad = [(n, st) for n, st in zip(result.names, stats) if st.nan or st.inf]
+    if bad and float16:
+        shown = ", ".join(f"{n}: {st.nan} NaN, {st.inf} Inf" for n, st in bad)
+        raise UserError(f"the float16 run produced NaN/Inf in {len(bad)} of {len(stats)} output(s) ({shown}): "
+                        f"float16 overflows beyond 65504; run without --float16")
+    for name, st in bad:
+        click.echo(f"warning: output {name!r} has {st.nan} NaN and {st.inf} Inf of {st.size} elements", err=True)
+    outside = [c.name for c in checks if not c.within]
+    if outside:
+        raise UserError(f"{len(outside)} of {len(checks)} output(s) outside tolerance of the expected values: "
+                        f"{', '.join(outside)}")
+
+
+def _stats_text(st) -> str:
+    if st.min is None:
+        return f"no finite element; NaN {st.nan}, Inf {st.inf}"
+    return (f"min {st.min:.6g}  max {st.max:.6g}  mean {_fmt(st.mean)}  std {_fmt(st.std)}  "
+            f"NaN {st.nan}  Inf {st.inf}")
 
 
 @main.command()
@@ -330,6 +413,8 @@ def _fmt(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
+        if value != value:  # NaN: never shown as a number
+            return "-"
         return "inf" if value == float("inf") else f"{value:.3g}"
     return str(value)
 
@@ -338,9 +423,23 @@ def _comparison_rows(comparisons):
     rows = [("tensor", "dtype", "shape", "max abs", "max rel", "outside", "cosine", "tolerance", "result")]
     for c in comparisons:
         tolerance = "exact" if c.rtol == 0 and c.atol == 0 else f"rtol {c.rtol:g}, atol {c.atol:.2g}"
+        result = "within" if c.within else "OUTSIDE"
+        if c.nan:
+            result = f"NaN (native {c.native_stats.nan}, onnxruntime {c.reference_stats.nan})"
         rows.append((c.name, c.dtype, str(c.shape), _fmt(c.max_abs), _fmt(c.max_rel), f"{c.mismatched}/{c.size}",
                      "-" if c.cosine is None else f"{c.cosine:.6f}", tolerance,
-                     ("within" if c.within else "OUTSIDE") + (f"  ({c.note})" if c.note else "")))
+                     result + (f"  ({c.note})" if c.note else "")))
+    return rows
+
+
+def _stats_rows(comparisons):
+    rows = [("statistics", "side", "min", "max", "mean", "std", "NaN", "Inf")]
+    for c in comparisons:
+        for side, st in (("native", c.native_stats), ("onnxruntime", c.reference_stats)):
+            if st is None:
+                continue
+            rows.append((c.name if side == "native" else "", side, _fmt(st.min), _fmt(st.max), _fmt(st.mean),
+                         _fmt(st.std), str(st.nan), str(st.inf)))
     return rows
 
 
@@ -352,7 +451,7 @@ def _echo_table(rows, indent: str = "") -> None:
 
 
 @main.command()
-@click.argument("model_path", metavar="MODEL.onnx", type=click.Path(dir_okay=False))
+@click.argument("model_paths", metavar="MODEL.onnx... | DIR", nargs=-1, required=True, type=click.Path())
 @_input_options
 @click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance of float outputs [float32: 1e-4].")
 @click.option("--atol", type=click.FloatRange(min=0),
@@ -360,61 +459,233 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--per-layer", is_flag=True, help="Compare every intermediate tensor; name the first diverging node.")
 @click.option("--extract-repro", "repro_dir", type=click.Path(file_okay=False),
               help="Write the smallest ONNX model reproducing the first divergence, and its inputs, to DIR "
-                   "(implies --per-layer).")
+                   "(implies --per-layer); it is run first, and grown upstream until it fails on its own.")
+@click.option("--expected", multiple=True, metavar="NAME=FILE|FILE.npz",
+              help="Golden outputs (.npy/.pb/.npz): native must be within tolerance of them too.")
+@click.option("--strict", is_flag=True,
+              help="Fail on any warning: an ill-conditioned or constant output, a side a referee overruled.")
+@click.option("--no-float64", "no_float64", is_flag=True,
+              help="Never ask the float64 referee (faster: a disagreement then simply fails).")
+@click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
+              help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
-def check(model_path: str, inputs, input_shapes, constant_inputs, seed: int, rtol, atol, per_layer: bool, repro_dir,
+@click.pass_context
+def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
+          save_inputs, rtol, atol, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool, html_path,
           as_json: bool):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
-    Exits 0 when every output is within tolerance, 1 otherwise (or on an error), 2 on a malformed command line.
+    When they disagree (or an output is constant) a float64 referee (onnx.reference) says who is right: native,
+    onnxruntime, or neither -- or that the model is ill-conditioned (a warning). Several models or a directory:
+    one summary row per model. Exits 0 when every model passes, 1 otherwise (or on an error), 2 on a malformed
+    command line.
     """
-    from nnrt_onnx.workflows.model_inputs import parse_constant_specs, parse_input_specs
+    from pathlib import Path
+
+    from nnrt_onnx.workflows.inference import parse_value_ranges
+
+    ranges = parse_value_ranges(value_ranges)
+    if len(model_paths) > 1 or Path(model_paths[0]).is_dir():
+        given = [name for name, value in (("--input", inputs), ("--input-shape", input_shapes),
+                                          ("--constant-input", constant_inputs), ("--expected", expected),
+                                          ("--extract-repro", repro_dir), ("--report", html_path),
+                                          ("--save-inputs", save_inputs)) if value]
+        if any(name is not None for name in ranges):
+            given.append("--val-range NAME=")
+        if given:
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
+                                   f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
+                                   f"--per-layer, --strict, --no-float64, --json", ctx)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json)
+        return
+    _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
+               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json)
+
+
+def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
+               repro_dir, expected, strict, float64_opinion, html_path, as_json) -> None:
+    from nnrt_onnx.workflows.model_inputs import (
+        parse_constant_specs,
+        parse_expected_specs,
+        parse_input_specs,
+        save_arrays,
+    )
     from nnrt_onnx.workflows.parity import check_model, load_checked, runtime_input_names
 
     model, label = load_checked(model_path)
     given = parse_input_specs(inputs, runtime_input_names(model))
-    per_layer = per_layer or repro_dir is not None
+    golden = parse_expected_specs(expected, [o.name for o in model.graph.output])
+    asked = per_layer  # the layer table is printed when asked for (a referee may compare the layers anyway)
+    per_layer = per_layer or repro_dir is not None or html_path is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
-                         constant_inputs=parse_constant_specs(constant_inputs), progress=_progress, label=label)
-    repro = None
-    if repro_dir is not None and report.first_divergence is not None:
-        repro = report.extract_repro(repro_dir)
+                         constant_inputs=parse_constant_specs(constant_inputs), progress=_progress, label=label,
+                         strict=strict, expected=golden, value_ranges=ranges or None, float64_opinion=float64_opinion)
+    if save_inputs:
+        save_arrays(save_inputs, report.input_arrays)
+    diverged = (report.culprit or report.first_divergence) is not None
+    if repro_dir is not None and diverged:
+        report.extract_repro(repro_dir)
+    if html_path is not None:
+        from nnrt_onnx.serialization import atomic_write
+        from nnrt_onnx.workflows.html_report import html_report
+
+        try:
+            atomic_write(html_path, [html_report(report).encode()])
+        except OSError as exc:
+            raise UserError(f"--report {html_path}: cannot write ({exc.strerror or exc})") from None
     if as_json:
         data = report.to_dict()
-        data["repro"] = str(repro) if repro is not None else None
+        data["repro"] = report.repro["path"] if report.repro is not None else None
+        data["repro_details"] = report.repro
         click.echo(json.dumps(data, indent=1))
     else:
-        _print_check(report, repro)
-    if repro_dir is not None and report.first_divergence is None:
+        _print_check(report, show_layers=asked or repro_dir is not None)
+        if save_inputs:
+            click.echo(f"inputs saved to {save_inputs}")
+        if html_path is not None:
+            click.echo(f"report written to {html_path}")
+    if repro_dir is not None and not diverged:
         click.echo("no layer diverged: there is nothing to extract", err=True)
     sys.exit(0 if report.ok else 1)
 
 
-def _print_check(report, repro) -> None:
+def _verdict_text(v) -> str:
+    """The float64 verdict in a table cell."""
+    if v is None:
+        return "-"
+    if v.verdict is None:
+        return "agrees"
+    if v.verdict == "ill-conditioned" and v.amplifier is not None:
+        return f"ill-conditioned at #{v.amplifier['index']} ({v.amplifier['op_type']})"
+    if v.verdict in ("native is wrong", "onnxruntime is wrong", "neither matches float64") and v.closer != "equal":
+        ratio = "inf" if v.ratio == float("inf") else f"{v.ratio:.3g}"
+        return f"{v.verdict} ({v.closer} {ratio}x closer)"
+    return v.verdict
+
+
+def _print_check(report, show_layers: bool = True) -> None:
     sources = {info["source"] for info in report.inputs.values()}
     seed = f", seed {report.seed}" if "random" in sources else ""
-    inputs = ", ".join(f"{n} {i['dtype']} {i['shape']} ({i['source']})" for n, i in report.inputs.items())
+
+    def shown(name, info):
+        span = f", uniform [{info['range'][0]:g}, {info['range'][1]:g})" if "range" in info else ""
+        return f"{name} {info['dtype']} {info['shape']} ({info['source']}{span})"
+
+    inputs = ", ".join(shown(n, i) for n, i in report.inputs.items())
     click.echo(f"check {report.model}: {report.onnx_nodes} ONNX nodes -> {report.nnrt_operations} NNRt operations, "
                f"native vs onnxruntime{seed}")
     click.echo(f"inputs: {inputs}")
     _echo_table(_comparison_rows(report.outputs), "  ")
+    _echo_table(_stats_rows(report.outputs), "  ")
+    if report.expected:
+        click.echo("against the expected outputs (native, then onnxruntime):")
+        _echo_table(_comparison_rows(report.expected + report.expected_reference), "  ")
+    if report.float64 is not None and report.float64.get("error") is None:
+        f = report.float64
+        click.echo(f"float64 referee (onnx.reference, the model in double; {f['trials']} Monte Carlo runs, "
+                   f"{f['seconds']:.1f} s; asked because {' and '.join(f['asked_because'])}):")
+        rows = [("tensor", "native err", "onnxruntime err", "expected err", "verdict")]
+        for c in report.outputs:
+            if c.float64 is not None:
+                v = c.float64
+                rows.append((c.name, _fmt(v.native_error), _fmt(v.onnxruntime_error), _fmt(v.expected_error),
+                             _verdict_text(v)))
+        _echo_table(rows, "  ")
     if report.layers is not None:
         compared = [layer for layer in report.layers if layer.status != "not compared"]
         diverged = [layer for layer in compared if layer.status == "diverged"]
-        click.echo(f"per layer: {len(compared)} of {len(report.layers)} ONNX nodes compared "
-                   f"({len(report.layers) - len(compared)} fused away in NNRt), {len(diverged)} outside tolerance")
+        fused = sum(layer.reason == "fused away" for layer in report.layers)
+        folded = sum(layer.reason == "constant-folded" for layer in report.layers)
+        click.echo(f"per layer: {len(compared)} of {len(report.layers)} ONNX nodes compared ({fused} fused away in "
+                   f"NNRt, {folded} constant-folded), {len(diverged)} outside tolerance")
+        rows = [("#", "node", "op", "NNRt op", "max abs", "max rel", "cosine", "float64")]
+        for layer in compared if show_layers else []:
+            worst = max(layer.outputs, key=lambda c: c.max_rel)
+            f64 = [c.float64 for c in layer.outputs if c.float64 is not None]
+            verdict = layer.verdict or ("agrees" if f64 else "-")
+            if layer.verdict:
+                verdict = _verdict_text(next(c.float64 for c in layer.outputs
+                                             if c.float64 is not None and c.float64.verdict == layer.verdict))
+            rows.append((str(layer.index), layer.node, layer.op_type, ", ".join(layer.nnrt_ops) or "-",
+                         _fmt(worst.max_abs), _fmt(worst.max_rel),
+                         "-" if worst.cosine is None else f"{worst.cosine:.6f}",
+                         verdict + ("  OUTSIDE" if layer.status == "diverged" else "")))
+        if len(rows) > 1:
+            _echo_table(rows, "  ")
         first = report.first_divergence
         if first is not None:
             fused = f", fused in NNRt with {', '.join(repr(n) for n in first.fused_with)}" if first.fused_with else ""
             click.echo(f"first divergence: ONNX node #{first.index} {first.node!r} ({first.op_type}){fused}")
             _echo_table(_comparison_rows(first.outputs), "  ")
-    if repro is not None:
-        click.echo(f"repro written to {repro}/ (run: nnrt-onnx check {repro}/repro.onnx --input {repro}/inputs.npz)")
-    bad = sum(not c.within for c in report.outputs)
-    if bad:
-        click.echo(f"FAIL: {bad} of {len(report.outputs)} output(s) outside tolerance")
+        culprit = report.culprit
+        if culprit is not None:
+            v = next(c.float64 for c in culprit.outputs if c.float64 is not None and c.float64.verdict)
+            click.echo(f"float64 says native is wrong first at ONNX node #{culprit.index} {culprit.node!r} "
+                       f"({culprit.op_type}): {v.text()}")
+    if report.repro is not None:
+        r = report.repro
+        if r["reproduces"]:
+            grown = f" ({r['nodes']} nodes, grown upstream until it fails alone)" if len(r["sizes_tried"]) > 1 else ""
+            click.echo(f"repro written to {r['path']}/{grown}; it reproduces on its own (run: {r['command']})")
+        else:
+            click.echo(f"repro written to {r['path']}/ but it does NOT fail on its own (tried "
+                       f"{', '.join(map(str, r['sizes_tried']))} nodes); run: {r['command']}")
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}")
+    failing = [c for c in report.outputs if not c.passed()]
+    warned = len(report.warnings)
+    tail = f", {warned} warning(s)" if warned else ""
+    if failing:
+        nan = sum(1 for c in failing if c.nan)
+        what = f" ({nan} with NaN)" if nan else ""
+        click.echo(f"FAIL: {len(failing)} of {len(report.outputs)} output(s) outside tolerance{what}{tail}")
+    elif report.expected and not all(c.within and not c.nan for c in report.expected):
+        bad = sum(1 for c in report.expected if not c.within or c.nan)
+        click.echo(f"FAIL: {bad} of {len(report.expected)} output(s) outside tolerance of the expected values{tail}")
+    elif report.culprit is not None:
+        click.echo(f"FAIL: native is wrong at ONNX node #{report.culprit.index} {report.culprit.node!r} "
+                   f"({report.culprit.op_type}){tail}")
+    elif not report.ok:
+        click.echo(f"FAIL (--strict): {warned} warning(s)")
     else:
-        click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance")
+        cleared = sum(1 for c in report.outputs if not c.within)
+        if cleared:
+            click.echo(f"OK: all {len(report.outputs)} output(s) pass ({cleared} outside tolerance, cleared by the "
+                       f"float64 referee){tail}")
+        else:
+            click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance{tail}")
+
+
+def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opinion, as_json) -> None:
+    from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
+
+    options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
+                           value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
+                           float64_opinion=float64_opinion)
+    models = find_models(paths)
+    rows = sweep(models, options, progress=_progress)
+    ok = all(row["ok"] for row in rows)
+    if as_json:
+        click.echo(json.dumps({"ok": ok, "options": {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict,
+                                                     "per_layer": per_layer}, "models": rows}, indent=1))
+        sys.exit(0 if ok else 1)
+    click.echo(f"check {len(rows)} model(s), native vs onnxruntime, seed {seed}")
+    table = [("model", "ops", "verdict", "worst output", "seconds")]
+    for row in rows:
+        ops = "-" if row["onnx_nodes"] is None else f"{row['onnx_nodes']} -> {row['nnrt_operations']}"
+        verdict = row["verdict"] if row["error"] is None else f"ERROR: {row['error']}"
+        worst = row["worst_output"]
+        shown = "-" if worst is None else f"{worst['name']} (max rel {_fmt(worst['max_rel'])})"
+        if worst is not None and worst["max_rel"] is None:
+            shown = f"{worst['name']} (max rel inf)"
+        table.append((row["model"], ops, verdict, shown, f"{row['seconds']:.1f}"))
+    _echo_table([(r[0], r[1], r[3], r[4], r[2]) for r in table], "  ")  # the verdict last: it may be long
+    passed = sum(row["ok"] for row in rows)
+    errors = sum(row["error"] is not None for row in rows)
+    click.echo(f"{len(rows)} model(s): {passed} OK, {len(rows) - passed - errors} FAIL, {errors} error(s)")
+    sys.exit(0 if ok else 1)
 
 
 @main.command()
@@ -422,41 +693,57 @@ def _print_check(report, repro) -> None:
 @_input_options
 @click.option("--runs", "-n", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs.")
 @click.option("--warmup", default=3, show_default=True, type=click.IntRange(min=0), help="Untimed runs first.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, runs: int, warmup: int,
-          as_json: bool) -> None:
-    """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: median of N runs after warm-up.
+@click.option("--threads", type=click.IntRange(min=1),
+              help="onnxruntime's intra-op threads, and the native side's thread cap (numpy's BLAS pool).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output, with every run's time.")
+def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, value_ranges, save_inputs, runs: int,
+          warmup: int, threads, as_json: bool) -> None:
+    """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: mean, std and percentiles of N runs after
+    warm-up.
 
     Both devices run the same compiled NNRt model through Compilation/Executor; an .onnx MODEL is also timed as
     is in onnxruntime.
     """
     from pathlib import Path
 
-    from nnrt_onnx.workflows.inference import benchmark, complete_inputs
+    from nnrt_onnx.workflows.inference import benchmark, complete_inputs, input_names, parse_value_ranges
+    from nnrt_onnx.workflows.model_inputs import save_arrays
 
     model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
-    arrays = complete_inputs(model, model_inputs.data, seed)
+    arrays = complete_inputs(model, model_inputs.data, seed, parse_value_ranges(value_ranges))
+    if save_inputs:
+        save_arrays(save_inputs, dict(zip(input_names(model), arrays)))
     original = model_path if Path(model_path).suffix.lower() == ".onnx" else None
     results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress,
-                        bound=model_inputs.constants)
+                        bound=model_inputs.constants, threads=threads)
     native = results[0].median
+
+    def ms(value):
+        return None if value is None else value * 1e3
+
     if as_json:
-        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "results": [
-            {"name": r.name, "compile_ms": None if r.compile_seconds is None else r.compile_seconds * 1e3,
-             "median_ms": None if r.median is None else r.median * 1e3,
-             "min_ms": min(r.times) * 1e3 if r.times else None,
+        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "threads": threads, "results": [
+            {"name": r.name, "compile_ms": ms(r.compile_seconds), "median_ms": ms(r.median), "mean_ms": ms(r.mean),
+             "std_ms": ms(r.std), "p50_ms": ms(r.percentile(50)), "p90_ms": ms(r.percentile(90)),
+             "p99_ms": ms(r.percentile(99)), "min_ms": min(r.times) * 1e3 if r.times else None,
+             "max_ms": max(r.times) * 1e3 if r.times else None,
+             "times_ms": [t * 1e3 for t in r.times] if r.times else None,
              "speedup_vs_native": native / r.median if native and r.median else None, "error": r.error}
             for r in results]}, indent=1))
         return
-    click.echo(f"bench {model_path}: median of {runs} run(s) after {warmup} warm-up")
-    rows = [("runs on", "compile ms", "median ms", "min ms", "native/this")]
+    shown_threads = f", {threads} thread(s)" if threads else ""
+    click.echo(f"bench {model_path}: {runs} run(s) after {warmup} warm-up{shown_threads} (median = p50)")
+    rows = [("runs on", "compile ms", "mean ms", "std ms", "p50 ms", "p90 ms", "p99 ms", "min ms", "native/this")]
     for r in results:
         if r.error:
-            rows.append((r.name, "-", "-", "-", f"unavailable: {r.error}"))
+            rows.append((r.name, "-", "-", "-", "-", "-", "-", "-", f"unavailable: {r.error}"))
             continue
-        rows.append((r.name, f"{r.compile_seconds * 1e3:.1f}", f"{r.median * 1e3:.3f}", f"{min(r.times) * 1e3:.3f}",
-                     f"{native / r.median:.2f}x" if native else "-"))
+        rows.append((r.name, f"{r.compile_seconds * 1e3:.1f}", f"{r.mean * 1e3:.3f}", f"{r.std * 1e3:.3f}",
+                     f"{r.median * 1e3:.3f}", f"{r.percentile(90) * 1e3:.3f}", f"{r.percentile(99) * 1e3:.3f}",
+                     f"{min(r.times) * 1e3:.3f}", f"{native / r.median:.2f}x" if native else "-"))
     _echo_table(rows, "  ")
+    if save_inputs:
+        click.echo(f"inputs saved to {save_inputs}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ on stderr with a non-zero exit (2 for a malformed command line) and no traceback
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +94,8 @@ def test_check_json_seed_and_inputs(invoke, tmp_path):
 def test_check_per_layer_is_quiet_without_a_tty(invoke):
     result = invoke("check", SMALL_CNN, "--per-layer")
     assert result.exit_code == 0
-    assert "per layer: 8 of 13 ONNX nodes compared (5 fused away in NNRt), 0 outside tolerance" in result.stdout
+    assert ("per layer: 8 of 13 ONNX nodes compared (5 fused away in NNRt, 0 constant-folded), 0 outside tolerance"
+            in result.stdout)
     assert "comparing layers" not in result.output  # no progress bar when stderr is not a terminal
     data = json.loads(invoke("check", SMALL_CNN, "--per-layer", "--json").stdout)
     assert data["per_layer"]["first_divergence"] is None and len(data["per_layer"]["layers"]) == 13
@@ -266,7 +268,9 @@ def test_bench(invoke, tmp_path):
     result = invoke("bench", SMALL_CNN, "-n", 2, "--warmup", 1)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "median of 2 run(s) after 1 warm-up" in out
+    assert "2 run(s) after 1 warm-up (median = p50)" in out
+    for header in ("mean ms", "std ms", "p50 ms", "p90 ms", "p99 ms"):
+        assert header in out
     for name in ("nnrt_onnx.cpu", "onnxruntime.cpu", "onnxruntime (original .onnx)"):
         assert name in out
     assert "1.00x" in out
@@ -376,3 +380,241 @@ def test_input_options_errors(invoke, tmp_path, reshape_by_input):
     one_line_error(invoke("check", reshape_by_input, "--constant-input", "shape"), 1, "NAME=FILE or NAME=VALUE")
     one_line_error(invoke("run", TINY_NNRT, "--input-shape", "x=1,2"), 1, "apply to .onnx models")
     one_line_error(invoke("run", SMALL_CNN, "--seed", "-5"), 2, "-5")
+
+
+# -- check: who is right, output validation, data in and out, reports, many models ---------------------------------
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+@pytest.fixture
+def ill_onnx(tmp_path):
+    from test_float64 import ill_conditioned_model
+
+    path = tmp_path / "ill.onnx"
+    onnx.save(ill_conditioned_model(), str(path))
+    return path
+
+
+def test_check_ill_conditioned_passes_with_a_warning_naming_the_softmax(invoke, ill_onnx, monkeypatch):
+    from test_parity import one_ulp_up
+
+    one_ulp_up(monkeypatch)
+    result = invoke("check", ill_onnx)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "OUTSIDE" in out and "ill-conditioned at #3 (Softmax)" in out
+    assert "warning: output 'y': ill-conditioned: one-ulp rounding noise moves it by up to max rel" in out
+    assert "amplified at ONNX node #3 'softmax' (Softmax" in out
+    assert "OK: all 1 output(s) pass (1 outside tolerance, cleared by the float64 referee), 2 warning(s)" in out
+    # the referee cleared a disagreement, so every layer was compared: summed up, not tabled (not asked for)
+    assert "per layer: 3 of 4 ONNX nodes compared (1 fused away in NNRt, 0 constant-folded)" in out
+    assert "  #  node" not in out and "every layer was compared too" in out
+    strict = invoke("check", ill_onnx, "--strict")
+    assert strict.exit_code == 1 and "FAIL (--strict): 2 warning(s)" in strict.stdout
+
+
+def test_check_says_native_is_wrong_at_the_broken_node(invoke, monkeypatch):
+    from test_parity import off_by_one_pad
+
+    off_by_one_pad(monkeypatch, lambda args: args[1].shape[0] == 24)
+    result = invoke("check", SMALL_CNN, "--per-layer")
+    assert result.exit_code == 1
+    out = result.stdout
+    assert "float64 says native is wrong first at ONNX node #5 'conv2.relu' (Relu): native is wrong" in out
+    assert "5   conv2.relu  Relu     CONV2D" in out and "native is wrong (onnxruntime" in out
+    assert "FAIL: 2 of 2 output(s) outside tolerance" in out
+    data = json.loads(invoke("check", SMALL_CNN, "--json").stdout)
+    assert {o["float64"]["verdict"] for o in data["outputs"]} == {"native is wrong"}
+
+
+def test_check_nan_fails_and_max_rel_is_not_nan(invoke, tmp_path):
+    node = helper.make_node("Sqrt", ["x"], ["y"], name="sqrt")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "sqrt.onnx"))
+    np.save(tmp_path / "x.npy", np.array([-1.0, 4.0, np.nan, 1.0], np.float32))
+    result = invoke("check", tmp_path / "sqrt.onnx", "--input", f"x={tmp_path / 'x.npy'}")
+    assert result.exit_code == 1
+    assert "NaN (native 2, onnxruntime 2)" in result.stdout
+    assert "FAIL: 1 of 1 output(s) outside tolerance (1 with NaN)" in result.stdout
+    row = [line for line in result.stdout.splitlines() if line.startswith("  y ")][0]  # the comparison row
+    assert row.split()[3:5] == ["0", "0"] and "nan" not in row.lower().replace("nan (native", "")  # max abs/rel
+    data = json.loads(invoke("check", tmp_path / "sqrt.onnx", "--input", f"x={tmp_path / 'x.npy'}", "--json").stdout)
+    assert data["outputs"][0]["native_stats"]["nan"] == 2 and data["outputs"][0]["passed"] is False
+
+
+def test_save_inputs_on_check_run_and_bench_feed_back_as_input(invoke, tmp_path):
+    from nnrt_onnx.onnx_import import from_onnx
+    from nnrt_onnx.workflows.inference import random_inputs
+
+    expected = random_inputs(from_onnx(SMALL_CNN).model, 4)[0]  # what seed 4 makes, independently of the CLI
+    for command in ("check", "run", "bench"):
+        extra = ["-n", 1, "--warmup", 0] if command == "bench" else []
+        result = invoke(command, SMALL_CNN, "--seed", 4, "--save-inputs", tmp_path / f"{command}.npz", *extra)
+        assert result.exit_code == 0, result.output
+        with np.load(tmp_path / f"{command}.npz", allow_pickle=False) as saved:
+            assert saved.files == ["image"]
+            np.testing.assert_array_equal(saved["image"], expected)
+    again = invoke("run", SMALL_CNN, "--input", tmp_path / "check.npz", "--output-npz", tmp_path / "a.npz")
+    first = invoke("run", SMALL_CNN, "--seed", 4, "--output-npz", tmp_path / "b.npz")
+    assert again.exit_code == 0 and first.exit_code == 0
+    with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "b.npz") as b:
+        np.testing.assert_array_equal(a["probs"], b["probs"])
+    one_line_error(invoke("run", SMALL_CNN, "--save-inputs", tmp_path / "x.txt"), 1, "must end in .npz")
+    one_line_error(invoke("run", SMALL_CNN, "--save-inputs", tmp_path / "no" / "x.npz"), 1, "cannot write")
+
+
+def test_expected_outputs_on_check_and_run(invoke, tmp_path):
+    from support import ort_run
+
+    x = np.random.default_rng(9).standard_normal((2, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    (golden,) = ort_run(onnx.load(TINY_MLP), {"features": x})
+    np.save(tmp_path / "scores.npy", golden)
+    np.savez(tmp_path / "golden.npz", scores=golden)
+    wrong = golden.copy()
+    wrong[0, 0] += 0.05
+    np.save(tmp_path / "wrong.npy", wrong)
+    given = ["--input", f"features={tmp_path / 'x.npy'}"]
+    for spec in (f"scores={tmp_path / 'scores.npy'}", str(tmp_path / "golden.npz"), str(tmp_path / "scores.npy")):
+        result = invoke("check", TINY_MLP, *given, "--expected", spec)
+        assert result.exit_code == 0, result.output
+        assert "against the expected outputs (native, then onnxruntime):" in result.stdout
+        assert invoke("run", TINY_MLP, *given, "--expected", spec).exit_code == 0
+    bad = invoke("check", TINY_MLP, *given, "--expected", f"scores={tmp_path / 'wrong.npy'}")
+    assert bad.exit_code == 1 and "outside tolerance of the expected values" in bad.stdout
+    one_line_error(invoke("run", TINY_MLP, *given, "--expected", f"scores={tmp_path / 'wrong.npy'}"), 1,
+                   "1 of 1 output(s) outside tolerance of the expected values: scores")
+    one_line_error(invoke("check", TINY_MLP, "--expected", f"nope={tmp_path / 'scores.npy'}"), 1, "unknown output")
+
+
+def test_expected_from_the_onnx_packages_golden_output(invoke):
+    """light_squeezenet ships its expected output (a TensorProto without a name: the model's only output)."""
+    result = invoke("check", LIGHT / "light_squeezenet.onnx", "--no-float64", "--expected",
+                    LIGHT / "light_squeezenet_output_0.pb")
+    assert result.exit_code == 0, result.output
+    assert "against the expected outputs" in result.stdout
+    assert result.stdout.count("softmaxout_1  float32  [1, 1000, 1, 1]") == 3  # the check, then both sides
+    assert "warning: output 'softmaxout_1' is constant" in result.stdout
+
+
+def test_val_range(invoke, tmp_path):
+    for spec in ("5,6", "features=5,6"):
+        result = invoke("run", TINY_MLP, "--val-range", spec, "--save-inputs", tmp_path / "in.npz")
+        assert result.exit_code == 0, result.output
+        with np.load(tmp_path / "in.npz") as saved:
+            assert saved["features"].min() >= 5 and saved["features"].max() < 6
+    result = invoke("check", TINY_MLP, "--val-range", "-1,1", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["inputs"]["features"]["range"] == [-1.0, 1.0]
+    one_line_error(invoke("run", TINY_MLP, "--val-range", "1"), 1, "expected NAME=LO,HI or LO,HI")
+    one_line_error(invoke("run", TINY_MLP, "--val-range", "2,1"), 1, "LO must be below HI")
+    one_line_error(invoke("run", TINY_MLP, "--val-range", "nope=0,1"), 1, "unknown input name(s) ['nope']")
+
+
+def test_run_json_output_npz_and_statistics(invoke, tmp_path):
+    result = invoke("run", SMALL_CNN, "--json", "--output-npz", tmp_path / "out.npz", "--output-dir", tmp_path / "d")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [o["name"] for o in data["outputs"]] == ["probs", "logits"]
+    with np.load(tmp_path / "out.npz") as saved:
+        probs = saved["probs"]
+        np.testing.assert_array_equal(probs, np.load(tmp_path / "d" / "probs.npy"))
+    stats = data["outputs"][0]["stats"]
+    assert stats["min"] == pytest.approx(float(probs.min())) and stats["std"] == pytest.approx(float(probs.std()))
+    assert stats["nan"] == 0 and data["inputs"]["image"]["source"] == "random" and data["run_ms"] > 0
+    text = invoke("run", SMALL_CNN).stdout
+    assert "  min " in text and "NaN 0  Inf 0" in text
+
+
+def test_run_float16_overflow_exits_1(invoke, tmp_path):
+    k = numpy_helper.from_array(np.float32(300), "k")
+    nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Mul", ["m", "k"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])], [k])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "big.onnx"))
+    assert invoke("run", tmp_path / "big.onnx").exit_code == 0  # 90000 |x| fits in float32 ...
+    result = invoke("run", tmp_path / "big.onnx", "--float16")  # ... not in float16 (65504)
+    line = one_line_error(result, 1, "the float16 run produced NaN/Inf in 1 of 1 output(s) (y: 0 NaN, ")
+    assert "run without --float16" in line and "y: float32 [64]" in result.stdout
+
+
+def test_per_layer_table_in_text(invoke):
+    out = invoke("check", SMALL_CNN, "--per-layer").stdout
+    assert "  #   node        op       NNRt op                  max abs   max rel   cosine    float64" in out
+    assert "  8   lrn         LRN      LRN  " in out and "  11  logits      Gemm     FULL_CONNECTION  " in out
+
+
+def test_html_report_has_one_point_per_compared_layer(invoke, monkeypatch, tmp_path):
+    import html.parser
+
+    from test_parity import off_by_one_pad
+
+    off_by_one_pad(monkeypatch, lambda args: args[1].shape[0] == 24)
+    result = invoke("check", SMALL_CNN, "--report", tmp_path / "r.html", "--json")  # implies --per-layer
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    compared = [layer["index"] for layer in data["per_layer"]["layers"] if layer["status"] != "not compared"]
+
+    class Page(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.points, self.lines, self.tags, self.links = [], {}, [], []
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            self.tags.append(tag)
+            self.links += [v for k, v in attrs.items() if k in ("src", "href")]
+            classes = (attrs.get("class") or "").split()
+            if tag == "circle" and "native-ort" in classes:
+                self.points.append((int(attrs["data-index"]), "diverged" in classes))
+            if tag == "line" and classes and classes[0] in ("divergence", "culprit"):
+                self.lines[classes[0]] = int(attrs["data-index"])
+
+    page = Page()
+    page.feed((tmp_path / "r.html").read_text())
+    assert [i for i, _ in page.points] == compared  # one point per compared layer, in graph order
+    assert {i for i, diverged in page.points if diverged} == {5, 7, 8, 10, 11, 12}
+    assert page.lines == {"divergence": 5, "culprit": 5}
+    assert "script" not in page.tags and page.links == []  # self-contained
+    assert page.tags.count("svg") == 1 and "table" in page.tags
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # written atomically, nothing left over
+
+
+def test_check_many_models_one_summary(invoke, tmp_path, corrupt):
+    result = invoke("check", MODELS)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("check 3 model(s), native vs onnxruntime, seed 0")
+    for name in ("residual_block.onnx", "small_cnn.onnx", "tiny_mlp.onnx"):
+        assert name in out
+    assert "3 model(s): 3 OK, 0 FAIL, 0 error(s)" in out
+    result = invoke("check", corrupt / "bad.onnx", SMALL_CNN, tmp_path / "missing.onnx", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    rows = {Path(row["model"]).name: row for row in data["models"]}
+    assert rows["small_cnn.onnx"]["ok"] and rows["small_cnn.onnx"]["verdict"] == "OK"
+    assert rows["small_cnn.onnx"]["report"]["outputs"][0]["name"] == "probs"
+    assert rows["bad.onnx"]["verdict"] == "ERROR" and "not a readable ONNX model" in rows["bad.onnx"]["error"]
+    assert "no such file" in rows["missing.onnx"]["error"] and not data["ok"]
+    text = invoke("check", corrupt / "bad.onnx", SMALL_CNN).stdout
+    assert "ERROR: " in text and "2 model(s): 1 OK, 0 FAIL, 1 error(s)" in text
+    one_line_error(invoke("check", SMALL_CNN, TINY_MLP, "--input", "x.npy"), 2, "--input applies to one model")
+    one_line_error(invoke("check", tmp_path / "empty_dir_is_not_a_model"), 1, "no such file")
+    (tmp_path / "empty").mkdir()
+    one_line_error(invoke("check", tmp_path / "empty"), 1, "no .onnx model in this directory")
+
+
+def test_bench_json_statistics_and_threads(invoke):
+    result = invoke("bench", TINY_NNRT, "-n", 5, "--warmup", 0, "--json", "--threads", 1)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["threads"] == 1
+    for r in data["results"]:
+        times = np.array(r["times_ms"])
+        assert len(times) == 5
+        assert r["mean_ms"] == pytest.approx(times.mean()) and r["std_ms"] == pytest.approx(times.std())
+        assert r["p50_ms"] == pytest.approx(np.median(times)) == pytest.approx(r["median_ms"])
+        assert r["p90_ms"] == pytest.approx(np.percentile(times, 90)) and r["p99_ms"] <= times.max() + 1e-9
+        assert r["min_ms"] == pytest.approx(times.min())
+    one_line_error(invoke("bench", TINY_NNRT, "--threads", 0), 2, "--threads")

@@ -1,4 +1,9 @@
-"""Constant folding: an NNRt node whose inputs are all constants is evaluated now, by its native kernel."""
+"""Constant folding: an NNRt node whose inputs are all constants is evaluated now, by its native kernel.
+
+The size of what folding would produce is computed from the kernel's shape rule *before* anything is evaluated:
+an output above the budget (``max_bytes``, 256 MiB by default) is not folded, the node stays an operation. (The
+ONNX importer turns Shape and Size of a tensor whose shape is known into constants itself.)
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,18 +13,32 @@ from ..runtime.invoke import call
 from .graph import Graph, Node
 from .issues import INVALID_MODEL, ConversionIssue
 from .quantized import carry_through
+from .shapes import rule_shapes, static_bytes
 
-# Folding bigger results than this would bloat the model with computed data a kernel can rebuild.
-MAX_FOLDED_ELEMENTS = 1 << 26
+# Folding bigger results than this would bloat the model with computed data a kernel can rebuild at run time.
+DEFAULT_MAX_CONSTANT_BYTES = 256 << 20
+
+def fits_budget(shapes, dtypes, max_bytes: int) -> bool:
+    """Whether tensors of these (rule-computed) shapes and dtypes hold at most ``max_bytes`` each; an unknown
+    shape never fits (nothing is evaluated to find out)."""
+    for shape, dtype in zip(shapes, dtypes):
+        size = static_bytes(shape, np.dtype(dtype).itemsize)
+        if size is None or size > max_bytes:
+            return False
+    return True
 
 
-def try_fold(graph: Graph, node: Node) -> bool:
-    """Evaluate ``node`` if every input is a constant; store its outputs as constants. Returns whether it did."""
+def try_fold(graph: Graph, node: Node, max_bytes: int = DEFAULT_MAX_CONSTANT_BYTES) -> bool:
+    """Evaluate ``node`` if every input is a constant and each output fits ``max_bytes``; store its outputs as
+    constants. Returns whether it did."""
     inputs = [graph.values[name] for name in node.inputs]
-    if not inputs or any(v.data is None for v in inputs) or any(v.quant is not None for v in inputs):
-        return False
     outputs = [graph.values[name] for name in node.outputs]
-    if any(o.quant is not None for o in outputs):
+    if any(o.quant is not None for o in outputs) or any(v.quant is not None for v in inputs):
+        return False
+    if not inputs or any(v.data is None for v in inputs):
+        return False
+    shapes = rule_shapes(graph, node)
+    if not fits_budget(shapes, [o.dtype for o in outputs], max_bytes):
         return False
     values = node.values()
     try:
@@ -28,8 +47,6 @@ def try_fold(graph: Graph, node: Node) -> bool:
     except NNRtError as exc:
         raise ConversionIssue(INVALID_MODEL, f"evaluating constant {node.op.name}: {exc.message}") from None
     if results is None:  # no kernel for it
-        return False
-    if sum(np.size(r) for r in results) > MAX_FOLDED_ELEMENTS:
         return False
     for value, array in zip(outputs, results):
         value.data = np.ascontiguousarray(array.astype(value.dtype, copy=False)).reshape(array.shape)  # (keeps 0-d)

@@ -99,6 +99,9 @@ class Graph:
         # a tensor removed by the layout pass -> (the tensor it was a transpose of, that permutation)
         self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
         self.quantization = QuantizationState()
+        # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
+        self.origins: dict[str, tuple[str, str, int]] = {}
+        self.tensor_origins: dict[str, str] = {}  # an ONNX tensor -> the origin of the node that wrote it
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -133,6 +136,8 @@ class Graph:
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)
         other.quantization = self.quantization.copy()
+        other.origins = dict(self.origins)
+        other.tensor_origins = dict(self.tensor_origins)
         other._counter = self._counter
         return other
 

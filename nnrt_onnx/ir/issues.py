@@ -15,15 +15,30 @@ INVALID_MODEL = "invalid_model"
 
 @dataclass(frozen=True)
 class Issue:
+    """One problem: the ONNX node (name, op type, domain, opset) it is about, a reason code and a message.
+
+    ``depends_on`` names the node whose failed conversion this one follows from (its input comes from there): such
+    a problem is a consequence, not a root cause. ``op_type`` is ``input`` / ``initializer`` for problems with a
+    model input or an initializer (``node`` is then its name).
+    """
+
     node: str
     op_type: str
     opset: int
     reason: str
     message: str
-    tensor: str | None = None
+    tensor: str | None = None  # the tensor the problem is about, when there is one
+    domain: str = ""
+    depends_on: str | None = None
+
+    @property
+    def is_root(self) -> bool:
+        return self.depends_on is None
 
     def __str__(self) -> str:
-        return f"{self.node} ({self.op_type}, opset {self.opset}): [{self.reason}] {self.message}"
+        op = f"{self.domain}.{self.op_type}" if self.domain not in ("", "ai.onnx") else self.op_type
+        follows = f"depends on {self.depends_on!r}, which could not be converted: " if self.depends_on else ""
+        return f"{self.node} ({op}, opset {self.opset}): [{self.reason}] {follows}{self.message}"
 
 
 class ConversionIssue(Exception):
@@ -44,8 +59,14 @@ class ConversionError(Exception):
         super().__init__(self.text())
 
     def text(self) -> str:
+        """Root causes first, then the problems that follow from them."""
+        roots = [i for i in self.issues if i.is_root]
+        following = [i for i in self.issues if not i.is_root]
         lines = [f"{len(self.issues)} problem(s) converting the model:"]
-        lines += [f"  {issue}" for issue in self.issues]
+        lines += [f"  {issue}" for issue in roots]
+        if following and roots:
+            lines.append(f"  and {len(following)} that follow from those:")
+        lines += [f"  {issue}" for issue in following]
         return "\n".join(lines)
 
     def to_json(self) -> str:

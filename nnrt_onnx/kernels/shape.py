@@ -283,7 +283,7 @@ def unstack(x, *, axis, ctx):
     op = "UNSTACK"
     x = np.asarray(x)
     ax, count = _unstack_axis(op, x.shape, axis, _output_count(ctx))
-    return tuple(np.ascontiguousarray(np.take(x, i, axis=ax)) for i in range(count))
+    return tuple(np.take(x, i, axis=ax).copy() for i in range(count))  # (ascontiguousarray makes 0-d 1-d)
 
 
 def _unstack_axis(op: str, shape, axis, n_outputs) -> tuple[int, int]:

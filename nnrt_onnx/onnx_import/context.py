@@ -8,15 +8,19 @@ import onnx
 from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
+from ..ir.fold import try_fold
 from ..ir.graph import Graph, Node, Value
 from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ..ir.quantized import propagate
 from ..ir.rows import Row
+from ..ir.shapes import refine_output_shapes
 from ..optable import op_spec, param_array
 
 
 class NodeContext:
-    def __init__(self, graph: Graph, node: onnx.NodeProto, row: Row, opset: int, options):
+    def __init__(self, graph: Graph, node: onnx.NodeProto, row: Row, opset: int, options, conversion=None):
         self.graph = graph
+        self.conversion = conversion  # the GraphConversion converting this node (subgraphs inline through it)
         self.node = node
         self.row = row
         self.opset = opset
@@ -28,7 +32,8 @@ class NodeContext:
             elif isinstance(value, list) and value and isinstance(value[0], bytes):
                 self.attrs[key] = [v.decode() for v in value]
         self.used_attrs: set[str] = set()
-        self.name = node.name or (node.output[0] if node.output else node.op_type)
+        self.label = node.name or (node.output[0] if node.output else node.op_type)  # the node's own name
+        self.name = self.label  # what the IR nodes it emits carry as their origin (scoped inside subgraphs)
 
     # -- reading the ONNX node -------------------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
@@ -100,12 +105,9 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
-        from ..ir.fold import try_fold
-        from ..ir.quantized import propagate
-
         propagate(self.graph, node)  # a transparent op on a quantized tensor writes one (ir.quantized)
-
-        if not try_fold(self.graph, node):
+        refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
+        if not try_fold(self.graph, node, self.options.max_constant_bytes):
             self.graph.nodes.append(node)
         return node
 
@@ -149,6 +151,48 @@ class NodeContext:
         shape_name = self.constant(np.asarray(shape, np.int64), f"{name}.shape")
         self.emit(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [name, shape_name], [out])
         return out
+
+    # -- subgraphs ---------------------------------------------------------------------------------------------
+    def subgraph(self, name: str) -> onnx.GraphProto:
+        self.used_attrs.add(name)
+        for attribute in self.node.attribute:
+            if attribute.name == name and attribute.type == onnx.AttributeProto.GRAPH:
+                return attribute.g
+        raise ConversionIssue("invalid_model", f"{self.node.op_type} has no graph attribute {name!r}")
+
+    def inline(self, body: onnx.GraphProto, bindings: dict[str, str], where: str,
+               use_shapes: bool = True) -> list[str | None]:
+        """Convert the subgraph ``body`` here (its inputs bound to IR tensors); the IR tensors of its outputs."""
+        if self.conversion is None:
+            raise ConversionIssue("unsupported_op", f"{self.node.op_type}: subgraphs are converted by the importer only")
+        return self.conversion.inline(body, bindings, f"{self.label}.{where}", use_shapes)
+
+    def shape_values(self):
+        """The symbolic reader of run-time shape tensors (onnx_import/symbolic.py), or None outside an import."""
+        return self.conversion.shape_values() if self.conversion is not None else None
+
+    def fix_hint(self, tensors: Sequence[str], needs_value: bool = True) -> str:
+        """What the user can pin (--input-shape) or bind (--constant-input) so that ``tensors`` become known."""
+        return self.conversion.fix_hint(list(tensors), needs_value) if self.conversion is not None else ""
+
+    def adopt(self, source: str, output: str) -> None:
+        """``output`` (an ONNX name) means ``source``; when ``source`` is a name private to an inlined subgraph
+        (``::`` in it) written by an op, that op writes ``output`` instead, so the model keeps the ONNX names."""
+        source = self.graph.resolve(source)
+        value = self.value(source)
+        writer = next((n for n in reversed(self.graph.nodes) if source in n.outputs), None)
+        if "::" not in source or value.data is not None or writer is None or output in self.graph.aliases:
+            self.alias(source, output)
+            return
+        graph = self.graph
+        for node in graph.nodes:
+            node.inputs = [output if n == source else n for n in node.inputs]
+            node.outputs = [output if n == source else n for n in node.outputs]
+        graph.outputs = [output if n == source else n for n in graph.outputs]
+        graph.values[output] = Value(output, value.dtype, value.shape, None, value.quant)
+        del graph.values[source]
+        graph.aliases = {k: (output if v == source else v) for k, v in graph.aliases.items()}
+        graph.aliases[source] = output
 
     def alias(self, source: str, output: str) -> None:
         """Make ``output`` (an ONNX tensor name) mean the same tensor as ``source`` (no op emitted)."""

@@ -13,6 +13,7 @@ from onnx import numpy_helper
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType
 from ..errors import NNRtError
+from ..ir.fold import DEFAULT_MAX_CONSTANT_BYTES
 from ..ir.graph import Graph, Value
 from ..ir.issues import (
     DYNAMIC_SHAPE,
@@ -23,15 +24,11 @@ from ..ir.issues import (
     ConversionIssue,
     Issue,
 )
-from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
-from ..ir.quantized import guard_raw_reads
-from ..ir.rows import domain_versions, qualified, route
 from ..model import Model
-from .context import NodeContext
-from .handlers import handler_for
-from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
+from .conversion import DEFAULT_DOMAINS, GraphConversion, onnx_dtype, shape_of, value_infos
+from .diagnosis import declared_input
 
-DEFAULT_DOMAINS = ("", "ai.onnx")
+__all__ = ["DEFAULT_DOMAINS", "ImportOptions", "ImportResult", "emit_model", "from_onnx", "load_onnx", "opset_of"]
 
 
 @dataclass
@@ -42,6 +39,7 @@ class ImportOptions:
     fold_batchnorm: bool = True
     fuse_activations: bool = True
     optimize_layout: bool = True
+    max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES  # fold no tensor larger than this (the node stays an op)
     fold_qdq: bool = True  # DequantizeLinear -> op -> QuantizeLinear groups become quantized NNRt ops (ir/passes/qdq.py)
     dynamic_quantization: str = "float"  # "float": weights dequantized at conversion (dynamic.py); "exact"
 
@@ -53,20 +51,6 @@ class ImportResult:
     stats: dict[str, Any]
 
 
-def _onnx_dtype(elem_type: int) -> np.dtype:
-    try:
-        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, TypeError, ValueError):
-        raise ConversionIssue(UNSUPPORTED_DTYPE, f"ONNX element type {elem_type} has no numpy/NNRt equivalent") from None
-
-
-def _shape_of(type_proto) -> tuple[int, ...] | None:
-    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
-        return None
-    return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1
-                 for d in type_proto.tensor_type.shape.dim)
-
-
 def load_onnx(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
@@ -76,18 +60,18 @@ def load_onnx(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     try:
         return onnx.load(str(path))  # external data next to the file loads with it
     except Exception as exc:  # protobuf decode errors have no stable type
-        raise ConversionError([Issue(str(path), "-", 0, INVALID_MODEL, f"not a readable ONNX model: {exc}")]) from None
+        raise ConversionError([Issue(str(path), "file", 0, INVALID_MODEL, f"not a readable ONNX model: {exc}")]) from None
 
 
 def _pin_shapes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> None:
     inputs = {i.name: i for i in model.graph.input}
     for name, dims in shapes.items():
         if name not in inputs:
-            raise ConversionError([Issue(name, "-", 0, INVALID_MODEL,
+            raise ConversionError([Issue(name, "input", opset_of(model), INVALID_MODEL,
                                          f"--input-shape names unknown input {name!r}; inputs: {list(inputs)}")])
         tensor_shape = inputs[name].type.tensor_type.shape
         if len(tensor_shape.dim) not in (0, len(dims)):
-            raise ConversionError([Issue(name, "-", 0, INVALID_MODEL,
+            raise ConversionError([Issue(name, "input", opset_of(model), INVALID_MODEL,
                                          f"input {name!r} has rank {len(tensor_shape.dim)}, pinned shape {list(dims)}")])
         del tensor_shape.dim[:]
         for d in dims:
@@ -117,19 +101,19 @@ def opset_of(model: onnx.ModelProto) -> int:
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
-              fold_qdq: bool = True, dynamic_quantization: str = "float") -> ImportResult:
+              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES, fold_qdq: bool = True,
+              dynamic_quantization: str = "float") -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
     ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
-    shapes, axes and the like as constants). ``fold_qdq`` makes quantized ONNX models quantized NNRt models
-    (docs/quantization.md); ``dynamic_quantization`` picks the form of dynamically quantized ones ("float": the
-    weights dequantized at conversion, float arithmetic; "exact": the integer arithmetic, exactly). Raises
-    :class:`ConversionError` listing every node that cannot be converted, with a reason code each.
+    shapes, axes and the like as constants). Raises :class:`ConversionError` listing every node that cannot
+    be converted, with a reason code each. ``max_constant_bytes``: constant folding produces no tensor larger than
+    this (the node stays an operation).
     """
     if dynamic_quantization not in ("float", "exact"):
         raise ValueError(f"dynamic_quantization must be 'float' or 'exact', got {dynamic_quantization!r}")
     options = ImportOptions(dict(input_shapes or {}), dict(constant_inputs or {}), nhwc_io, fold_batchnorm,
-                            fuse_activations, optimize_layout, fold_qdq, dynamic_quantization)
+                            fuse_activations, optimize_layout, max_constant_bytes, fold_qdq, dynamic_quantization)
     started = time.perf_counter()
     model = load_onnx(source)
     if options.input_shapes:
@@ -185,13 +169,6 @@ def _quantized(model: onnx.ModelProto) -> bool:
                or (n.domain == "com.microsoft" and n.op_type.startswith("Q")) for n in model.graph.node)
 
 
-def _value_infos(model: onnx.ModelProto) -> dict[str, Any]:
-    infos = {}
-    for info in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input):
-        infos[info.name] = info.type
-    return infos
-
-
 def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOptions) -> list[Issue]:
     issues: list[Issue] = []
     initializers = {t.name for t in model.graph.initializer}
@@ -209,18 +186,22 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
             continue
         array = np.asarray(array)
         graph.add_value(Value(name, array.dtype, tuple(array.shape), array))
+    declared = {}
     for info in model.graph.input:
         if info.name in initializers or info.name in options.constant_inputs:
             continue
         try:
-            dtype = _onnx_dtype(info.type.tensor_type.elem_type)
+            dtype = onnx_dtype(info.type.tensor_type.elem_type)
             from_numpy(dtype)
         except (ConversionIssue, ValueError) as exc:
             issues.append(Issue(info.name, "input", opset, UNSUPPORTED_DTYPE, str(exc)))
             continue
-        shape = _shape_of(info.type)
+        shape = shape_of(info.type)
+        declared[info.name] = declared_input(info, shape)
         if shape is None:
-            issues.append(Issue(info.name, "input", opset, DYNAMIC_SHAPE, "model input has no shape (pin it)"))
+            issues.append(Issue(info.name, "input", opset, DYNAMIC_SHAPE,
+                                f"model input {info.name!r} has no shape: pin it with --input-shape "
+                                f"{info.name}=D1,D2,... or give --input {info.name}=FILE"))
             continue
         dims = info.type.tensor_type.shape.dim
         if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
@@ -233,58 +214,34 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         graph.add_value(Value(info.name, dtype, shape))
         graph.inputs.append(info.name)
 
-    infos = _value_infos(model)
-    versions = domain_versions(model.opset_import)
-    for node in model.graph.node:
-        name = node.name or (node.output[0] if node.output else node.op_type)
-        for output in node.output:
-            if output and output not in graph.values:
-                type_proto = infos.get(output)
-                dtype, shape = np.dtype(np.float32), None
-                if type_proto is not None and type_proto.tensor_type.elem_type:
-                    try:
-                        dtype = _onnx_dtype(type_proto.tensor_type.elem_type)
-                    except ConversionIssue:
-                        pass
-                    shape = _shape_of(type_proto)
-                graph.add_value(Value(output, dtype, shape))
-        metadata = {entry.key: entry.value for entry in node.metadata_props}
-        if METADATA_QUANT in metadata:
-            try:
-                restore_quantized_tensor(graph, node, metadata[METADATA_QUANT])
-            except (KeyError, AttributeError, ValueError) as exc:
-                issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore quant params: {exc}"))
-            continue
-        if METADATA_FUSED in metadata and node.input:
-            graph.aliases[node.output[0]] = graph.resolve(node.input[0])  # already in the producing op's parameters
-            continue
-        if node.domain == NNRT_DOMAIN:
-            try:
-                restore_nnrt_node(graph, node, metadata)
-            except (ConversionIssue, KeyError, ValueError) as exc:
-                issues.append(Issue(name, node.op_type, opset, INVALID_MODEL, f"cannot restore the NNRt op: {exc}"))
-            continue
-        row, version, problem = route(node.domain, node.op_type, versions)  # by (domain, type, that domain's opset)
-        if row is None:
-            issues.append(Issue(name, qualified(node.domain, node.op_type), version, *problem))
-            continue
-        ctx = NodeContext(graph, node, row, opset, options)
-        emitted_before = len(graph.nodes)
-        try:
-            handler_for(row)(ctx)
-            if graph.quantization.raw:  # ONNX reads these quantized tensors as integers (ir.quantized)
-                guard_raw_reads(graph, graph.nodes[emitted_before:])
-            if METADATA_PARAMS in metadata:
-                restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
-            unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
-            if unused:
-                raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")
-        except ConversionIssue as exc:
-            issues.append(Issue(name, row.op_type, version, exc.reason, exc.message, exc.tensor))
-        except NNRtError as exc:  # an emitted op the NNRt API would reject
-            issues.append(Issue(name, row.op_type, version, INVALID_MODEL, exc.message))
+    conversion = GraphConversion(graph, opset, options, declared, [o.name for o in model.graph.output],
+                                 {entry.domain: entry.version for entry in model.opset_import})
+    conversion.convert_nodes(model.graph.node, value_infos(model.graph))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
+    issues += conversion.issues
+    if not issues:
+        issues += _unknown_ranks(graph, conversion)
     return issues
+
+
+def _unknown_ranks(graph: Graph, conversion: GraphConversion) -> list[Issue]:
+    """Tensors whose rank nothing could tell (NNRt needs at least the rank), each against the ONNX node that
+    writes it, with what the user can pin."""
+    graph.remove_unused()
+    writers = {name: node for node in graph.nodes for name in node.outputs}
+    found: dict[str, Issue] = {}
+    for name in list(graph.inputs) + [n for node in graph.nodes for n in (*node.inputs, *node.outputs)]:
+        value = graph.values.get(name)
+        if value is None or value.shape is not None or name in found:
+            continue
+        writer = writers.get(name)
+        origin = writer.origin if writer is not None else name
+        op_type, domain, opset = graph.origins.get(origin, ("input", "", conversion.opset))
+        onnx_name = origin.rsplit("::", 1)[-1]
+        hint = conversion.fix_hint([name], needs_value=False)
+        found[name] = Issue(onnx_name, op_type, opset, DYNAMIC_SHAPE,
+                            f"the rank of {name!r} is unknown" + (f"; {hint}" if hint else ""), name, domain)
+    return list(found.values())
 
 
 def _materialize_passthrough_outputs(graph: Graph) -> None:
@@ -306,11 +263,23 @@ def _materialize_passthrough_outputs(graph: Graph) -> None:
             graph.values[name] = Value(name, value.dtype, value.shape, None, value.quant)
         else:
             continue
+        origin = graph.tensor_origins.get(name, name)  # (problems with it belong to the node that wrote it)
         if value.shape:
             shape = graph.constant(np.asarray(value.shape, np.int64), f"{name}.shape")
-            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, name))
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, origin))
         else:  # a scalar: SQUEEZE without axes is the identity (a shape tensor cannot be empty in NNRt)
-            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_SQUEEZE, [source], [target], {}, name))
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_SQUEEZE, [source], [target], {}, origin))
+
+
+def _blame(graph: Graph, value_name: str) -> tuple[str, str, str, int]:
+    """(ONNX node, op type, domain, opset) a tensor's problem belongs to: the node that wrote it, else the first
+    that reads it (a constant or an input)."""
+    writer = next((n for n in graph.nodes if value_name in n.outputs), None) or \
+        next((n for n in graph.nodes if value_name in n.inputs), None)
+    if writer is None:
+        return value_name, "input" if value_name in graph.inputs else "output", "", 0
+    op_type, domain, opset = graph.origins.get(writer.origin, (writer.op.name, "", 0))
+    return writer.origin.rsplit("::", 1)[-1], op_type, domain, opset
 
 
 def emit_model(graph: Graph, name: str = "model") -> Model:
@@ -320,22 +289,26 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
     index: dict[str, int] = {}
     issues = []
 
+    def problem(value_name: str, reason: str, message: str) -> Issue:
+        node, op_type, domain, opset = _blame(graph, value_name)
+        return Issue(node, op_type, opset, reason, message, value_name, domain)
+
     def tensor(value_name: str) -> int:
         if value_name in index:
             return index[value_name]
         value = graph.values[value_name]
         if value.shape is None:
-            issues.append(Issue(value_name, "-", 0, DYNAMIC_SHAPE, f"the rank of {value_name!r} is unknown"))
+            issues.append(problem(value_name, DYNAMIC_SHAPE, f"the rank of {value_name!r} is unknown"))
             dims: tuple[int, ...] = ()
         else:
             dims = value.shape
         try:
             dtype = from_numpy(value.dtype)
         except ValueError as exc:
-            raise ConversionError([Issue(value_name, "-", 0, UNSUPPORTED_DTYPE, str(exc))]) from None
+            raise ConversionError([problem(value_name, UNSUPPORTED_DTYPE, str(exc))]) from None
         if 0 in dims:  # an empty tensor (a constant, e.g. a zero-size slice) reaching an operation or an output
-            issues.append(Issue(value_name, "-", 0, UNSUPPORTED_ATTRIBUTE, f"{value_name!r} is empty (shape "
-                                f"{list(dims)}): NNRt tensors cannot have a 0 dim"))
+            issues.append(problem(value_name, UNSUPPORTED_ATTRIBUTE, f"{value_name!r} is empty (shape "
+                                  f"{list(dims)}): NNRt tensors cannot have a 0 dim"))
             dims = tuple(max(d, 1) if d >= 0 else d for d in dims)
             value = Value(value_name, value.dtype, dims, None, value.quant)
         i = model.add_tensor_legacy(dtype, dims, value.quant, name=value_name)
@@ -357,12 +330,14 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
         try:
             model.add_operation(node.op, params, inputs, outputs)
         except NNRtError as exc:
-            issues.append(Issue(node.origin, node.op.name, 0, INVALID_MODEL, exc.message))
+            op_type, domain, opset = graph.origins.get(node.origin, (node.op.name, "", 0))
+            issues.append(Issue(node.origin.rsplit("::", 1)[-1], op_type, opset, INVALID_MODEL,
+                                f"{node.op.name}: {exc.message}", None, domain))
     graph_outputs = [tensor(n) for n in graph.outputs]
     if issues:
         raise ConversionError(issues)
     if not graph_inputs:
-        raise ConversionError([Issue(name, "-", 0, INVALID_MODEL, "the model has no input left (all were constant)")])
+        raise ConversionError([Issue(name, "model", 0, INVALID_MODEL, "the model has no input left (all were constant)")])
     model.specify_inputs_and_outputs(graph_inputs, graph_outputs)
     model.finish()
     return model

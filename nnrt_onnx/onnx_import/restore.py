@@ -106,6 +106,8 @@ def restore_nnrt_node(graph: Graph, onnx_node, metadata: dict[str, str]) -> None
     inputs = [graph.resolve(i) for i in onnx_node.input]
     node = Node(op, inputs, list(onnx_node.output), params, onnx_node.name)
     from ..ir.fold import try_fold
+    from ..ir.shapes import refine_output_shapes
 
+    refine_output_shapes(graph, node)
     if not try_fold(graph, node):
         graph.nodes.append(node)

@@ -7,6 +7,9 @@ through that session. onnxruntime itself is imported only when a model is built 
 Device type: OH_NN_CPU. OH_NNDevice_GetType tells an application what kind of hardware a device computes on,
 and onnxruntime's CPU execution provider computes on the host CPU, exactly like the native device; OH_NN_OTHERS
 would claim an unknown kind of hardware. The two CPU devices are told apart by name (and id), not by type.
+
+Extension config (``OH_NNCompilation_AddExtensionConfig``): ``onnxruntime.intra_op_num_threads`` = an ASCII
+integer sets the session's intra-op thread count (default: onnxruntime's).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import numpy as np
 
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..enums import OH_NN_OperationType as OP
-from ..errors import NNRtError
+from ..errors import NNRtError, invalid
 from .device import CompileOptions, Device, PreparedModel, cannot_capture, register_device
 
 
@@ -104,10 +107,27 @@ class OnnxRuntimeDevice(Device):
         return exportable(op)
 
     def prepare(self, model, options: CompileOptions) -> PreparedModel:
-        return OrtPreparedModel(model, options)
+        return OrtPreparedModel(model, options, _threads(options))
+
+
+THREADS_EXTENSION = "onnxruntime.intra_op_num_threads"
+
+
+def _threads(options: CompileOptions) -> int:
+    """The intra-op thread count of the extension config (0: onnxruntime's default)."""
+    value = options.extensions.get(THREADS_EXTENSION)
+    if value is None:
+        return 0
+    try:
+        threads = int(bytes(value).decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        threads = -1
+    if threads < 0:
+        raise invalid(f"extension config {THREADS_EXTENSION} must be a non-negative integer, got {bytes(value)!r}")
+    return threads
 
 
 register_device(OnnxRuntimeDevice())
 
 
-__all__ = ["OnnxRuntimeDevice", "OrtPreparedModel", "exportable", "to_onnx"]
+__all__ = ["OnnxRuntimeDevice", "OrtPreparedModel", "THREADS_EXTENSION", "exportable", "to_onnx"]

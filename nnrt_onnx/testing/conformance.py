@@ -54,12 +54,22 @@ def has_nnrt_types(case) -> bool:
     return True
 
 
+def _all_nodes(graph):
+    """The nodes of a graph and of every subgraph in it (If branches, Loop and Scan bodies)."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                yield from _all_nodes(subgraph)
+
+
 def is_claimed(case) -> bool:
-    """Whether the case is in scope: every node has a mapping row at the case's opset (default domain only), and
-    every tensor type exists in NNRt (cases about bfloat16, float8, int4, strings ... are out of scope)."""
+    """Whether the case is in scope: every node (subgraphs included) has a mapping row at the case's opset (default
+    domain only), and every tensor type exists in NNRt (cases about bfloat16, float8, int4, strings ... are out of
+    scope)."""
     opset = opset_of(case.model)
     return has_nnrt_types(case) and all(node.domain in ("", "ai.onnx") and find_row(node.op_type, opset) is not None
-                                        for node in case.model.graph.node)
+                                        for node in _all_nodes(case.model.graph))
 
 
 def _compare(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:

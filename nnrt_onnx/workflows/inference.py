@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -68,29 +69,78 @@ def output_names(model: Model) -> list[str]:
     return [model.tensors[i].name for i in model.outputs]
 
 
-def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1) -> list[np.ndarray]:
-    """Seeded random data fitting each input's dtype and shape (dynamic dims become ``dynamic_dim``)."""
+ValueRanges = Mapping["str | None", "tuple[float, float]"]  # input name (None: every input) -> (low, high)
+
+
+def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1,
+                  value_ranges: ValueRanges | None = None) -> list[np.ndarray]:
+    """Seeded random data fitting each input's dtype and shape (dynamic dims become ``dynamic_dim``).
+
+    Default values: floats standard normal, integers in [-8, 8] (quantized: their whole range), bools fair coins.
+    ``value_ranges`` maps an input name (or None: every input) to (low, high): floats uniform in [low, high),
+    integers uniform in [low, high] (clipped to the dtype), bools unchanged.
+    """
     rng = np.random.default_rng(seed)
+    ranges = dict(value_ranges or {})
     arrays = []
     for index in model.inputs:
         tensor = model.tensors[index]
         shape = tuple(dynamic_dim if d == -1 else d for d in tensor.dims)
         dtype = tensor.np_dtype
+        span = ranges.get(tensor.name, ranges.get(None))
         if dtype == np.bool_:
             arrays.append(rng.random(shape) < 0.5)
         elif np.issubdtype(dtype, np.integer):
             info = np.iinfo(dtype)
             lo, hi = (max(info.min, -8), min(info.max, 8)) if tensor.quant is None else (info.min, info.max)
+            if span is not None:
+                lo, hi = max(info.min, math.ceil(span[0])), min(info.max, math.floor(span[1]))
+                if lo > hi:
+                    raise UserError(f"--val-range {span[0]:g},{span[1]:g} holds no {dtype} value (input "
+                                    f"{tensor.name!r})")
             arrays.append(rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype))
+        elif span is not None:
+            arrays.append(rng.uniform(span[0], span[1], shape).astype(dtype))
         else:
             arrays.append(rng.standard_normal(shape).astype(dtype))
     return arrays
 
 
-def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0) -> list[np.ndarray]:
-    """The given arrays in model order; inputs not given are seeded random data."""
+def parse_value_ranges(specs: Sequence[str]) -> dict[str | None, tuple[float, float]]:
+    """``NAME=LO,HI`` or a bare ``LO,HI`` (every input) specs of ``--val-range``; LO < HI, both finite."""
+    ranges: dict[str | None, tuple[float, float]] = {}
+    for spec in specs:
+        name, sep, values = spec.rpartition("=")
+        parts = values.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            low, high = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise UserError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI (two numbers)") from None
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            raise UserError(f"--val-range {spec}: LO must be below HI, both finite")
+        if sep and not name:
+            raise UserError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI")
+        ranges[name if sep else None] = (low, high)
+    return ranges
+
+
+def check_value_ranges(ranges: ValueRanges, names: Sequence[str]) -> None:
+    """A UserError naming the inputs of ``--val-range`` the model does not have."""
+    unknown = sorted(n for n in ranges if n is not None and n not in names)
+    if unknown:
+        raise UserError(f"--val-range: unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+
+
+def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0,
+                    value_ranges: ValueRanges | None = None) -> list[np.ndarray]:
+    """The given arrays in model order; inputs not given are seeded random data (``value_ranges``: see
+    :func:`random_inputs`)."""
     names = input_names(model)
-    generated = random_inputs(model, seed)
+    if value_ranges:
+        check_value_ranges(value_ranges, names)
+    generated = random_inputs(model, seed, value_ranges=value_ranges)
     arrays = []
     for name, index, fallback in zip(names, model.inputs, generated):
         if name not in given:
@@ -140,20 +190,36 @@ class BenchResult:
     def median(self) -> float | None:
         return float(np.median(self.times)) if self.times else None
 
+    @property
+    def mean(self) -> float | None:
+        return float(np.mean(self.times)) if self.times else None
+
+    @property
+    def std(self) -> float | None:
+        """The population standard deviation of the times (0 for one run)."""
+        return float(np.std(self.times)) if self.times else None
+
+    def percentile(self, q: float) -> float | None:
+        """The ``q``-th percentile of the times (numpy's linear interpolation between the closest runs)."""
+        return float(np.percentile(self.times, q)) if self.times else None
+
 
 def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[int] = (1, 2), runs: int = 20,
               warmup: int = 3, onnx_model=None, progress=None,
-              bound: Mapping[str, np.ndarray] | None = None) -> list[BenchResult]:
-    """Median-of-``runs`` latency (after ``warmup`` runs) of ``model`` on each device through Compilation and
+              bound: Mapping[str, np.ndarray] | None = None, threads: int | None = None) -> list[BenchResult]:
+    """Latencies of ``runs`` runs (after ``warmup`` runs) of ``model`` on each device through Compilation and
     Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session (fed ``bound`` too: the
     inputs the conversion bound to constants).
 
+    ``threads``: the onnxruntime sessions' intra-op threads and the native side's thread cap
+    (``workflows/threads.py``); None leaves both at their defaults.
     A device that cannot build the model gets a result with ``error`` set. ``progress(items, label)`` may wrap
     the timing loops (a context manager yielding the items).
     """
     import contextlib
 
     from ..errors import NNRtError
+    from .threads import ORT_THREADS_EXTENSION, thread_limit
 
     progress = progress or (lambda items, label: contextlib.nullcontext(items))
     candidates = []
@@ -164,6 +230,8 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             start = time.perf_counter()
             compilation = Compilation(model)
             compilation.set_device(device_id)
+            if threads and device.name.startswith("onnxruntime"):
+                compilation.add_extension_config(ORT_THREADS_EXTENSION, str(threads).encode())
             compilation.build()
             executor = Executor(compilation)
             result.compile_seconds = time.perf_counter() - start
@@ -178,6 +246,9 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
         start = time.perf_counter()
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
         try:
             session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's errors have no stable public types
@@ -191,7 +262,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
         if run is None:
             continue
         times = []
-        with progress(range(warmup + runs), result.name) as steps:
+        with thread_limit(threads), progress(range(warmup + runs), result.name) as steps:
             for step in steps:
                 start = time.perf_counter()
                 run()
@@ -226,5 +297,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "benchmark", "complete_inputs", "device_id_by_name", "load_any",
-           "random_inputs", "run_model", "safe_file_name", "save_outputs"]
+__all__ = ["BenchResult", "RunResult", "benchmark", "check_value_ranges", "complete_inputs", "device_id_by_name",
+           "load_any", "parse_value_ranges", "random_inputs", "run_model", "safe_file_name", "save_outputs"]

@@ -184,3 +184,64 @@ def _pinned(entry: DeclaredInput, dims: list[int], source: str) -> list[int]:
 
 def _shown(dims) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def parse_expected_specs(specs: Sequence[str], outputs: Sequence[str]) -> dict[str, np.ndarray]:
+    """Golden outputs of ``--expected``: ``NAME=FILE`` (.npy/.pb, or a .npz holding one array), a bare ``.npz``
+    (its keys are output names), a bare ``.pb`` (the TensorProto's name, or the model's only output), or a bare
+    ``.npy`` (the model's only output)."""
+    golden: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if sep and name:
+            data = read_array(file)
+            if isinstance(data, dict):
+                if len(data) != 1:
+                    raise UserError(f"--expected {spec}: a .npz with {len(data)} arrays; pass it without NAME=")
+                data = next(iter(data.values()))
+            golden[name] = np.asarray(data)
+            continue
+        suffix = Path(spec).suffix.lower()
+        if suffix == ".npz":
+            golden.update(read_array(spec))
+            continue
+        if suffix not in (".pb", ".npy"):
+            raise UserError(f"--expected {spec}: expected NAME=FILE, FILE.npz, or a .pb/.npy for a model's output")
+        data = read_array(spec)
+        tensor_name = _tensor_proto_name(spec) if suffix == ".pb" else ""
+        if tensor_name:
+            golden[tensor_name] = np.asarray(data)
+        elif len(outputs) == 1:
+            golden[outputs[0]] = np.asarray(data)
+        else:
+            raise UserError(f"--expected {spec}: the model has {len(outputs)} outputs; say which: NAME={spec}")
+    unknown = sorted(set(golden) - set(outputs))
+    if unknown:
+        raise UserError(f"--expected: unknown output name(s) {unknown}; the model's outputs are {list(outputs)}")
+    return golden
+
+
+def _tensor_proto_name(path: str | Path) -> str:
+    import onnx
+
+    tensor = onnx.TensorProto()
+    tensor.ParseFromString(Path(path).read_bytes())
+    return tensor.name
+
+
+def save_arrays(path: str | Path, arrays: dict[str, np.ndarray], what: str = "--save-inputs") -> Path:
+    """``arrays`` as one ``.npz`` (keys: the names), written atomically; a UserError when it cannot be."""
+    import io
+
+    from ..serialization import atomic_write
+
+    path = Path(path)
+    if path.suffix.lower() != ".npz":
+        raise UserError(f"{what} {path}: the file must end in .npz")
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: np.asarray(a) for name, a in arrays.items()})
+    try:
+        atomic_write(path, [buffer.getvalue()])
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot write ({exc.strerror or exc})") from None
+    return path

@@ -15,6 +15,21 @@ Reported: max abs error, max relative error ``|native - reference| / max(|refere
 zero elements are measured against the absolute floor, so ``max_rel <= rtol`` implies within), the number of
 elements outside tolerance, and the cosine similarity.
 Defaults: float32 rtol 1e-4 / atol 1e-5, float16 1e-2 / 1e-2, float64 1e-7 / 1e-9; integers and bools are exact.
+
+Output validation: every output's statistics (min/max/mean/std of the finite elements, NaN and Inf counts) on both
+sides. A NaN on either side fails the output -- NaN on both sides is not agreement. A constant reference output
+(``tensor_stats.is_constant``) is a warning: agreement on it says little.
+
+A third opinion (``workflows/float64.py``, where the rule is defined): when a floating output or layer disagrees
+beyond tolerance, or a reference output is constant, the model is also computed in float64 by ``onnx.reference``
+with Monte Carlo runs that estimate each tensor's expected float32 error, and every floating output (and compared
+layer) gets a verdict: ill-conditioned, native is wrong, onnxruntime is wrong, neither matches float64. An output
+passes when it is within tolerance, or when the verdict clears native (ill-conditioned, onnxruntime is wrong, both
+within tolerance of float64) -- with a warning; ``strict=True`` fails on every warning. Per layer, the *culprit* is
+the first layer where native is wrong by the float64 rule.
+
+Golden outputs (``expected``) are compared with native (and onnxruntime) by the same rule; native outside
+tolerance of a golden output fails the check.
 """
 from __future__ import annotations
 
@@ -31,10 +46,12 @@ from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import NNRtError, UserError
+from . import float64 as f64
 from .inference import complete_inputs, input_names, safe_file_name
 from .model_inputs import ModelInputs
 from .model_inputs import import_options as input_import_options
+from .tensor_stats import TensorStats, is_constant, tensor_stats
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float16": (1e-2, 1e-2),
@@ -71,9 +88,50 @@ class Comparison:
     within: bool
     note: str = ""
     referee: str | None = None  # integer mismatch: whom onnx.reference agrees with (native, onnxruntime, neither)
+    native_stats: TensorStats | None = None
+    reference_stats: TensorStats | None = None
+    constant: bool = False  # the reference is constant (tensor_stats.is_constant)
+    float64: f64.Verdict | None = None  # the float64 referee's opinion, when it was asked
+
+    @property
+    def nan(self) -> int:
+        """NaN elements, native and reference together."""
+        return sum(s.nan for s in (self.native_stats, self.reference_stats) if s is not None)
+
+    @property
+    def warned(self) -> bool:
+        """Passes only thanks to a referee (or is constant): a warning, and a failure under ``strict``."""
+        accepted = self.float64 is not None and self.float64.accepted and self.float64.verdict != f64.SUSPECT
+        return accepted or self.referee == "native" or self.constant
+
+    def passed(self, strict: bool = False) -> bool:
+        """Within tolerance (or cleared by a referee) and free of NaN; ``strict``: and without a warning."""
+        if self.nan:
+            return False
+        if strict and self.warned:
+            return False
+        if self.float64 is not None and self.float64.verdict is not None:
+            return self.float64.accepted
+        return self.within
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+        data = {k: v for k, v in asdict(self).items() if k not in ("native_stats", "reference_stats", "float64")}
+        data["native_stats"] = self.native_stats.to_dict() if self.native_stats else None
+        data["reference_stats"] = self.reference_stats.to_dict() if self.reference_stats else None
+        data["float64"] = self.float64.to_dict() if self.float64 else None
+        data["passed"] = self.passed()
+        return json_safe(data)
+
+
+def json_safe(value):
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def tolerances_for(dtype, rtol: float | None = None, atol: float | None = None) -> tuple[float, float] | None:
@@ -96,9 +154,17 @@ def compare(actual: np.ndarray, reference: np.ndarray, name: str = "", rtol: flo
             atol: float | None = None, strict_shape: bool = True) -> Comparison:
     """Compare ``actual`` (native) with ``reference`` (onnxruntime); see the module doc for the tolerance rule.
 
-    ``strict_shape=False`` compares tensors of equal size but different shape element by element (noted).
+    ``strict_shape=False`` compares tensors of equal size but different shape element by element (noted). The
+    result carries both tensors' statistics.
     """
     actual, reference = np.asarray(actual), np.asarray(reference)
+    result = _compare(actual, reference, name, rtol, atol, strict_shape)
+    result.native_stats, result.reference_stats = tensor_stats(actual), tensor_stats(reference)
+    return result
+
+
+def _compare(actual: np.ndarray, reference: np.ndarray, name: str, rtol: float | None, atol: float | None,
+             strict_shape: bool) -> Comparison:
     tol = tolerances_for(reference.dtype, rtol, atol)
     r_tol, a_tol = tol if tol is not None else (0.0, 0.0)
     notes = []
@@ -141,7 +207,7 @@ def compare(actual: np.ndarray, reference: np.ndarray, name: str = "", rtol: flo
         notes.append(f"{special_mismatch} NaN/inf element(s) differ")
     # relative error, near-zero elements measured against the absolute floor: max_rel <= rtol implies within
     floor = a_eff / r_tol if r_tol > 0 else a_eff
-    denominator = np.maximum(np.abs(b64), floor if floor > 0 else np.finfo(np.float64).tiny)
+    denominator = np.maximum(np.where(both_finite, np.abs(b64), 1.0), floor if floor > 0 else np.finfo(np.float64).tiny)
     max_rel = float((diff / denominator).max()) if diff.size else 0.0
     if special_mismatch:
         max_rel = math.inf
@@ -161,12 +227,22 @@ class LayerResult:
     index: int  # position in the ONNX graph
     node: str
     op_type: str
-    status: str  # "within", "diverged", or "not compared" (its outputs were fused away in NNRt)
+    status: str  # "within", "diverged", or "not compared" (see ``reason``)
     outputs: list[Comparison] = field(default_factory=list)
     fused_with: list[str] = field(default_factory=list)  # upstream nodes (not compared) the divergence may be in
+    nnrt_ops: list[str] = field(default_factory=list)  # what wrote the compared tensors: NNRt ops, "(constant)"
+    reason: str | None = None  # not compared: "constant-folded" (its outputs are constants) or "fused away"
+
+    @property
+    def verdict(self) -> str | None:
+        """The float64 referee's verdict on this layer (the worst of its outputs'), when it was asked."""
+        order = [f64.NATIVE_WRONG, f64.NEITHER, f64.ORT_WRONG, f64.ILL_CONDITIONED, f64.BOTH_CLOSE, f64.SUSPECT]
+        found = [c.float64.verdict for c in self.outputs if c.float64 is not None and c.float64.verdict]
+        return min(found, key=order.index) if found else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "node": self.node, "op_type": self.op_type, "status": self.status,
+                "reason": self.reason, "nnrt_ops": self.nnrt_ops, "verdict": self.verdict,
                 "outputs": [c.to_dict() for c in self.outputs], "fused_with": self.fused_with}
 
 
@@ -182,6 +258,20 @@ class _Repro:
     opset_imports: list[Any]
     ir_version: int
     functions: list[Any]
+    positions: list[int] = field(default_factory=list)  # the nodes' indices in the source model
+
+
+@dataclass
+class _Source:
+    """What growing a repro needs: the source model, the values onnxruntime saw, the options of the check."""
+
+    model: Any
+    feed: dict[str, np.ndarray]
+    reference: dict[str, np.ndarray]
+    rtol: float | None
+    atol: float | None
+    device: int | None
+    target: int  # index of the node the repro reproduces
 
 
 @dataclass
@@ -194,27 +284,67 @@ class ParityReport:
     outputs: list[Comparison]
     layers: list[LayerResult] | None = None
     first_divergence: LayerResult | None = None
+    strict: bool = False
+    culprit: LayerResult | None = None  # the first layer where native is wrong by the float64 rule
+    expected: list[Comparison] = field(default_factory=list)  # native vs golden outputs
+    expected_reference: list[Comparison] = field(default_factory=list)  # onnxruntime vs golden outputs
+    float64: dict[str, Any] | None = None  # {"asked_because", "seconds", "trials", "error"} when it was asked
+    notes: list[str] = field(default_factory=list)
+    repro: dict[str, Any] | None = None  # set by extract_repro: {"path", "reproduces", "nodes", "command", ...}
+    input_arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # the runtime inputs fed
+    seconds: float = 0.0
     _repro: _Repro | None = field(default=None, repr=False)
+    _source: _Source | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
-        """True when every output is within tolerance."""
-        return all(c.within for c in self.outputs)
+        """Every output passes (within tolerance or cleared by a referee, no NaN), golden outputs too, and the float64
+        referee blames native at no layer; under ``strict`` also no warning."""
+        if not all(c.passed(self.strict) for c in self.outputs) or self.culprit is not None:
+            return False
+        return all(c.within and not c.nan for c in self.expected)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What passes but should be known: ill-conditioned or constant outputs, a side a referee overruled."""
+        found = []
+        for c in self.outputs:
+            if c.nan:
+                continue
+            if c.float64 is not None and c.float64.accepted and c.float64.verdict != f64.SUSPECT:
+                found.append(f"output {c.name!r}: {c.float64.text()}")
+            if c.referee == "native":
+                found.append(f"output {c.name!r}: onnx.reference sides with native, onnxruntime differs")
+            if c.constant:
+                stats = c.reference_stats
+                found.append(f"output {c.name!r} is constant ({stats.min:.6g} to {stats.max:.6g} over {stats.size} "
+                             f"elements): agreement on it says little about the conversion")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "model": self.model, "ok": self.ok, "seed": self.seed, "inputs": self.inputs,
-            "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations,
-            "outputs": [c.to_dict() for c in self.outputs],
+            "model": self.model, "ok": self.ok, "strict": self.strict, "seed": self.seed, "inputs": self.inputs,
+            "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations, "seconds": self.seconds,
+            "outputs": [c.to_dict() for c in self.outputs], "warnings": self.warnings, "notes": self.notes,
+            "float64": self.float64,
         }
+        if self.expected:
+            data["expected"] = {"native": [c.to_dict() for c in self.expected],
+                                "onnxruntime": [c.to_dict() for c in self.expected_reference]}
         if self.layers is not None:
+            not_compared = [layer for layer in self.layers if layer.status == "not compared"]
             data["per_layer"] = {
-                "compared": sum(layer.status != "not compared" for layer in self.layers),
-                "not_compared": sum(layer.status == "not compared" for layer in self.layers),
+                "compared": len(self.layers) - len(not_compared),
+                "not_compared": len(not_compared),
+                "fused_away": sum(layer.reason == "fused away" for layer in not_compared),
+                "constant_folded": sum(layer.reason == "constant-folded" for layer in not_compared),
                 "first_divergence": self.first_divergence.to_dict() if self.first_divergence else None,
+                "culprit": self.culprit.to_dict() if self.culprit else None,
                 "layers": [layer.to_dict() for layer in self.layers],
             }
-        return data
+        if self.repro is not None:
+            data["repro"] = self.repro
+        return json_safe(data)
 
     def extract_repro(self, directory: str | os.PathLike) -> Path:
         """Write the smallest ONNX model reproducing the first divergence, plus its inputs; see :func:`extract_repro`."""
@@ -311,20 +441,31 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                 rtol: float | None = None, atol: float | None = None,
                 input_shapes: Mapping[str, Sequence[int]] | None = None,
                 constant_inputs: Mapping[str, Any] | None = None, progress: Progress | None = None,
-                label: str | None = None, device: int | None = None, **import_options) -> ParityReport:
+                label: str | None = None, device: int | None = None, strict: bool = False,
+                expected: Mapping[str, np.ndarray] | None = None,
+                value_ranges: Mapping[str | None, tuple[float, float]] | None = None, float64_opinion: bool = True,
+                **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
-    as ``nnrt-onnx run`` makes for that seed); the data given pins the input's dynamic dims. ``rtol``/``atol``
+    as ``nnrt-onnx run`` makes for that seed; ``value_ranges`` maps input names -- or None for all -- to the
+    (low, high) of their random values); the data given pins the input's dynamic dims. ``rtol``/``atol``
     override the float tolerances. ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to
     values (arrays, or literals as ``"16000"``); other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
+    ``expected``: golden outputs by ONNX output name. ``float64_opinion=False`` never asks the float64 referee;
+    ``strict``: a warning fails the check.
     Raises UserError for bad inputs, ConversionError when the model cannot be converted, NNRtError (OH_NN_UNSUPPORTED)
     for ``per_layer`` on a device that cannot capture.
+
+    A pure function of the model and the options (it writes nothing): a sweep may run it anywhere.
     """
+    import time
+
     from ..onnx_import import from_onnx
 
+    started = time.perf_counter()
     progress = progress or _no_progress
     model, default_label = load_checked(onnx_path)
     label = label or default_label
@@ -336,38 +477,47 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
-    arrays = complete_inputs(nnrt, given, seed)
+    output_names = [o.name for o in model.graph.output]
+    golden = dict(expected or {})
+    unknown = sorted(set(golden) - set(output_names))
+    if unknown:
+        raise UserError(f"--expected: unknown output name(s) {unknown}; the model's outputs are {output_names}")
+    arrays = complete_inputs(nnrt, given, seed, value_ranges)
     feed = dict(zip(names, arrays))
     feed.update(pinned["constant_inputs"])  # onnxruntime runs the original model: bound inputs are fed
     missing = [n for n in runtime_input_names(model) if n not in feed]
     if missing:
         raise UserError(f"ONNX input(s) {missing} have no NNRt counterpart (converted away); give them with --input")
-    input_info = {n: {"dtype": str(a.dtype), "shape": list(a.shape), "source": "given" if n in given else "random"}
+    input_info = {n: {"dtype": str(a.dtype), "shape": list(a.shape),
+                      "source": "given" if n in given else "constant" if n in pinned["constant_inputs"] else "random"}
                   for n, a in feed.items()}
+    for n, info in input_info.items():
+        span = (value_ranges or {}).get(n, (value_ranges or {}).get(None))
+        if info["source"] == "random" and span is not None and n in names:
+            info["range"] = [float(span[0]), float(span[1])]
+        if n in pinned["constant_inputs"]:
+            info["source"] = "constant"
 
     index_of = {t.name: i for i, t in enumerate(nnrt.tensors)}
+    # what wrote each NNRt tensor: an operation, or nothing (a constant -- folded -- or a model input)
+    writer = {i: "(input)" for i in nnrt.inputs}
+    writer.update({i: op.op.name.replace("OH_NN_OPS_", "") for op in nnrt.operations for i in op.outputs})
     wanted: dict[str, tuple[int, Any]] = {}  # ONNX tensor -> (NNRt tensor index, permutation)
-    if per_layer:
-        for node in model.graph.node:
-            for name in node.output:
-                located = graph.locate(name) if name else None
-                if located is not None and located[0] in index_of:
-                    wanted[name] = (index_of[located[0]], located[1])
-    capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if per_layer else None
+    for node in model.graph.node:
+        for name in node.output:
+            located = graph.locate(name) if name else None
+            if located is not None and located[0] in index_of:
+                wanted[name] = (index_of[located[0]], located[1])
 
-    native_outputs = _run_native(nnrt, arrays, capture, device)
-    output_names = [o.name for o in model.graph.output]
-    intermediate = [o for node in model.graph.node for o in node.output if o] if per_layer else []
-    session = _session(_with_all_outputs(model, intermediate) if per_layer else model, label)
-    fetch = [o.name for o in session.get_outputs()]
-    reference = dict(zip(fetch, session.run(fetch, feed)))
-
+    native_outputs, capture, reference = _run_both(model, nnrt, arrays, feed, wanted if per_layer else None, device,
+                                                   label)
     comparisons, native_outputs_onnx = [], []
     for position, name in enumerate(output_names):
         located = graph.locate(name)
         perm = located[1] if located else None
         native_outputs_onnx.append(_as_onnx(native_outputs[position], perm))
         comparisons.append(compare(native_outputs_onnx[-1], reference[name], name, rtol, atol))
+        comparisons[-1].constant = is_constant(reference[name])
     if any(_integer_mismatch(c) for c in comparisons):
         producers = {o: node for node in model.graph.node for o in node.output if o}
         needed = [i for c in comparisons if _integer_mismatch(c) and c.name in producers
@@ -375,17 +525,96 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         values = dict(reference)
         if needed:
             extra = _session(_with_all_outputs(model, needed), label)
-            names = [o.name for o in extra.get_outputs()]
-            values.update(zip(names, extra.run(names, feed)))
+            names_needed = [o.name for o in extra.get_outputs()]
+            values.update(zip(names_needed, extra.run(names_needed, feed)))
         for position, c in enumerate(comparisons):
             if _integer_mismatch(c) and c.name in producers:
                 referee(c, model, producers[c.name], feed, values, native_outputs_onnx[position])
-    report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons)
-    if not per_layer:
-        return report
+    report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons,
+                          strict=strict, input_arrays={n: a for n, a in zip(names, arrays)})
+    for name, value in golden.items():
+        position = output_names.index(name)
+        value = np.asarray(value)
+        ours = native_outputs_onnx[position]
+        if value.dtype != ours.dtype and value.dtype.kind == "f" and ours.dtype.kind == "f":
+            value = value.astype(ours.dtype)  # compared with the tolerances of the output's dtype
+        report.expected.append(compare(ours, value, name, rtol, atol))
+        report.expected_reference.append(compare(reference[name], value, name, rtol, atol))
 
+    truth = None
+    why = _float64_wanted(comparisons, "an output disagrees") if float64_opinion else []
+    if why:
+        truth = _float64(report, model, feed, rtol, atol, why)
+        for position, c in enumerate(comparisons):
+            if truth is not None and _floating(c):
+                c.float64 = truth.verdict(c.name, native_outputs_onnx[position], reference[c.name], c.within)
+    for c in comparisons:
+        if c.float64 is not None and c.float64.verdict == f64.SUSPECT:
+            report.notes.append(f"native and onnxruntime agree on {c.name!r} but onnx.reference's float64 result "
+                                f"does not ({c.float64.text()}): a problem of the referee, not of the conversion")
+    cleared = [c.name for c in comparisons if not c.within and c.float64 is not None and c.float64.accepted]
+    if cleared and not per_layer:
+        # the referee cleared a disagreement: compare every layer too, so that no bug hides behind ill-conditioning
+        try:
+            _, capture, reference = _run_both(model, nnrt, arrays, feed, wanted, device, label)
+        except NNRtError as exc:
+            report.notes.append(f"the layers were not compared ({exc.message})")
+        else:
+            per_layer = True
+            report.notes.append(f"the float64 referee cleared {', '.join(repr(n) for n in cleared)}: every layer was "
+                                f"compared too, to rule out a bug hidden by the ill-conditioning")
+
+    if per_layer:
+        layers, native_values = _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress)
+        report.layers = layers
+        if float64_opinion:
+            if report.float64 is None:  # not asked yet
+                layer_results = [c for layer in layers for c in layer.outputs]
+                why = _float64_wanted(layer_results, "a layer disagrees", outputs=False)
+                truth = _float64(report, model, feed, rtol, atol, why) if why else None
+            for layer in layers if truth is not None else []:
+                for c in layer.outputs:
+                    if _floating(c) and c.name in native_values:
+                        c.float64 = truth.verdict(c.name, native_values[c.name], reference[c.name], c.within)
+        compared = [layer for layer in layers if layer.status != "not compared"]
+        suspect = next((layer for layer in compared if layer.verdict == f64.SUSPECT), None)
+        if suspect is not None:
+            report.notes.append(f"native and onnxruntime agree from ONNX node #{suspect.index} {suspect.node!r} "
+                                f"({suspect.op_type}) on, but onnx.reference's float64 result does not: its "
+                                f"{suspect.op_type} may be wrong, and the float64 verdicts after it are unreliable")
+        report.first_divergence = next((layer for layer in compared if layer.status == "diverged"), None)
+        trusted = [layer for layer in compared if suspect is None or layer.index < suspect.index]
+        report.culprit = next((layer for layer in trusted if _native_blamed(layer)), None)
+        not_compared = {o: layer.index for layer in layers if layer.status == "not compared"
+                        for o in model.graph.node[layer.index].output if o}
+        chains = {}
+        for layer in filter(None, (report.first_divergence, report.culprit)):
+            chains[layer.index] = _upstream_not_compared(list(model.graph.node), layer.index, not_compared)
+            layer.fused_with = [layers[i].node for i in chains[layer.index]]
+        target = report.culprit or report.first_divergence
+        if target is not None:
+            report._repro = _repro_plan(model, sorted(chains[target.index] + [target.index]), feed, reference)
+            report._source = _Source(model, feed, reference, rtol, atol, device, target.index)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _run_both(model, nnrt, arrays, feed, wanted, device, label):
+    """(native outputs, captured tensors or None, onnxruntime's values by name): both sides on the same inputs;
+    with ``wanted`` (ONNX name -> (NNRt index, perm)) every intermediate tensor too."""
+    capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if wanted is not None else None
+    native_outputs = _run_native(nnrt, arrays, capture, device)
+    intermediate = [o for node in model.graph.node for o in node.output if o] if wanted is not None else []
+    session = _session(_with_all_outputs(model, intermediate) if wanted is not None else model, label)
+    fetch = [o.name for o in session.get_outputs()]
+    return native_outputs, capture, dict(zip(fetch, session.run(fetch, feed)))
+
+
+def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress):
+    """(the LayerResults in graph order, native values of the compared tensors in the ONNX layout)."""
+    dynamic = _dynamic_tensors(model)
     layers: list[LayerResult] = []
-    not_compared_producer: dict[str, int] = {}  # tensor -> index of the (not compared) node writing it
+    native_values: dict[str, np.ndarray] = {}
     nodes = list(model.graph.node)
     with progress(nodes, "comparing layers") as items:
         for position, node in enumerate(items):
@@ -393,27 +622,60 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
             outs = [o for o in node.output if o]
             found = [o for o in outs if o in wanted and capture.get(wanted[o][0]) is not None and o in reference]
             if not found:
-                layers.append(LayerResult(position, name, node.op_type, "not compared"))
-                for o in outs:
-                    not_compared_producer[o] = position
+                reason = "fused away" if any(o in dynamic for o in outs) else "constant-folded"
+                layers.append(LayerResult(position, name, node.op_type, "not compared", reason=reason))
                 continue
             results = []
             for o in found:
                 index, perm = wanted[o]
-                native_value = _as_onnx(capture[index], perm)
-                results.append(compare(native_value, reference[o], o, rtol, atol, strict_shape=False))
+                native_values[o] = _as_onnx(capture[index], perm)
+                results.append(compare(native_values[o], reference[o], o, rtol, atol, strict_shape=False))
                 if _integer_mismatch(results[-1]):
-                    referee(results[-1], model, node, feed, reference, native_value)
+                    referee(results[-1], model, node, feed, reference, native_values[o])
             diverged = not all(c.within for c in results)
-            layer = LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results)
-            layers.append(layer)
-            if diverged and report.first_divergence is None:
-                chain = _upstream_not_compared(nodes, position, not_compared_producer)
-                layer.fused_with = [layers[i].node for i in chain]
-                report.first_divergence = layer
-                report._repro = _repro_plan(model, sorted(chain + [position]), feed, reference)
-    report.layers = layers
-    return report
+            ops = sorted({writer.get(wanted[o][0], "(constant)") for o in found})
+            layers.append(LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results,
+                                      nnrt_ops=ops))
+    return layers, native_values
+
+
+def _floating(c: Comparison) -> bool:
+    return np.dtype(c.dtype).kind == "f" and c.shape == c.reference_shape
+
+
+def _float64_wanted(comparisons: Sequence[Comparison], disagreement: str, outputs: bool = True) -> list[str]:
+    """Why the float64 referee should be asked about these comparisons (empty: it need not be)."""
+    why = []
+    if any(_floating(c) and not c.within for c in comparisons):
+        why.append(disagreement)
+    if outputs and any(c.constant for c in comparisons):
+        why.append("an output is constant")
+    return why
+
+
+def _native_blamed(layer: LayerResult) -> bool:
+    """The float64 referee finds native wrong at this layer (or farther from float64 when neither matches)."""
+    for c in layer.outputs:
+        v = c.float64
+        if v is None:
+            continue
+        if v.verdict == f64.NATIVE_WRONG or (v.verdict == f64.NEITHER and v.closer == "onnxruntime"):
+            return True
+    return False
+
+
+def _float64(report: ParityReport, model, feed, rtol, atol, why: list[str]) -> f64.Float64Reference | None:
+    """The float64 reference (every tensor), or None with a note when onnx.reference cannot evaluate the model."""
+    try:
+        truth = f64.float64_reference(model, feed, lambda dtype: tolerances_for(dtype, rtol, atol))
+    except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types; the check goes on without it
+        message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        report.float64 = {"asked_because": why, "error": message}
+        report.notes.append(f"no float64 opinion: onnx.reference cannot evaluate the model ({message})")
+        return None
+    report.float64 = {"asked_because": why, "error": None, "trials": truth.trials, "seconds": truth.seconds,
+                      "method": "onnx.reference on the model cast to double; Monte Carlo runs with one-ulp noise"}
+    return truth
 
 
 def _integer_mismatch(c: Comparison) -> bool:
@@ -533,19 +795,24 @@ def _repro_plan(model, positions: list[int], feed: Mapping[str, np.ndarray],
         copies.append(copy)
     outputs = {o: np.asarray(reference[o]) for o in nodes[-1].output if o and o in reference}
     return _Repro(copies, [initializers[n] for n in kept], runtime, constants, outputs, list(model.opset_import),
-                  model.ir_version, list(model.functions))
+                  model.ir_version, list(model.functions), list(positions))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # the reproducer
 
 
-def repro_model(report: ParityReport):
-    """The repro as an ONNX ModelProto (see :func:`extract_repro`)."""
+def _target(report: ParityReport) -> LayerResult:
+    return report.culprit or report.first_divergence
+
+
+def repro_model(report: ParityReport, plan: _Repro | None = None):
+    """The repro as an ONNX ModelProto (see :func:`extract_repro`); ``plan``: another set of nodes than the
+    report's."""
     import onnx
     from onnx import helper, numpy_helper
 
-    plan = report._repro
+    plan = plan or report._repro
     if plan is None:
         raise UserError("there is no divergence to reproduce (run the per-layer check first; every layer agreed)"
                         if report.layers is not None else "extracting a repro needs the per-layer check")
@@ -554,29 +821,109 @@ def repro_model(report: ParityReport):
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
 
     initializers = list(plan.initializers) + [numpy_helper.from_array(v, n) for n, v in plan.constant_inputs.items()]
-    divergence = report.first_divergence
+    divergence = _target(report)
     graph = helper.make_graph(plan.nodes, f"repro_{safe_file_name(divergence.node)}",
                               [info(n, v) for n, v in plan.runtime_inputs.items()],
                               [info(n, v) for n, v in plan.outputs.items()], initializers)
     model = helper.make_model(graph, opset_imports=plan.opset_imports, producer_name="nnrt-onnx check",
                               doc_string=f"reproduces the divergence at ONNX node {divergence.node!r} "
                                          f"({divergence.op_type}) of {report.model}")
-    model.ir_version = plan.ir_version
+    # constants the source computed (ConstantOfShape ...) become initializers, which IR < 4 would also want as inputs
+    model.ir_version = max(plan.ir_version, 4)
     model.functions.extend(plan.functions)
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise UserError(f"cannot build the repro of {divergence.node!r}: {str(exc).splitlines()[0]}") from None
     return model
 
 
+def _reproduces(report: ParityReport, plan: _Repro) -> bool:
+    """Whether the repro of ``plan``, checked on its own, still disagrees beyond tolerance."""
+    from ..errors import NNRtError
+    from ..onnx_import import ConversionError
+
+    source = report._source
+    try:
+        again = check_model(repro_model(report, plan), plan.runtime_inputs, rtol=source.rtol, atol=source.atol,
+                            device=source.device, float64_opinion=False, label="repro")
+    except (UserError, ConversionError, NNRtError):
+        return False
+    except Exception:  # noqa: BLE001 - a candidate that cannot be built or run does not reproduce; others are tried
+        return False
+    return not all(c.within for c in again.outputs)
+
+
+def _grown(model, positions: Sequence[int], levels: int) -> list[int]:
+    """``positions`` with the nodes up to ``levels`` steps upstream of them (through run-time tensors)."""
+    nodes = model.graph.node
+    producer = {o: i for i, node in enumerate(nodes) for o in node.output if o}
+    dynamic = _dynamic_tensors(model)
+    current, frontier = set(positions), set(positions)
+    for _ in range(levels):
+        frontier = {producer[name] for p in frontier for name in nodes[p].input
+                    if name in dynamic and name in producer} - current
+        if not frontier:
+            break
+        current |= frontier
+    return sorted(current)
+
+
+def reproducing_plan(report: ParityReport) -> tuple[_Repro, bool, list[int]]:
+    """(plan, reproduces, sizes tried): the report's repro if it fails on its own; otherwise grown upstream --
+    1, 2, 4 ... levels of producers, then bisected to the fewest levels that fail -- until it does. When even
+    everything upstream does not, the original plan with ``reproduces`` False."""
+    plan, source = report._repro, report._source
+    if plan is None or source is None:
+        return plan, False, []
+    tried = [len(plan.nodes)]
+    if _reproduces(report, plan):
+        return plan, True, tried
+    model, base = source.model, plan.positions
+
+    def plan_at(level: int) -> _Repro:
+        return _repro_plan(model, _grown(model, base, level), source.feed, source.reference)
+
+    failing, level, previous = 0, 1, list(base)
+    while True:
+        positions = _grown(model, base, level)
+        if positions == previous:  # nothing more upstream
+            return plan, False, tried
+        candidate = _repro_plan(model, positions, source.feed, source.reference)
+        tried.append(len(positions))
+        if _reproduces(report, candidate):
+            best, low, high = candidate, failing, level
+            while high - low > 1:  # the fewest levels that still fail
+                middle = (low + high) // 2
+                smaller = plan_at(middle)
+                if smaller.positions == best.positions:  # the same nodes: it fails, nothing to run
+                    high = middle
+                    continue
+                tried.append(len(smaller.nodes))
+                if _reproduces(report, smaller):
+                    best, high = smaller, middle
+                else:
+                    low = middle
+            return best, True, tried
+        failing, previous, level = level, positions, level * 2
+
+
 def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
-    """Write ``repro.onnx`` (the first diverging node -- with the nodes fused into it -- fed with the values it saw:
+    """Write ``repro.onnx`` (the diverging node -- with the nodes fused into it -- fed with the values it saw:
     constants as initializers, run-time tensors as inputs), each input as ``<name>.npy`` and all of them as
-    ``inputs.npz``, and ``repro.json`` (what it is, how to run it). Returns the directory.
+    ``inputs.npz``, and ``repro.json`` (what it is, how to run it, whether it reproduces). Returns the directory.
+
+    The node is the culprit of the float64 referee when there is one, else the first divergence. The repro is run
+    before it is written: when it does not fail on its own, it grows upstream until it does
+    (:func:`reproducing_plan`); ``repro.json`` records ``"reproduces"`` and ``report.repro`` says the same.
 
     Atomic: everything is written to a temporary directory next to ``directory`` first; a new directory is then
     renamed into place, and an existing one receives each file by ``os.replace`` with ``repro.json`` last.
     """
-    model = repro_model(report)
-    plan = report._repro
+    repro_model(report)  # a clear error when there is nothing to reproduce
+    plan, reproduces, tried = reproducing_plan(report)
+    report._repro = plan
+    model = repro_model(report, plan)
     target = Path(directory)
     parent = target.parent if str(target.parent) else Path(".")
     if target.exists() and not target.is_dir():
@@ -605,18 +952,29 @@ def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
         np.savez(buffer, **plan.runtime_inputs)
         _write_bytes(staging / "inputs.npz", buffer.getvalue())
         _write_bytes(staging / "repro.onnx", model.SerializeToString())
-        divergence = report.first_divergence
+        divergence = _target(report)
         shown = target.as_posix()
+        command = f"nnrt-onnx check {shown}/repro.onnx --input {shown}/inputs.npz"
+        if report._source is not None:
+            for option, value in (("--rtol", report._source.rtol), ("--atol", report._source.atol)):
+                if value is not None:
+                    command += f" {option} {value:g}"
+        if divergence.verdict in f64.ACCEPTED:
+            command += " --strict"  # the referee clears this disagreement: only --strict makes it fail
         manifest = {
             "source_model": report.model,
             "node": divergence.node, "op_type": divergence.op_type, "fused_with": divergence.fused_with,
+            "verdict": divergence.verdict,
             "nodes": [n.name or n.output[0] for n in plan.nodes],
+            "reproduces": reproduces, "sizes_tried": tried,
             "model": "repro.onnx", "inputs": files, "inputs_npz": "inputs.npz",
             "reference_outputs": {n: {"dtype": str(v.dtype), "shape": list(v.shape)} for n, v in plan.outputs.items()},
             "divergence": [c.to_dict() for c in divergence.outputs],
-            "command": f"nnrt-onnx check {shown}/repro.onnx --input {shown}/inputs.npz",
+            "command": command,
         }
-        _write_bytes(staging / "repro.json", (json.dumps(manifest, indent=1) + "\n").encode())
+        _write_bytes(staging / "repro.json", (json.dumps(json_safe(manifest), indent=1) + "\n").encode())
+        report.repro = {"path": str(target), "reproduces": reproduces, "nodes": len(plan.nodes),
+                        "sizes_tried": tried, "command": command, "node": divergence.node}
         if not target.exists():
             os.rename(staging, target)
             return target
@@ -643,4 +1001,5 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 __all__ = ["Comparison", "FLOAT_TOLERANCES", "LayerResult", "ParityReport", "check_model", "compare",
-           "extract_repro", "load_checked", "repro_model", "runtime_input_names", "tolerances_for"]
+           "extract_repro", "json_safe", "load_checked", "repro_model", "reproducing_plan", "runtime_input_names",
+           "tolerances_for"]

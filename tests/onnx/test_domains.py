@@ -48,7 +48,8 @@ def test_every_problem_of_every_domain_is_reported_in_one_pass():
              helper.make_node("Relu", ["c"], ["y"], name="fine")]
     with pytest.raises(ConversionError) as info:
         from_onnx(_model(nodes, [("", 17), ("com.microsoft", 1), ("org.example", 3)]))
-    found = {i.node: (i.op_type, i.opset, i.reason, i.message) for i in info.value.issues}
+    found = {i.node: (f"{i.domain}.{i.op_type}" if i.domain else i.op_type, i.opset, i.reason, i.message)
+             for i in info.value.issues}
     assert found == {
         "unmapped": ("com.microsoft.NoSuchOp", 1, UNSUPPORTED_OP,
                      "no NNRt mapping for com.microsoft.NoSuchOp at com.microsoft opset 1"),
@@ -60,7 +61,7 @@ def test_a_contrib_node_in_a_model_that_does_not_import_its_domain_is_invalid():
     with pytest.raises(ConversionError) as info:
         from_onnx(_model([helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft", name="g")], [("", 17)]))
     (issue,) = info.value.issues
-    assert (issue.node, issue.op_type, issue.reason) == ("g", "com.microsoft.Gelu", INVALID_MODEL)
+    assert (issue.node, issue.domain, issue.op_type, issue.reason) == ("g", "com.microsoft", "Gelu", INVALID_MODEL)
     assert "does not import the operator domain 'com.microsoft'" in issue.message
 
 

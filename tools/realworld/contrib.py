@@ -37,9 +37,7 @@ import math
 import sys
 import tempfile
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -47,13 +45,11 @@ SEED = 0
 VOCAB, HIDDEN, LAYERS, HEADS, POSITIONS = 64, 32, 2, 4, 32
 
 
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    build: Callable[[], "onnx.ModelProto"]  # noqa: F821 (onnx is imported by the builders)
-    inputs: dict[str, np.ndarray]
-    constants: dict[str, np.ndarray] = field(default_factory=dict)
-    notes: str = ""
+if __package__:
+    from . import CorpusModel as Entry  # the corpus script's plugin interface
+else:  # run as a script: python tools/realworld/contrib.py OUT_DIR
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from realworld import CorpusModel as Entry
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
@@ -196,7 +192,7 @@ def _quantized_entry(name: str, factory, shape, per_channel: bool, weight_type: 
             path = _quantized(factory(), torch.from_numpy(inputs["x"]), Path(tmp), per_channel, weight_type)
             return _load(_ort_optimized(path) if fused else path)
 
-    return Entry(name, build, inputs, notes=notes)
+    return Entry(name, build, inputs, note=notes)
 
 
 # -- transformers: BERT, GPT-2 -------------------------------------------------------------------------------------
@@ -240,7 +236,7 @@ def _bert_entry() -> Entry:
             optimized.save_model_to_file(str(Path(tmp) / "bert.fused.onnx"))
             return _load(Path(tmp) / "bert.fused.onnx")
 
-    return Entry("bert_fused", build, inputs, notes="tiny BERT, onnxruntime.transformers optimize_model(bert)")
+    return Entry("bert_fused", build, inputs, note="tiny BERT, onnxruntime.transformers optimize_model(bert)")
 
 
 def _gpt2_module():
@@ -352,7 +348,7 @@ def _gpt2_past_entry() -> Entry:
             return _load(Path(tmp) / "gpt2_past.fused.onnx")
 
     return Entry("gpt2_past_fused", build, inputs,
-                 notes="tiny GPT-2 with attention mask and past / present, optimize_model(gpt2)")
+                 note="tiny GPT-2 with attention mask and past / present, optimize_model(gpt2)")
 
 
 def _t5_entry() -> Entry:
@@ -386,7 +382,7 @@ def _t5_entry() -> Entry:
             return _load(Path(tmp) / "t5.fused.onnx")
 
     return Entry("t5_encoder_fused", build, inputs,
-                 notes="tiny T5 encoder, optimize_model(t5): SimplifiedLayerNormalization, "
+                 note="tiny T5 encoder, optimize_model(t5): SimplifiedLayerNormalization, "
                        "SkipSimplifiedLayerNormalization")
 
 
@@ -407,7 +403,7 @@ def _quantized_fused_entry(fused: Entry) -> Entry:
             return _load(target)
 
     return Entry(f"{fused.name}_qdyn", build, fused.inputs, fused.constants,
-                 notes=f"{fused.notes}, then quantize_dynamic (int8, reduce_range)")
+                 note=f"{fused.note}, then quantize_dynamic (int8, reduce_range)")
 
 
 # -- the plugin interface ------------------------------------------------------------------------------------------

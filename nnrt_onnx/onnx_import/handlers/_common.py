@@ -166,12 +166,49 @@ def _align(ctx: NodeContext, name: str, shape: tuple[int, ...]) -> str:
 
 # -- constant nodes, empty results, attributes and axes ----------------------------------------------------------------
 
-MAX_FOLDED_ELEMENTS = 1 << 22
+_SHAPE_LIKE_BYTES = 1 << 16  # inputs this small go to shape inference with their values (shapes, axes, repeats)
+
+
+def _folded_sizes_fit(ctx: NodeContext, values: dict[str, np.ndarray]) -> bool:
+    """Whether every output of the node, evaluated on ``values``, fits the folding budget: its shape comes from the
+    importer's knowledge or from ONNX shape inference of the lone node (with the values of its small inputs), never
+    from evaluating it. An output whose shape cannot be told does not fit."""
+    budget = ctx.options.max_constant_bytes
+    outputs = [n for n in ctx.node.output if n]
+    known = {n: ctx.graph.values[n] for n in outputs if n in ctx.graph.values}
+    if all(v.shape is not None and all(d >= 0 for d in v.shape) for v in known.values()) and len(known) == len(outputs):
+        return all(int(np.prod(v.shape)) * v.dtype.itemsize <= budget for v in known.values())
+    from onnx import TypeProto, numpy_helper, shape_inference
+
+    node = helper.make_node(ctx.node.op_type, list(ctx.node.input), outputs)
+    node.attribute.extend(ctx.node.attribute)
+    small = {n: a for n, a in values.items() if a.nbytes <= _SHAPE_LIKE_BYTES}
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in values.items() if n not in small]
+    graph = helper.make_graph([node], "size", inputs, [helper.make_value_info(n, TypeProto()) for n in outputs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in small.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.opset)])
+    try:
+        inferred = shape_inference.infer_shapes(model, data_prop=True).graph.output
+    except Exception:  # inference rejects it: then it is not folded here
+        return False
+    for info in inferred:
+        tensor_type = info.type.tensor_type
+        if not tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in tensor_type.shape.dim):
+            return False
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).itemsize
+        except (KeyError, TypeError, ValueError):
+            return False
+        if int(np.prod([d.dim_value for d in tensor_type.shape.dim])) * itemsize > budget:
+            return False
+    return True
 
 
 def fold_constant_node(ctx: NodeContext) -> bool:
     """A node whose inputs are all constants becomes constant outputs, evaluated by the ONNX reference
-    implementation (shape arithmetic in exported graphs, empty tensors included). Returns whether it did."""
+    implementation (shape arithmetic in exported graphs, empty tensors included), when every output fits the
+    folding budget (checked from the shapes first). Returns whether it did."""
     names = [n for n in ctx.node.input if n]
     if not names:
         return False
@@ -181,6 +218,8 @@ def fold_constant_node(ctx: NodeContext) -> bool:
         if value is None or value.data is None:
             return False
         values[name] = value.data
+    if not _folded_sizes_fit(ctx, values):
+        return False
     from onnx import TypeProto
     from onnx.reference import ReferenceEvaluator
 
@@ -196,8 +235,6 @@ def fold_constant_node(ctx: NodeContext) -> bool:
         for r in results:
             from_numpy(r.dtype)
     except Exception:  # the reference rejects it: convert normally, which reports the problem
-        return False
-    if sum(r.size for r in results) > MAX_FOLDED_ELEMENTS:
         return False
     for attribute in ctx.node.attribute:
         ctx.attr(attribute.name)

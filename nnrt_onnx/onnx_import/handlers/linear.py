@@ -45,6 +45,8 @@ def gemm(ctx: NodeContext) -> None:
     if trans_a:
         a = ctx.transpose(a, (1, 0))
     b_value = ctx.value(b)
+    if b_value.shape is not None and len(b_value.shape) == 2:  # [M, N], whatever the model states about Y
+        ctx.settle(out, (ctx.value(a).shape[0], b_value.shape[0 if trans_b else 1]))
     c = ctx.input(2) if ctx.has_input(2) else None
     c_value = ctx.value(c) if c else None
     if ctx.opset < 7 and not int(ctx.attr("broadcast", 0)) and c is not None:  # legacy: C must be [M, N] then

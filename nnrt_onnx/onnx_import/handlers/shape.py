@@ -22,6 +22,7 @@ from ...ir.issues import (
 )
 from ..context import NodeContext
 from ..generic import check_op_dtype
+from ..symbolic import reshape_target
 from . import converts
 from ._common import (
     _axis,
@@ -131,11 +132,11 @@ def constant_of_shape(ctx: NodeContext) -> None:
     shape_value = ctx.value(ctx.input(0))
     if shape_value.data is not None:
         dims = [int(d) for d in shape_value.data.reshape(-1)]
-        array = np.full(dims, fill[0], dtype=fill.dtype)
-        ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
-        return
-    from ...dtypes import from_numpy
-
+        if math.prod(dims) * fill.dtype.itemsize <= ctx.options.max_constant_bytes:
+            array = np.full(dims, fill[0], dtype=fill.dtype)
+            ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
+            return
+        ctx.settle(ctx.output(0), dims, fill.dtype)  # above the folding budget: built at run time
     ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [ctx.input(0)], [ctx.output(0)],
              {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(fill.dtype)),
               "OH_NN_CONSTANT_OF_SHAPE_VALUE": [float(fill[0])]})
@@ -151,6 +152,16 @@ def range_(ctx: NodeContext) -> None:
     stash = int(ctx.attr("stash_type", 1)) if ctx.opset >= 27 else 0
     if delta == 0:
         raise ConversionIssue(INVALID_MODEL, "Range delta must not be 0")
+    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    if count * dtype.itemsize > ctx.options.max_constant_bytes:
+        if dtype.kind not in "iu":
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"a {dtype} Range of {count} values is larger than the folding "
+                                                         f"budget (max_constant_bytes) and NNRt's RANGE is integer only")
+        ctx.settle(ctx.output(0), [count], dtype)
+        ctx.emit(OP.OH_NN_OPS_RANGE, [ctx.input(0)], [ctx.output(0)], {"OH_NN_RANGE_START": int(start),
+                                                                       "OH_NN_RANGE_LIMIT": int(limit),
+                                                                       "OH_NN_RANGE_DELTA": int(delta)})
+        return
     if dtype.kind in "iu":
         values = np.arange(int(start), int(limit), int(delta), dtype=np.int64).astype(dtype)
     else:
@@ -198,19 +209,39 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     return target
 
 
+def _runtime_target(ctx: NodeContext) -> list[int] | None:
+    """A target shape computed at run time (``x.view(x.size(0), -1)``: Shape -> Gather -> Concat of a dynamic
+    batch) read symbolically: RESHAPE's target when at most one output dim stays unknown (symbolic.py)."""
+    values = ctx.shape_values()
+    if values is None:
+        return None
+    requested, dims = values.value(ctx.node.input[1]), values.dims(ctx.node.input[0])
+    if requested is None or dims is None:
+        return None
+    return reshape_target(dims, requested, bool(ctx.attr("allowzero", 0)))
+
+
 @converts("Reshape")
 def reshape(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     x = ctx.input(0)
-    if ctx.opset < 5:
-        requested = ctx.attr("shape")
-    else:
-        requested = ctx.constant_input(1, "the target shape").reshape(-1)
-    target = _target_shape(ctx, x, requested)
     out = ctx.value(ctx.output(0))
-    if out.shape is None or any(d < 0 for d in out.shape):
-        out.shape = tuple(target)
+    inferred = out.shape
+    if ctx.opset < 5:
+        target = _target_shape(ctx, x, ctx.attr("shape"))
+    elif ctx.input_value(1).data is None and _runtime_target(ctx) is not None:
+        target = _runtime_target(ctx)
+    elif ctx.input_value(1).data is None and inferred is not None and sum(d < 0 for d in inferred) <= 1:
+        # the output shape ONNX inference knows, with its one unknown dim as RESHAPE's -1, reshapes the same
+        ctx.attr("allowzero")
+        target = list(inferred)
+    else:
+        target = _target_shape(ctx, x, ctx.constant_input(1, "the target shape").reshape(-1))
+    if sum(d < 0 for d in target) > 1:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"Reshape of {x!r} (shape {list(ctx.value(x).shape or [])}) to {target}: "
+                                             f"more than one dim is unknown (RESHAPE takes one -1)", tensor=x)
+    ctx.settle(ctx.output(0), target)
     if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
         return

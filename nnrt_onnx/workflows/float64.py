@@ -1,0 +1,485 @@
+"""A third opinion for ``nnrt-onnx check``: the ONNX model computed in float64, and how far an honest float32
+result may be from it. Used when native and onnxruntime disagree (or agree on an output that is constant).
+
+**The float64 truth.** The ONNX model with every floating tensor retyped to double (initializers, Constant and
+ConstantOfShape values, Cast targets, declared types, subgraphs, functions) and evaluated by ``onnx.reference``,
+the ONNX project's Python implementation of the spec -- independent of both sides. (Our kernels retyped to float64
+would be faster, but a bug in one of them would then be in the truth too, and the referee could never find native
+wrong.) ``onnx.reference`` is not bug-free; this module replaces what was found wrong: Softmax, LogSoftmax and
+Hardmax (it implements only opset 13's form; older opsets coerce to 2D), LRN (it sums over the batch, not the
+channels) and BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones). When
+native and onnxruntime agree but both are far from the float64 result, the referee is the suspect (verdict
+"float64 disagrees with both", a note, never a failure).
+
+**The expected float32 error** (Monte Carlo arithmetic, Parker 1997; Verificarlo): the double model is run
+:data:`TRIALS` more times with the floating output of every node that rounds multiplied by ``1 + d``, ``d``
+uniform in ``[-ulp, ulp]`` of the tensor's original dtype (float32: ``2**-23``, float16: ``2**-10``): the rounding
+a float32 implementation makes at each node, with random signs. Nodes that only move or select values (Reshape,
+Concat, MaxPool, Relu ...) round nothing and are not perturbed. A tensor's *spread* ``s`` is the largest error of
+the perturbed runs against the truth.
+
+Errors are measured like ``max rel``: ``err(x) = max_i |x_i - t_i| / max(|t_i|, atol * scale / rtol)``, ``t`` the
+truth, ``scale`` its largest finite magnitude, ``rtol``/``atol`` the tensor's tolerances.
+The *expected float32 error* is ``E = max(K * s, rtol)`` with ``K = 4``: a result within ``E`` of the truth is as
+good as float32 can be on this input.
+
+**The verdict** on a tensor, with ``e_native = err(native)`` and ``e_ort = err(onnxruntime)``:
+
+- the sides agree within tolerance: **ill-conditioned** when ``s > rtol`` (a one-ulp perturbation moves the
+  tensor beyond tolerance: the agreement is the luck of the rounding order, another CPU may disagree); but
+  **float64 disagrees with both** when both are beyond ``E`` (two independent implementations agreeing against
+  the float64 run points at the referee: a note, never a failure); otherwise nothing to say.
+- the sides disagree:
+  - both within ``E`` of the truth: **ill-conditioned** when ``K * s > rtol``, else **both within tolerance of
+    float64** (the disagreement is the sum of two admissible errors);
+  - only native beyond ``E``: **native is wrong**; only onnxruntime beyond ``E``: **onnxruntime is wrong**;
+  - both beyond ``E``: **neither matches float64** (the closer side named).
+
+``check`` passes an output whose verdict is ill-conditioned, onnxruntime is wrong, or both within tolerance, with a
+warning; ``--strict`` fails it. The node named for an ill-conditioned output is its *amplifier*: the first node
+(in graph order, among the output's ancestors) whose output spread exceeds its tolerance while every floating
+input's spread is within it -- where ulp-level noise turns into visible differences.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+K = 4.0
+TRIALS = 2
+ILL_CONDITIONED = "ill-conditioned"
+NATIVE_WRONG = "native is wrong"
+ORT_WRONG = "onnxruntime is wrong"
+NEITHER = "neither matches float64"
+BOTH_CLOSE = "both within tolerance of float64"
+SUSPECT = "float64 disagrees with both"  # the sides agree, the float64 result does not: the referee is suspect
+ACCEPTED = frozenset({ILL_CONDITIONED, ORT_WRONG, BOTH_CLOSE, SUSPECT})  # pass (a warning but for SUSPECT)
+
+# nodes that move, select or compare values: they round nothing, so the Monte Carlo runs leave their outputs alone
+EXACT_OPS = frozenset({
+    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice", "Gather",
+    "GatherElements", "GatherND", "ScatterND", "ScatterElements", "Scatter", "Expand", "Tile", "Pad", "Dropout",
+    "MaxPool", "GlobalMaxPool", "MaxRoiPool", "Relu", "ReduceMax", "ReduceMin", "Max", "Min", "Abs", "Neg", "Sign",
+    "Floor", "Ceil", "Round", "Constant", "ConstantOfShape", "Shape", "Size", "SpaceToDepth", "DepthToSpace",
+    "Where", "Clip", "ArgMax", "ArgMin", "TopK", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
+    "And", "Or", "Xor", "NonZero", "Compress", "ReverseSequence", "OneHot", "Trilu", "EyeLike", "CenterCropPad",
+})
+_ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+
+Tolerance = Callable[[np.dtype], "tuple[float, float] | None"]  # dtype -> (rtol, atol), None for exact dtypes
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the error measure and the verdict
+
+
+def relative_error(x, truth, rtol: float, atol: float) -> float:
+    """``max_i |x_i - t_i| / max(|t_i|, atol * scale / rtol)`` (see the module doc); inf when a NaN/Inf differs
+    or the sizes differ; NaN never."""
+    x = np.asarray(x).astype(np.float64, copy=False).reshape(-1)
+    t = np.asarray(truth).astype(np.float64, copy=False).reshape(-1)
+    if x.size != t.size:
+        return math.inf
+    if not x.size:
+        return 0.0
+    finite_t = np.isfinite(t)
+    both = finite_t & np.isfinite(x)
+    same_special = (np.isnan(x) & np.isnan(t)) | ((x == t) & ~both)
+    if np.any(~both & ~same_special):
+        return math.inf
+    if not both.any():
+        return 0.0
+    scale = float(np.abs(t[finite_t]).max())
+    floor = atol * scale / rtol if rtol > 0 else atol * scale
+    floor = max(floor, np.finfo(np.float64).tiny)
+    with np.errstate(over="ignore"):
+        ratio = np.abs(x[both] - t[both]) / np.maximum(np.abs(t[both]), floor)
+    value = float(ratio.max())
+    return value if not math.isnan(value) else math.inf
+
+
+@dataclass
+class Verdict:
+    """The float64 referee's opinion on one tensor (errors in the ``max rel`` measure against the float64 truth)."""
+
+    verdict: str | None  # one of the verdict strings above, None: nothing to say
+    native_error: float
+    onnxruntime_error: float
+    spread: float  # the Monte Carlo spread s
+    expected_error: float  # E = max(K * s, rtol)
+    rtol: float
+    amplifier: dict[str, Any] | None = None  # {"index", "node", "op_type", "input_spread", "output_spread"}
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict in ACCEPTED
+
+    @property
+    def closer(self) -> str:
+        if self.native_error == self.onnxruntime_error:
+            return "equal"
+        return "native" if self.native_error < self.onnxruntime_error else "onnxruntime"
+
+    @property
+    def ratio(self) -> float:
+        """How many times farther from float64 the farther side is (inf when the closer one is exact)."""
+        near, far = sorted((self.native_error, self.onnxruntime_error))
+        if far == near:
+            return 1.0
+        return far / near if near > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "native_error": self.native_error,
+                "onnxruntime_error": self.onnxruntime_error, "spread": self.spread,
+                "expected_error": self.expected_error, "closer": self.closer, "ratio": self.ratio,
+                "amplifier": self.amplifier}
+
+    def text(self) -> str:
+        """One line: the verdict and the numbers behind it (errors as max rel against float64)."""
+        errors = (f"max rel vs float64: native {_g(self.native_error)}, onnxruntime {_g(self.onnxruntime_error)}, "
+                  f"expected float32 error {_g(self.expected_error)}")
+        closer = "" if self.closer == "equal" else f"; {self.closer} is {_times(self.ratio)} closer"
+        if self.verdict == ILL_CONDITIONED:
+            where = ""
+            if self.amplifier is not None:
+                a = self.amplifier
+                where = (f", amplified at ONNX node #{a['index']} {a['node']!r} ({a['op_type']}: "
+                         f"{_g(a['input_spread'])} in, {_g(a['output_spread'])} out)")
+            return (f"ill-conditioned: one-ulp rounding noise moves it by up to max rel {_g(self.spread)} "
+                    f"(tolerance {_g(self.rtol)}){where}; {errors}")
+        if self.verdict is None:
+            return f"float64 agrees ({errors})"
+        return f"{self.verdict} ({errors}{closer})"
+
+
+def _g(value: float) -> str:
+    if value is None:
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    return "0" if value == 0 else f"{value:.2g}"
+
+
+def _times(ratio: float) -> str:
+    return "infinitely" if math.isinf(ratio) else f"{ratio:.3g}x"
+
+
+def judge(native_error: float, onnxruntime_error: float, spread: float, rtol: float, agree: bool) -> Verdict:
+    """The verdict of the module doc, from the two sides' errors, the Monte Carlo spread and the tolerance."""
+    expected = max(K * spread, rtol)
+    if agree:
+        if native_error > expected and onnxruntime_error > expected:
+            verdict = SUSPECT
+        else:
+            verdict = ILL_CONDITIONED if spread > rtol else None
+    else:
+        native_ok, ort_ok = native_error <= expected, onnxruntime_error <= expected
+        if native_ok and ort_ok:
+            verdict = ILL_CONDITIONED if K * spread > rtol else BOTH_CLOSE
+        elif ort_ok:
+            verdict = NATIVE_WRONG
+        elif native_ok:
+            verdict = ORT_WRONG
+        else:
+            verdict = NEITHER
+    return Verdict(verdict, native_error, onnxruntime_error, spread, expected, rtol)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the model in double
+
+
+def _float_types() -> set[int]:
+    from onnx import TensorProto
+
+    return {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+
+
+def double_model(model):
+    """A copy of the ONNX model computing in float64 (see the module doc)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    _double_graph(copy.graph)
+    for function in copy.functions:
+        for node in function.node:
+            _double_node(node)
+    return copy
+
+
+def _double_tensor(tensor) -> None:
+    from onnx import numpy_helper
+
+    if tensor.data_type in _float_types():
+        name = tensor.name
+        array = numpy_helper.to_array(tensor).astype(np.float64)
+        tensor.CopyFrom(numpy_helper.from_array(array, name))
+
+
+def _double_graph(graph) -> None:
+    from onnx import TensorProto
+
+    for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type in _float_types():
+            info.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for tensor in graph.initializer:
+        _double_tensor(tensor)
+    for node in graph.node:
+        _double_node(node)
+
+
+def _double_node(node) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    kept = []
+    for attribute in node.attribute:
+        if node.op_type == "Constant" and attribute.name in ("value_float", "value_floats"):
+            values = [attribute.f] if attribute.name == "value_float" else list(attribute.floats)
+            array = np.asarray(values[0] if attribute.name == "value_float" else values, np.float64)
+            kept.append(helper.make_attribute("value", onnx.numpy_helper.from_array(array)))
+            continue
+        if attribute.type == onnx.AttributeProto.TENSOR:
+            _double_tensor(attribute.t)
+        elif attribute.type == onnx.AttributeProto.GRAPH:
+            _double_graph(attribute.g)
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            for graph in attribute.graphs:
+                _double_graph(graph)
+        elif attribute.name in ("to", "dtype") and attribute.type == onnx.AttributeProto.INT \
+                and attribute.i in _float_types():
+            attribute.i = TensorProto.DOUBLE
+        kept.append(attribute)
+    del node.attribute[:]
+    node.attribute.extend(kept)
+
+
+def _legacy_ops(opset: int) -> list:
+    """Softmax, LogSoftmax and Hardmax with the semantics of the model's opset (onnx.reference has only 13's)."""
+    from onnx.reference.op_run import OpRun
+
+    def compute(kind: str, x: np.ndarray, axis: int | None) -> np.ndarray:
+        if x.size == 0:
+            return x
+        shape = x.shape
+        if opset < 13:  # coerce to 2D at ``axis`` (default 1), operate on the second dim
+            axis = (1 if axis is None else axis) % max(x.ndim, 1)
+            x = x.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+            axis = 1
+        else:
+            axis = -1 if axis is None else axis
+        if kind == "Hardmax":
+            y = np.zeros_like(x)
+            np.put_along_axis(y, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
+        else:
+            shifted = x - x.max(axis=axis, keepdims=True)
+            if kind == "LogSoftmax":
+                y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+            else:
+                y = np.exp(shifted)
+                y /= y.sum(axis=axis, keepdims=True)
+        return y.reshape(shape).astype(x.dtype, copy=False)
+
+    classes = []
+    for kind in ("Softmax", "LogSoftmax", "Hardmax"):
+        def run(self, x, axis=None, _kind=kind):
+            given = [a.i for a in self.onnx_node.attribute if a.name == "axis"]
+            return (compute(_kind, np.asarray(x), given[0] if given else None),)
+
+        classes.append(type(kind, (OpRun,), {"op_domain": "", "_run": run}))
+
+    def lrn(self, x, alpha=None, beta=None, bias=None, size=None):
+        # the spec's square_sum over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]; onnx.reference 1.2x
+        # loops over the batch instead and leaves every channel but the first unnormalized
+        x = np.asarray(x)
+        attributes = {a.name: helper_value(a) for a in self.onnx_node.attribute}
+        alpha, beta = attributes.get("alpha", 1e-4), attributes.get("beta", 0.75)
+        bias, size = attributes.get("bias", 1.0), attributes["size"]
+        below, above = (size - 1) // 2, -(-(size - 1) // 2)
+        squares = x.astype(x.dtype) ** 2
+        square_sum = np.zeros_like(x)
+        channels = x.shape[1]
+        for c in range(channels):
+            square_sum[:, c] = squares[:, max(0, c - below):min(channels, c + above + 1)].sum(axis=1)
+        return ((x / (bias + (alpha / size) * square_sum) ** beta).astype(x.dtype),)
+
+    classes.append(type("LRN", (OpRun,), {"op_domain": "", "_run": lrn}))
+
+    def batch_norm(self, x, scale, bias, mean, var, **ignored):
+        # inference form (one output): the running statistics; onnx.reference's opset-9 form blends in the batch's
+        # own statistics whenever momentum is set -- and the schema always sets it
+        attributes = {a.name: helper_value(a) for a in self.onnx_node.attribute}
+        if len([o for o in self.onnx_node.output if o]) > 1 or attributes.get("training_mode", 0):
+            raise NotImplementedError("training-mode BatchNormalization has no float64 reference here")
+        x = np.asarray(x)
+        shape = (-1,) + (1,) * (x.ndim - 2)
+        epsilon = attributes.get("epsilon", 1e-5)
+        y = np.reshape(scale, shape) * (x - np.reshape(mean, shape)) / np.sqrt(np.reshape(var, shape) + epsilon)
+        return ((y + np.reshape(bias, shape)).astype(x.dtype),)
+
+    classes.append(type("BatchNormalization", (OpRun,), {"op_domain": "", "_run": batch_norm}))
+    return classes
+
+
+def helper_value(attribute):
+    from onnx import helper
+
+    return helper.get_attribute_value(attribute)
+
+
+def _default_opset(model) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
+
+
+def _original_dtypes(model) -> dict[str, str]:
+    """Tensor name -> numpy dtype name of the floating tensors of the original model (where known)."""
+    import onnx
+    from onnx import helper
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - shape inference is a convenience here: default to float32 below
+        inferred = model
+    graph = inferred.graph
+    found = {}
+    for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+        elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
+        if elem in _float_types() or elem == onnx.TensorProto.DOUBLE:
+            try:
+                found[info.name] = np.dtype(helper.tensor_dtype_to_np_dtype(elem)).name
+            except (KeyError, TypeError):
+                found[info.name] = "bfloat16"
+    for tensor in graph.initializer:
+        if tensor.data_type in _float_types() or tensor.data_type == onnx.TensorProto.DOUBLE:
+            found[tensor.name] = "float16" if tensor.data_type == onnx.TensorProto.FLOAT16 else (
+                "float64" if tensor.data_type == onnx.TensorProto.DOUBLE else "float32")
+    return found
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the runs
+
+
+@dataclass
+class Float64Reference:
+    """The float64 truth of every tensor of the main graph, and each floating tensor's Monte Carlo spread."""
+
+    truth: dict[str, np.ndarray]
+    spread: dict[str, float]
+    tolerance: dict[str, tuple[float, float]]  # name -> (rtol, atol) the spread was measured with
+    trials: int
+    seconds: float
+    nodes: list[Any] = field(default_factory=list)  # the ONNX nodes (for the amplifier)
+
+    def verdict(self, name: str, native, onnxruntime, agree: bool, rtol: float | None = None,
+                atol: float | None = None) -> Verdict | None:
+        """The verdict on tensor ``name`` (None when it has no float64 truth or is not floating)."""
+        truth = self.truth.get(name)
+        if truth is None or name not in self.spread:
+            return None
+        default_rtol, default_atol = self.tolerance[name]
+        r = default_rtol if rtol is None else rtol
+        a = default_atol if atol is None else atol
+        result = judge(relative_error(native, truth, r, a), relative_error(onnxruntime, truth, r, a),
+                       self.spread[name], r, agree)
+        if result.verdict == ILL_CONDITIONED:
+            result.amplifier = self.amplifier(name)
+        return result
+
+    def amplifier(self, name: str) -> dict[str, Any] | None:
+        """The first ancestor node of ``name`` whose output spread exceeds its tolerance while its floating inputs'
+        spreads are within theirs (see the module doc)."""
+        producers = {o: i for i, node in enumerate(self.nodes) for o in node.output if o}
+        ancestors, stack = set(), [name]
+        while stack:
+            index = producers.get(stack.pop())
+            if index is not None and index not in ancestors:
+                ancestors.add(index)
+                stack.extend(i for i in self.nodes[index].input if i)
+        for index in sorted(ancestors):
+            node = self.nodes[index]
+            outs = [o for o in node.output if o in self.spread]
+            ins = [i for i in node.input if i in self.spread]
+            if not outs:
+                continue
+            loud = [o for o in outs if self.spread[o] > self.tolerance[o][0]]
+            if loud and all(self.spread[i] <= self.tolerance[i][0] for i in ins):
+                return {"index": index, "node": node.name or outs[0], "op_type": node.op_type,
+                        "input_spread": max((self.spread[i] for i in ins), default=0.0),
+                        "output_spread": max(self.spread[o] for o in loud)}
+        return None
+
+
+def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Tolerance, trials: int = TRIALS,
+                      seed: int = 0, names: Iterable[str] | None = None) -> Float64Reference:
+    """Run the double model (truth) and ``trials`` Monte Carlo runs on ``feed`` (see the module doc).
+
+    ``tolerance(dtype)`` gives a floating dtype's (rtol, atol). ``names`` limits the truth kept to those tensors
+    (spreads are kept for every floating tensor: the amplifier needs them). Raises whatever onnx.reference raises
+    for a model it cannot evaluate.
+    """
+    import time
+
+    from onnx.reference import ReferenceEvaluator
+
+    started = time.perf_counter()
+    double = double_model(model)
+    legacy = _legacy_ops(_default_opset(model))
+    original = _original_dtypes(model)
+    feed64 = {n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
+              for n, v in feed.items()}
+    inputs = {i.name for i in model.graph.input}
+    produced = [o for node in model.graph.node for o in node.output if o]
+
+    def evaluate(rng: np.random.Generator | None) -> dict[str, Any]:
+        evaluator = ReferenceEvaluator(double, new_ops=legacy)
+        if rng is not None:
+            _perturb(evaluator, rng, original)
+        return evaluator.run(None, {n: v for n, v in feed64.items() if n in inputs}, intermediate=True)
+
+    clean = evaluate(None)
+    floating = [n for n in produced if isinstance(clean.get(n), np.ndarray) and clean[n].dtype == np.float64]
+    tolerances = {}
+    for n in floating:
+        found = tolerance(np.dtype(original.get(n, "float32")))
+        tolerances[n] = found if found is not None else tolerance(np.dtype(np.float32))
+    spread = dict.fromkeys(floating, 0.0)
+    for trial in range(trials):
+        perturbed = evaluate(np.random.default_rng([seed, trial]))
+        for n in floating:
+            value = perturbed.get(n)
+            if isinstance(value, np.ndarray):
+                rtol, atol = tolerances[n]
+                spread[n] = max(spread[n], relative_error(value, clean[n], rtol, atol))
+        del perturbed
+    wanted = set(names) if names is not None else set(produced)
+    truth = {n: np.asarray(v) for n, v in clean.items() if n in wanted and isinstance(v, (np.ndarray, np.generic))}
+    return Float64Reference(truth, spread, tolerances, trials, time.perf_counter() - started, list(model.graph.node))
+
+
+def _perturb(evaluator, rng: np.random.Generator, dtypes: Mapping[str, str]) -> None:
+    """Make every rounding node of ``evaluator`` multiply its floating outputs by ``1 + U(-ulp, ulp)``."""
+    for node in evaluator.rt_nodes_:
+        if node.op_type in EXACT_OPS:
+            continue
+        real = node.run
+        names: Sequence[str] = list(node.onnx_node.output)
+
+        def run(*args, _real=real, _names=names, **kwargs):
+            results = list(_real(*args, **kwargs))
+            for i, (name, value) in enumerate(zip(_names, results)):
+                if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
+                    ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
+                    results[i] = value * (1.0 + rng.uniform(-ulp, ulp, value.shape))
+            return tuple(results)
+
+        node.run = run
+
+
+__all__ = ["ACCEPTED", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K", "NATIVE_WRONG",
+           "NEITHER", "ORT_WRONG", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference", "judge",
+           "relative_error"]
