@@ -456,6 +456,9 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance of float outputs [float32: 1e-4].")
 @click.option("--atol", type=click.FloatRange(min=0),
               help="Absolute tolerance of float outputs, times the output's largest magnitude [float32: 1e-5].")
+@click.option("--steps", type=click.FloatRange(min=0),
+              help="Quantization steps a dequantized output of a quantized model may be off [1]; onnx.reference "
+                   "judges a larger disagreement.")
 @click.option("--per-layer", is_flag=True, help="Compare every intermediate tensor; name the first diverging node.")
 @click.option("--extract-repro", "repro_dir", type=click.Path(file_okay=False),
               help="Write the smallest ONNX model reproducing the first divergence, and its inputs, to DIR "
@@ -471,7 +474,7 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
-          save_inputs, rtol, atol, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool, html_path,
+          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool, html_path,
           as_json: bool):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
@@ -499,11 +502,11 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
         _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
-               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json)
+               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, steps)
 
 
 def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
-               repro_dir, expected, strict, float64_opinion, html_path, as_json) -> None:
+               repro_dir, expected, strict, float64_opinion, html_path, as_json, steps=None) -> None:
     from nnrt_onnx.workflows.model_inputs import (
         parse_constant_specs,
         parse_expected_specs,
@@ -519,7 +522,8 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     per_layer = per_layer or repro_dir is not None or html_path is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
                          constant_inputs=parse_constant_specs(constant_inputs), progress=_progress, label=label,
-                         strict=strict, expected=golden, value_ranges=ranges or None, float64_opinion=float64_opinion)
+                         strict=strict, expected=golden, value_ranges=ranges or None, float64_opinion=float64_opinion,
+                         steps=steps)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
     diverged = (report.culprit or report.first_divergence) is not None
