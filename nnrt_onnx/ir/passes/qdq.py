@@ -14,7 +14,9 @@ then, in order:
    (the header's rule), and the op writes the Q's tensors. A RELU / RELU6 / CLIP between the op and its Q becomes the
    op's fused activation when, quantized with the Q's parameters, the two give the same integers;
    the ops folded are those whose builder marks them quantized (``quant_type_from_output0`` in the op table: the
-   header's list) and the transparent ones;
+   header's list) and the transparent ones; a CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q is first renamed RELU6
+   / RELU (NNRt quantizes those, not CLIP), and a quantized RELU / RELU6 with the same params in and out becomes
+   the fused activation of the quantized op writing its input (torch's QDQ export: Conv -> Q -> DQ -> Clip -> Q);
 3. turns a DQ -> Q pair into nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
 4. counts the float fallbacks: ops left computing in float between DQs and Qs, by op type.
 
@@ -329,6 +331,58 @@ def _fold(graph: Graph, node: Node, producers, consumers) -> bool:
     return True
 
 
+def _clips_as_activations(graph: Graph) -> int:
+    """A CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q becomes RELU6 / RELU (the same function): NNRt's builders
+    quantize those, not CLIP (torch's QDQ export writes ReLU6 as a Clip with its own Q / DQ)."""
+    producers, consumers = graph.producers(), graph.consumers()
+    changed = 0
+    for node in graph.nodes:
+        bounds = _activation_range(graph, node) if node.op == OP.OH_NN_OPS_CLIP else None
+        if bounds not in ((0.0, 6.0), (0.0, float("inf"))):
+            continue
+        source, users = producers.get(node.inputs[0]), consumers.get(node.outputs[0], [])
+        if source is None or not is_dq(graph, source) or len(users) != 1 or not is_q(graph, users[0]):
+            continue
+        node.op = OP.OH_NN_OPS_RELU6 if bounds[1] == 6.0 else OP.OH_NN_OPS_RELU
+        node.params = {}
+        changed += 1
+    return changed
+
+
+def _fuse_quantized_activations(graph: Graph) -> int:
+    """A quantized RELU / RELU6 whose input and output have the same params, reading the only output of a quantized
+    op that can fuse it, becomes that op's fused activation: quantization commutes with a clamp whose bounds
+    quantize to the same integers (``_fuse_type_for``), so the integers are the same."""
+    fused = 0
+    changed = True
+    while changed:
+        changed = False
+        producers, consumers = graph.producers(), graph.consumers()
+        for node in graph.nodes:
+            bounds = _activation_range(graph, node)
+            if node.op not in (OP.OH_NN_OPS_RELU, OP.OH_NN_OPS_RELU6) or bounds is None:
+                continue
+            source, target = graph.values[node.inputs[0]], graph.values[node.outputs[0]]
+            writer = producers.get(source.name)
+            if (writer is None or source.quant is None or target.quant is None or source.dtype != target.dtype
+                    or not same_quant(source.quant, target.quant) or not per_tensor(source.quant)
+                    or source.name in graph.outputs or len(consumers.get(source.name, [])) != 1
+                    or len(writer.outputs) != 1 or not op_spec(writer.op).fuse or _fuse_of(writer)):
+                continue
+            fuse = _fuse_type_for(bounds, target.quant, target.dtype)
+            if fuse is None:
+                continue
+            spec = op_spec(writer.op)
+            tensor_type = next(p.tensor_type for p in spec.own_params if spec.fuse in p.keywords)
+            writer.params[tensor_type] = param_array(tensor_type, fuse)
+            writer.outputs = list(node.outputs)
+            graph.nodes.remove(node)
+            fused += 1
+            changed = True
+            break
+    return fused
+
+
 # -- 3. DQ -> Q pairs ------------------------------------------------------------------------------------------------
 
 def _requantize_pairs(graph: Graph) -> int:
@@ -376,6 +430,7 @@ def fold_qdq(graph: Graph) -> int:
     """Fold the DQ -> op -> Q groups (module doc); returns the number of ops now computing on quantized tensors."""
     _sink_dequantize(graph)
     _hoist_quantize(graph)
+    _clips_as_activations(graph)
     folded = 0
     changed = True
     while changed:
@@ -391,6 +446,7 @@ def fold_qdq(graph: Graph) -> int:
             _hoist_quantize(graph)
     _requantize_pairs(graph)
     graph.remove_unused()
+    _fuse_quantized_activations(graph)  # (after remove_unused: a folded op's old readers are gone)
     while _merge_reshapes(graph):  # (a hoisted Q can leave two reshapes in a row)
         pass
     graph.remove_unused()
