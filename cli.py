@@ -304,6 +304,22 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
                f"{stats['seconds']:.2f} s")
     click.echo(f"  {stats['operations']} NNRt operations, {stats['tensors']} tensors, {stats['transposes']} transposes, "
                f"{stats['fused_activations']} fused activations, {stats['folded_batchnorms']} batch norms folded")
+    if stats.get("quantization"):
+        click.echo(f"  {_quantization_text(stats['quantization'])}")
+
+
+def _quantization_text(summary) -> str:
+    """One line on a quantized model's conversion: how many compute ops read quantized tensors, the float fallbacks
+    by op type, and the form chosen for dynamic quantization."""
+    parts = [f"quantized: {summary['quantized_ops']} of {summary['compute_ops']} compute ops read quantized tensors"]
+    fallbacks = summary.get("float_fallbacks") or {}
+    parts.append("float fallbacks: " + (", ".join(f"{op} {n}" for op, n in fallbacks.items()) or "none"))
+    dynamic = summary.get("dynamic")
+    if dynamic:
+        form = dynamic.get("form")
+        parts.append("dynamic quantization: " + ("float form (weights dequantized once at conversion)"
+                                                 if form == "float" else "exact integer form"))
+    return "; ".join(parts)
 
 
 def _export(src, dst, opset: int | None, as_json: bool) -> None:
@@ -362,6 +378,8 @@ def inspect(model_path: str, input_shapes, as_json: bool) -> None:
         if as_json:
             return
         click.echo("converted to NNRt:")
+        if report.get("quantization"):
+            click.echo(_quantization_text(report["quantization"]))
         info = report["nnrt"]
     else:
         info = describe_model(load_any(model_path))

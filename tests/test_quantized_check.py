@@ -74,3 +74,39 @@ def test_the_step_tolerance_is_an_option():
     comparisons = [compare(native, truth, "y")]
     _compare_in_steps(model, comparisons, [native], {"y": truth}, {"x": x}, 2.5)
     assert comparisons[0].within and comparisons[0].referee is None
+
+
+# -- the conversion summary and inspect name the float fallbacks ----------------------------------------------------
+
+def _with_erf(path):
+    """The QDQ conv, then DQ -> Erf -> Q: NNRt quantizes no ERF (its builder does not), so it stays in float."""
+    import onnx
+
+    model = _qdq_conv()
+    graph = model.graph
+    graph.output[0].name = "t"
+    graph.node[-1].output[0] = "t"
+    graph.node.extend([helper.make_node("Erf", ["t"], ["e"]),
+                       helper.make_node("QuantizeLinear", ["e", "sy", "zy"], ["eq"]),
+                       helper.make_node("DequantizeLinear", ["eq", "sy", "zy"], ["y"])])
+    graph.output[0].name = "y"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_convert_and_inspect_report_the_quantized_share_and_the_float_fallbacks(tmp_path, cli_main):
+    import json
+
+    from click.testing import CliRunner
+
+    main = cli_main
+
+    source = _with_erf(tmp_path / "erf.onnx")
+    out = CliRunner().invoke(main, ["convert", str(source), "-o", str(tmp_path / "erf.nnrt")])
+    assert out.exit_code == 0, out.output
+    assert "quantized: 1 of 2 compute ops read quantized tensors; float fallbacks: ERF 1" in out.output
+    out = CliRunner().invoke(main, ["inspect", str(source)])
+    assert out.exit_code == 0 and "float fallbacks: ERF 1" in out.output
+    data = json.loads(CliRunner().invoke(main, ["inspect", str(source), "--json"]).stdout)
+    assert data["quantization"]["float_fallbacks"] == {"ERF": 1}
+    assert data["quantization"]["quantized_ops"] == 1

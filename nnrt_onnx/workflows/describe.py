@@ -57,7 +57,8 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
     (each node's mapping row), then confirmed by a conversion (its problems, and the NNRt ops each node became).
 
     Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
-    where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted).
+    where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted) and
+    ``quantization`` the conversion's quantization summary (quantized share, float fallbacks; None for a float model).
     """
     from ..ir.rows import domain_versions, route
     from ..onnx_import import ConversionError, from_onnx, load_onnx
@@ -81,6 +82,7 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
     by_name = {n["node"]: n for n in nodes}
     problems = []
     nnrt = None
+    quantization = None
     try:
         result = from_onnx(model, input_shapes=input_shapes)
     except ConversionError as exc:
@@ -95,7 +97,8 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
         for entry in nodes:
             entry["emitted"] = emitted.get(entry["node"], [])
         nnrt = describe_model(result.model)
+        quantization = result.stats.get("quantization")  # quantized share, float fallbacks by op type
     for entry in nodes:
         entry["status"] = "cannot convert" if entry["problems"] else "ok"
     return {"model": str(path), "opset": opset, "nodes": nodes, "problems": problems,
-            "convertible": nnrt is not None, "nnrt": nnrt}
+            "convertible": nnrt is not None, "nnrt": nnrt, "quantization": quantization}
