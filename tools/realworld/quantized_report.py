@@ -58,8 +58,9 @@ def _compare(actual: np.ndarray, reference: np.ndarray, step: float | None) -> d
         result["steps"] = float(np.abs(a - r).max() / step) if a.size else 0.0
     denominator = np.linalg.norm(a) * np.linalg.norm(r)
     result["cosine"] = float(a.ravel() @ r.ravel() / denominator) if denominator else float(np.array_equal(a, r))
-    if a.ndim >= 1 and a.shape[-1] > 1:
-        result["top1"] = bool(np.array_equal(a.reshape(-1, a.shape[-1]).argmax(-1), r.reshape(-1, r.shape[-1]).argmax(-1)))
+    axis = 1 if a.ndim == 4 else -1  # classes: the last axis, or the channels of a segmentation map (NCHW)
+    if a.ndim >= 1 and a.shape[axis] > 1:
+        result["top1"] = bool(np.array_equal(a.argmax(axis), r.argmax(axis)))
     return result
 
 
