@@ -8,6 +8,7 @@
 * for each: the ops read quantized tensors (>= 90 %), the transposes are the float twin's, the outputs are within one
   quantization step of onnx.reference, and the NNRt model exports to QDQ ONNX that onnxruntime runs and that
   re-imports to the same quantized NNRt model;
+* a transposed convolution, hard-swish, slice / reshape / transpose, matmul and softmax in QDQ;
 * hand-made QDQ groups for what quantize_static does not write (torch's Clip between its own Q / DQ).
 """
 from __future__ import annotations
@@ -140,6 +141,57 @@ def test_a_statically_quantized_cnn_becomes_a_quantized_nnrt_model(float_path, f
     theirs = session.run(None, {session.get_inputs()[0].name: x})[0]
     # the export runs on onnxruntime (its integer kernels may round a tie the other way: a loose bound)
     assert np.abs(ours.astype(np.float64) - theirs).max() / step <= 2 + 1e-4
+
+
+def _float_sequence() -> onnx.ModelProto:
+    """Transposed convolution, hard-swish, slice, reshape, transpose, matmul, softmax."""
+    rng = np.random.default_rng(9)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"wt": w(4, 4, 2, 2), "bt": w(4), "starts": np.array([0], np.int64), "ends": np.array([8], np.int64),
+             "axes": np.array([2], np.int64), "shape": np.array([1, 4, 96], np.int64), "wm": w(4, 4)}
+    nodes = [helper.make_node("ConvTranspose", ["x", "wt", "bt"], ["ct"], strides=[2, 2]),
+             helper.make_node("HardSwish", ["ct"], ["hs"]),
+             helper.make_node("Slice", ["hs", "starts", "ends", "axes"], ["sl"]),
+             helper.make_node("Reshape", ["sl", "shape"], ["rs"]),
+             helper.make_node("Transpose", ["rs"], ["tr"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["tr", "wm"], ["mm"]),
+             helper.make_node("Softmax", ["mm"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "sequence", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SEQUENCE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 96, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+SEQUENCE = (1, 4, 6, 6)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["pt", "pc"])
+def test_transposed_conv_hardswish_moves_matmul_and_softmax_fold_in_qdq(tmp_path, per_channel):
+    onnx.save(_float_sequence(), str(tmp_path / "f.onnx"))
+    rng = np.random.default_rng(1)
+    reader = _Reader([rng.uniform(-1, 1, SEQUENCE).astype(np.float32) for _ in range(4)])
+    quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), reader,
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=per_channel,
+                                 weight_type=quantization.QuantType.QInt8,
+                                 activation_type=quantization.QuantType.QUInt8)
+    model = onnx.load(str(tmp_path / "q.onnx"))
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["float_fallbacks"] == {} and summary["quantized_ops"] == summary["compute_ops"] == 4
+    ops = {op.op for op in result.model.operations}
+    assert {OP.OH_NN_OPS_CONV2D_TRANSPOSE, OP.OH_NN_OPS_HSWISH, OP.OH_NN_OPS_MATMUL, OP.OH_NN_OPS_SOFTMAX} <= ops
+    assert result.stats["transposes"] == from_onnx(_float_sequence()).stats["transposes"]
+    (step,) = quantized_outputs(model).values()
+    x = np.random.default_rng(5).uniform(-1, 1, SEQUENCE).astype(np.float32)
+    expected = reference_evaluator(model).run(None, {"x": x})[0]
+    actual = run_model(result.model, [x]).outputs[0]
+    assert np.abs(actual.astype(np.float64) - expected).max() / step <= 1 + 1e-4
+    assert _signature(from_onnx(to_onnx(result.model, check=True)).model) == _signature(result.model)
 
 
 def test_dynamic_quantization_is_compact_and_says_its_form(tmp_path):
