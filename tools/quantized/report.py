@@ -1,8 +1,8 @@
-"""Measure the quantized corpus (tools/realworld/quantized.py) and print the table of docs/quantization.md.
+"""Measure the quantized corpus (tools/quantized/make_corpus.py) and print the table of docs/quantization.md.
 
 For every ``<net>_<variant>.onnx`` in the corpus directory (project virtualenv, no torch)::
 
-    python tools/realworld/quantized_report.py CORPUS_DIR [--json OUT.json]
+    python tools/quantized/report.py CORPUS_DIR [--json OUT.json]
 
 * converts it (``from_onnx``), counting NNRt operations, transposes and, from the conversion summary, the compute ops
   that read quantized tensors (the quantized share) and the float fallbacks;

@@ -22,10 +22,10 @@ each exported with torch.onnx (opset 17) and then:
 
 Standalone (torch and onnxruntime come from the generator virtualenv; never runtime or test dependencies)::
 
-    /work/venv-gen/bin/python tools/realworld/quantized.py OUT_DIR [--only NAME,...]
+    /work/venv-gen/bin/python tools/quantized/make_corpus.py OUT_DIR [--only NAME,...]
 
 writes ``OUT_DIR/<name>.onnx`` and ``OUT_DIR/<name>.npz`` (an input, for ``nnrt-onnx check MODEL --input NPZ``).
-``tools/realworld/quantized_report.py OUT_DIR`` (project virtualenv) then converts and checks each model and prints
+``tools/quantized/report.py OUT_DIR`` (project virtualenv) then converts and checks each model and prints
 the corpus table of docs/quantization.md.
 """
 from __future__ import annotations
