@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import re
 import sys
 import traceback
 
@@ -33,6 +35,8 @@ class FriendlyGroup(click.Group):
         except ConversionError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
+                for text in getattr(exc, "tracebacks", []):  # the converters' own failures (internal errors)
+                    click.echo(text, err=True, nl=False)
             if ctx.obj and ctx.obj.get("json_errors"):
                 click.echo(exc.to_json())
             elif len(exc.issues) == 1:  # one line, like every other error
@@ -45,8 +49,35 @@ class FriendlyGroup(click.Group):
                 traceback.print_exc()
             message = exc.message if isinstance(exc, NNRtError) else str(exc)
             prefix = f"{exc.code.name}: " if isinstance(exc, NNRtError) else ""
-            click.echo(f"error: {prefix}{message}", err=True)
+            click.echo(f"error: {prefix}{_one_line(message)}", err=True)
             ctx.exit(1)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except MemoryError:
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
+            click.echo("error: out of memory (a smaller --max-constant-bytes bounds what converting a model may "
+                       "take; running a model needs what its tensors need)", err=True)
+            ctx.exit(1)
+        except RecursionError:
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
+            click.echo("error: the input is nested too deeply to process", err=True)
+            ctx.exit(1)
+        except Exception as exc:  # a bug: still one line (and the traceback with --debug)
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
+            from nnrt_onnx.onnx_import.guard import site
+
+            text = _one_line(str(exc))
+            click.echo(f"error: internal error: {type(exc).__name__}{': ' + text if text else ''} (at {site(exc)}; "
+                       f"run with --debug for the traceback and please report it)", err=True)
+            ctx.exit(1)
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return "; ".join(lines)[:2000] if len(lines) > 1 else (lines[0] if lines else "")
 
 
 @click.group(cls=FriendlyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,6 +94,48 @@ def _progress(items, label: str):
     if not sys.stderr.isatty():
         return contextlib.nullcontext(items)
     return click.progressbar(items, label=label, file=sys.stderr)
+
+
+class ByteSize(click.ParamType):
+    """A byte count: an integer, optionally with a binary unit (K, M, G, T; KB/KiB... the same), e.g. 256M."""
+
+    name = "BYTES"
+    _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    MAX = 1 << 50
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number, scale = value, 1
+        else:
+            match = re.fullmatch(r"\s*(\d{1,20})\s*([KMGT]?)(?:I?B)?\s*", str(value), re.IGNORECASE)
+            if not match:
+                self.fail(f"{value!r} is not a byte count (e.g. 268435456, 256M, 1G)", param, ctx)
+            number, scale = int(match.group(1)), self._UNITS[match.group(2).upper()]
+        size = number * scale
+        if not 0 <= size <= self.MAX:
+            self.fail(f"{value!r} is outside 0..{self.MAX} bytes", param, ctx)
+        return size
+
+
+class Tolerance(click.ParamType):
+    """A finite float >= 0 (nan and inf would make every comparison pass or fail)."""
+
+    name = "FLOAT"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} must be a finite number >= 0", param, ctx)
+        return number
+
+
+def _max_constant_bytes(command):
+    return click.option("--max-constant-bytes", "max_constant_bytes", type=ByteSize(), default=None,
+                        help="Memory budget of an .onnx conversion for the constants it computes (folding), and of "
+                             "input files and random inputs [default: 256M].")(command)
 
 
 def _shape_specs(ctx, param, specs: tuple[str, ...]) -> dict[str, list[int]]:
@@ -104,7 +177,7 @@ def _input_options(command):
     return command
 
 
-def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs):
+def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs, max_bytes=None):
     """(the model, converted with what the user gave about its inputs; the ModelInputs)."""
     from pathlib import Path
 
@@ -118,18 +191,18 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs):
     )
 
     path = Path(model_path)
-    constants = parse_constant_specs(constant_inputs)
+    constants = parse_constant_specs(constant_inputs, max_bytes=max_bytes)
     if path.suffix.lower() == ".onnx" and path.is_file():
         from nnrt_onnx.onnx_import import load_onnx
 
         proto = load_onnx(path)
-        given = parse_input_specs(inputs, sorted(declared_inputs(proto)))
+        given = parse_input_specs(inputs, sorted(declared_inputs(proto)), max_bytes=max_bytes)
         model_inputs = ModelInputs(given, dict(input_shapes or {}), constants)
         model_inputs.constants = import_options(proto, model_inputs)["constant_inputs"]  # literals typed
-        return load_any(proto, model_inputs), model_inputs
+        return load_any(proto, model_inputs, max_constant_bytes=max_bytes), model_inputs
     model_inputs = ModelInputs({}, dict(input_shapes or {}), constants)
-    model = load_any(model_path, model_inputs)
-    model_inputs.data = parse_input_specs(inputs, input_names(model))
+    model = load_any(model_path, model_inputs, max_constant_bytes=max_bytes)
+    model_inputs.data = parse_input_specs(inputs, input_names(model), max_bytes=max_bytes)
     return model, model_inputs
 
 
@@ -152,19 +225,11 @@ def ops(as_json: bool, markdown: bool) -> None:
                        f"params: {params}{kernel}")
 
 
-def _tolerance(ctx, param, value):
-    """--rtol/--atol of run: finite and non-negative."""
-    import math
-
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise click.BadParameter(f"{value} is not a finite non-negative number", param=param)
-    return value
-
-
 @main.command()
 @click.argument("model_path", type=click.Path(dir_okay=False))
 @_input_options
-@click.option("--output-dir", "-o", type=click.Path(file_okay=False), help="Save each output as DIR/<name>.npy.")
+@click.option("--output-dir", "-o", type=click.Path(file_okay=False),
+              help="Save each output as DIR/<name>.npy (names percent-encoded) and DIR/manifest.json.")
 @click.option("--output-npz", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="Save every output to one FILE.npz (keys: the output names).")
 @click.option("--device", default="cpu", show_default=True,
@@ -173,16 +238,19 @@ def _tolerance(ctx, param, value):
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
 @click.option("--expected", multiple=True, metavar="NAME=FILE|FILE.npz",
               help="Golden outputs (.npy/.pb/.npz) to compare with, by check's tolerance rule; exit 1 when outside.")
-@click.option("--rtol", type=float, callback=_tolerance, help="Relative tolerance against --expected [float32: 1e-4].")
-@click.option("--atol", type=float, callback=_tolerance,
+@click.option("--rtol", type=Tolerance(), help="Relative tolerance against --expected [float32: 1e-4].")
+@click.option("--atol", type=Tolerance(),
               help="Absolute tolerance against --expected, times the output's largest magnitude [float32: 1e-5].")
 @click.option("--json", "as_json", is_flag=True, help="Outputs (dtype, shape, statistics), timings as JSON.")
+@_max_constant_bytes
 def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, value_ranges,
         save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, expected, rtol, atol,
-        as_json: bool) -> None:
+        as_json: bool, max_constant_bytes: int | None) -> None:
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes, statistics and timings.
 
     Exits 1 when a --float16 run produces NaN or Inf, or an output is outside its --expected golden value.
+    With --output-dir, each output is saved as DIR/<name>.npy (the name percent-encoded, so every tensor name has
+    its own file) and DIR/manifest.json maps the tensor names to their files.
     """
     from nnrt_onnx.workflows.inference import (
         complete_inputs,
@@ -197,10 +265,10 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
     from nnrt_onnx.workflows.parity import compare, json_safe
     from nnrt_onnx.workflows.tensor_stats import tensor_stats
 
-    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
+    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs, max_constant_bytes)
     ranges = parse_value_ranges(value_ranges)
     device_id = device_id_by_name(device)
-    arrays = complete_inputs(model, model_inputs.data, seed, ranges)
+    arrays = complete_inputs(model, model_inputs.data, seed, ranges, max_bytes=max_constant_bytes)
     names = input_names(model)
     golden = parse_expected_specs(expected, output_names(model))
     if save_inputs:
@@ -267,14 +335,17 @@ def _stats_text(st) -> str:
                    "constants).")
 @click.option("--nhwc-io", is_flag=True, help="Model inputs/outputs in NHWC instead of the ONNX layout.")
 @click.option("--no-fold-batchnorm", is_flag=True, help="Keep BatchNormalization after Conv as its own op.")
-@click.option("--opset", type=int, default=None, help="Target ONNX opset of an export (default: 18).")
+@click.option("--opset", type=click.IntRange(13, 23), default=None, help="Target ONNX opset of an export, 13..23 "
+              "(default: 18).")
 @click.option("--json", "as_json", is_flag=True, help="Summary (or the list of problems) as JSON.")
+@_max_constant_bytes
 @click.pass_context
 def convert(ctx: click.Context, source: str, output: str, input_shapes, constant_inputs, nhwc_io: bool,
-            no_fold_batchnorm: bool, opset: int | None, as_json: bool) -> None:
+            no_fold_batchnorm: bool, opset: int | None, as_json: bool, max_constant_bytes: int | None) -> None:
     """Convert SOURCE.onnx to an NNRt model file (-o MODEL.nnrt), or SOURCE.nnrt to ONNX (-o MODEL.onnx).
 
-    Every node that cannot be converted is reported, with its reason, in one pass.
+    Every node that cannot be converted is reported, with its reason, in one pass. The converted model is built
+    (compiled for the native CPU device) before it is written: a model that cannot compile is an error, no file.
     """
     from pathlib import Path
 
@@ -293,8 +364,11 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     if direction != (".onnx", ".nnrt"):
         raise UserError("convert takes MODEL.onnx -o MODEL.nnrt, or MODEL.nnrt -o MODEL.onnx")
     proto = load_onnx(src)
-    pinned = import_options(proto, ModelInputs({}, dict(input_shapes or {}), parse_constant_specs(constant_inputs)))
-    result = from_onnx(proto, **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm)
+    constants = parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes)
+    pinned = import_options(proto, ModelInputs({}, dict(input_shapes or {}), constants))
+    result = from_onnx(proto, **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm,
+                       max_constant_bytes=max_constant_bytes)
+    _must_compile(result.model)
     save_model(result.model, dst)
     stats = {**result.stats, "output": str(dst)}
     if as_json:
@@ -320,6 +394,17 @@ def _quantization_text(summary) -> str:
         parts.append("dynamic quantization: " + ("float form (weights dequantized once at conversion)"
                                                  if form == "float" else "exact integer form"))
     return "; ".join(parts)
+
+
+def _must_compile(model) -> None:
+    """Build ``model`` for the native CPU device (what `run` does first); a UserError when it cannot."""
+    from nnrt_onnx import Compilation
+
+    try:
+        Compilation(model).build()
+    except NNRtError as exc:
+        raise UserError(f"the converted model does not compile ({exc.code.name}): {exc.message}; nothing written") \
+            from None
 
 
 def _export(src, dst, opset: int | None, as_json: bool) -> None:
@@ -352,7 +437,8 @@ def _export(src, dst, opset: int | None, as_json: bool) -> None:
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
               help="Pin an input's dims (ONNX models).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def inspect(model_path: str, input_shapes, as_json: bool) -> None:
+@_max_constant_bytes
+def inspect(model_path: str, input_shapes, as_json: bool, max_constant_bytes: int | None) -> None:
     """What is in MODEL: ops by count, inputs/outputs, each op's parameters.
 
     For an .onnx MODEL, first a support report: each node -> the NNRt op(s) its mapping row targets (and what it
@@ -367,7 +453,7 @@ def inspect(model_path: str, input_shapes, as_json: bool) -> None:
     if path.suffix.lower() == ".onnx":
         if not path.is_file():
             raise UserError(f"{path}: no such file")
-        report = onnx_support_report(path, input_shapes or None)
+        report = onnx_support_report(path, input_shapes or None, max_constant_bytes=max_constant_bytes)
         if as_json:
             click.echo(json.dumps(report, indent=1))
         else:
@@ -471,8 +557,8 @@ def _echo_table(rows, indent: str = "") -> None:
 @main.command()
 @click.argument("model_paths", metavar="MODEL.onnx... | DIR", nargs=-1, required=True, type=click.Path())
 @_input_options
-@click.option("--rtol", type=click.FloatRange(min=0), help="Relative tolerance of float outputs [float32: 1e-4].")
-@click.option("--atol", type=click.FloatRange(min=0),
+@click.option("--rtol", type=Tolerance(), help="Relative tolerance of float outputs [float32: 1e-4].")
+@click.option("--atol", type=Tolerance(),
               help="Absolute tolerance of float outputs, times the output's largest magnitude [float32: 1e-5].")
 @click.option("--steps", type=click.FloatRange(min=0),
               help="Quantization steps a dequantized output of a quantized model may be off [1]; onnx.reference "
@@ -490,10 +576,11 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
               help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+@_max_constant_bytes
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
-          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool, html_path,
-          as_json: bool):
+          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool,
+          html_path, as_json: bool, max_constant_bytes: int | None):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
     When they disagree (or an output is constant) a float64 referee (onnx.reference) says who is right: native,
@@ -517,14 +604,16 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
                                    f"--per-layer, --strict, --no-float64, --json", ctx)
-        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json,
+                    max_constant_bytes)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
-               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, steps)
+               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, max_constant_bytes, steps)
 
 
 def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
-               repro_dir, expected, strict, float64_opinion, html_path, as_json, steps=None) -> None:
+               repro_dir, expected, strict, float64_opinion, html_path, as_json, max_constant_bytes,
+               steps=None) -> None:
     from nnrt_onnx.workflows.model_inputs import (
         parse_constant_specs,
         parse_expected_specs,
@@ -534,14 +623,14 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     from nnrt_onnx.workflows.parity import check_model, load_checked, runtime_input_names
 
     model, label = load_checked(model_path)
-    given = parse_input_specs(inputs, runtime_input_names(model))
+    given = parse_input_specs(inputs, runtime_input_names(model), max_bytes=max_constant_bytes)
     golden = parse_expected_specs(expected, [o.name for o in model.graph.output])
     asked = per_layer  # the layer table is printed when asked for (a referee may compare the layers anyway)
     per_layer = per_layer or repro_dir is not None or html_path is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
-                         constant_inputs=parse_constant_specs(constant_inputs), progress=_progress, label=label,
-                         strict=strict, expected=golden, value_ranges=ranges or None, float64_opinion=float64_opinion,
-                         steps=steps)
+                         constant_inputs=parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes),
+                         progress=_progress, label=label, strict=strict, expected=golden, value_ranges=ranges or None,
+                         float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes, steps=steps)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
     diverged = (report.culprit or report.first_divergence) is not None
@@ -680,12 +769,13 @@ def _print_check(report, show_layers: bool = True) -> None:
             click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance{tail}")
 
 
-def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opinion, as_json) -> None:
+def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opinion, as_json,
+                max_constant_bytes=None) -> None:
     from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
 
     options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
                            value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
-                           float64_opinion=float64_opinion)
+                           float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes)
     models = find_models(paths)
     rows = sweep(models, options, progress=_progress)
     ok = all(row["ok"] for row in rows)
@@ -718,8 +808,9 @@ def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opin
 @click.option("--threads", type=click.IntRange(min=1),
               help="onnxruntime's intra-op threads, and the native side's thread cap (numpy's BLAS pool).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output, with every run's time.")
+@_max_constant_bytes
 def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, value_ranges, save_inputs, runs: int,
-          warmup: int, threads, as_json: bool) -> None:
+          warmup: int, threads, as_json: bool, max_constant_bytes: int | None) -> None:
     """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: mean, std and percentiles of N runs after
     warm-up.
 
@@ -731,8 +822,9 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, val
     from nnrt_onnx.workflows.inference import benchmark, complete_inputs, input_names, parse_value_ranges
     from nnrt_onnx.workflows.model_inputs import save_arrays
 
-    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs)
-    arrays = complete_inputs(model, model_inputs.data, seed, parse_value_ranges(value_ranges))
+    model, model_inputs = _gather_inputs(model_path, inputs, input_shapes, constant_inputs, max_constant_bytes)
+    arrays = complete_inputs(model, model_inputs.data, seed, parse_value_ranges(value_ranges),
+                             max_bytes=max_constant_bytes)
     if save_inputs:
         save_arrays(save_inputs, dict(zip(input_names(model), arrays)))
     original = model_path if Path(model_path).suffix.lower() == ".onnx" else None

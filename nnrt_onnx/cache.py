@@ -126,7 +126,13 @@ class CompilationCache:
     def store(self, version: int, model: Model) -> None:
         """Write ``model`` as the cache for ``version`` (atomically replacing any older file)."""
         version = _check_version(version)
-        chunks = encode_chunks(model)  # OH_NN_INVALID_PARAMETER for an unfinished model
+        if not isinstance(model, Model) or not model.finished:
+            encode_chunks(model)  # OH_NN_INVALID_PARAMETER for an unfinished model
+        try:
+            chunks = encode_chunks(model)
+        except NNRtError as error:  # too large for the format: no cache file rather than one no build can read
+            raise NNRtError(OH_NN_ReturnCode.OH_NN_SAVE_CACHE_EXCEPTION, f"cannot cache the model: {error.message}") \
+                from None
         self._check_dir(os.F_OK)
         digest = hashlib.sha256()
         length = 0

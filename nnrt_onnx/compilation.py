@@ -114,6 +114,7 @@ class Compilation:
             raise invalid("nothing to build: no model, no cache buffer and no cache directory with a cached model")
         if not model.finished:
             raise forbidden("the model is not finished (call finish() before building)")
+        check_data_types(model)
         unsupported = sorted({op.op.name for op in model.operations if not device.supports(op.op)})
         if unsupported:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{device.name} does not support {', '.join(unsupported)}")
@@ -139,3 +140,21 @@ class Compilation:
         if cached is not None:
             return cached, None
         return self.model, cache
+
+
+def check_data_types(model) -> None:
+    """A tensor with data type OH_NN_UNKNOWN may exist in a model (AddTensor takes it) but nothing can compute it:
+    as a model input or output or an operation's operand it fails the build (OH_NN_FAILED), not the first run."""
+    from .enums import OH_NN_DataType
+
+    unknown = OH_NN_DataType.OH_NN_UNKNOWN
+    roles = [(i, f"model input {n}") for n, i in enumerate(model.inputs)]
+    roles += [(i, f"model output {n}") for n, i in enumerate(model.outputs)]
+    for number, operation in enumerate(model.operations):
+        roles += [(i, f"an operand of operation #{number} {operation.op.name}") for i in (*operation.inputs,
+                                                                                         *operation.outputs)]
+    for index, role in roles:
+        tensor = model.tensors[index]
+        if tensor.dtype == unknown:
+            raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"tensor {index} ({tensor.name or 'unnamed'}, {role}) has "
+                                                           f"data type OH_NN_UNKNOWN: it cannot be computed")

@@ -1,6 +1,7 @@
 """OH_NNExecutor: set inputs/outputs (legacy buffers, shared memory, or NN_Tensors), run, read output shapes."""
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from math import prod
@@ -25,7 +26,14 @@ class Memory:
 
 
 class Executor:
-    """Runs a built :class:`~nnrt_onnx.compilation.Compilation`. Methods raise NNRtError."""
+    """Runs a built :class:`~nnrt_onnx.compilation.Compilation`. Methods raise NNRtError.
+
+    Threads: ``run_arrays``, ``run_sync`` and ``run_async`` take their inputs as arguments and may be called from
+    any number of threads at once (runs are serialized; each gets its own results). The legacy sequence --
+    ``set_input``/``set_output`` (or the shared-memory variants) then ``run`` -- keeps its buffers in the executor,
+    so it belongs to one thread from its first call to the end of ``run``: a call from another thread meanwhile
+    raises OH_NN_OPERATION_FORBIDDEN (it would otherwise overwrite that thread's inputs and return wrong results).
+    """
 
     def __init__(self, compilation):
         if compilation is None or not compilation.built:
@@ -40,6 +48,40 @@ class Executor:
         self.on_run_done: Callable | None = None
         self.on_service_died: Callable | None = None
         self._lock = threading.Lock()
+        self._owner: threading.Thread | None = None  # the thread between its first set_* and the end of its run()
+        self._owner_lock = threading.Lock()
+
+    # -- the legacy sequence belongs to one thread at a time -------------------------------------------------------
+    def _claim(self, what: str) -> bool:
+        """Make this thread the owner of the legacy sequence; whether it just became it."""
+        me = threading.current_thread()
+        with self._owner_lock:
+            owner = self._owner
+            if owner is me:
+                return False
+            if owner is not None and owner.is_alive():
+                raise forbidden(f"{what}: thread {owner.name!r} is between set_input/set_output and run on this "
+                                f"executor; the legacy calls are one thread's sequence at a time (give each thread "
+                                f"its own executor, or use run_arrays/run_sync)")
+            self._owner = me
+            return True
+
+    @contextlib.contextmanager
+    def _step(self, what: str):
+        """One call of the legacy sequence: claimed for this thread, and given back if the sequence's first call
+        fails (a refused set_input does not lock the others out)."""
+        new = self._claim(what)
+        try:
+            yield
+        except BaseException:
+            if new:
+                self._release()
+            raise
+
+    def _release(self) -> None:
+        with self._owner_lock:
+            if self._owner is threading.current_thread():
+                self._owner = None
 
     # -- description -----------------------------------------------------------------------------------------
     @property
@@ -96,6 +138,10 @@ class Executor:
     def set_input(self, index: int, data, data_type: int | None = None, dims: Sequence[int] | None = None,
                   tensor_type: int = OH_NN_TensorType.OH_NN_TENSOR, length: int | None = None) -> None:
         """OH_NNExecutor_SetInput. ``data``: a numpy array (dtype/dims taken from it) or a bytes-like buffer."""
+        with self._step(f"set_input({index})"):
+            self._set_input(index, data, data_type, dims, tensor_type, length)
+
+    def _set_input(self, index, data, data_type, dims, tensor_type, length) -> None:
         if data is None:
             raise invalid(f"input {index}: data buffer is NULL")
         if isinstance(data, np.ndarray):
@@ -116,6 +162,10 @@ class Executor:
 
     def set_output(self, index: int, buffer, length: int | None = None) -> None:
         """OH_NNExecutor_SetOutput: a writable buffer that run() fills."""
+        with self._step(f"set_output({index})"):
+            self._set_output(index, buffer, length)
+
+    def _set_output(self, index: int, buffer, length: int | None) -> None:
         self._io("output", index)
         if buffer is None:
             raise invalid(f"output {index}: buffer is NULL")
@@ -134,6 +184,10 @@ class Executor:
         return self._allocate("output", index, length)
 
     def _allocate(self, kind: str, index: int, length: int) -> Memory:
+        with self._step(f"allocate_{kind}_memory({index})"):
+            return self._new_memory(kind, index, length)
+
+    def _new_memory(self, kind: str, index: int, length: int) -> Memory:
         self._io(kind, index)
         if not isinstance(length, (int, np.integer)) or length <= 0:
             raise invalid(f"memory length {length!r} must be a positive byte count")
@@ -160,7 +214,14 @@ class Executor:
         self.set_output(index, memory.data, memory.length)
 
     def run(self) -> None:
-        """OH_NNExecutor_Run: every input and output must be set."""
+        """OH_NNExecutor_Run: every input and output must be set (by this thread's sequence, see the class)."""
+        self._claim("run")
+        try:
+            self._run_legacy()
+        finally:
+            self._release()
+
+    def _run_legacy(self) -> None:
         missing = [f"input {i}" for i in range(self.input_count) if i not in self._inputs]
         missing += [f"output {i}" for i in range(self.output_count) if i not in self._output_buffers]
         if missing:

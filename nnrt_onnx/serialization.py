@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from . import cleanup
 from .dtypes import element_size, to_numpy
 from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
 from .errors import NNRtError, invalid
@@ -38,7 +39,9 @@ MAGIC = b"NNRT"
 FORMAT_VERSION = 1
 ALIGNMENT = 64
 PREFIX = struct.Struct("<4sIQ")  # magic, format version, header length
-MAX_HEADER_LENGTH = 16 * 1024 * 1024  # far above any real model's header; bounds what a hostile file can make us parse
+# The writer refuses a model whose header would be longer (so every file written can be read back); ~400 bytes per
+# operation: about 600,000 operations. A reader parses at most this much JSON, whatever a file's length field says.
+MAX_HEADER_LENGTH = 256 * 1024 * 1024
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -101,6 +104,10 @@ def _encode(model: Model) -> tuple[bytes, list[tuple[int, memoryview]]]:
         "data_size": offset,
     }
     text = json.dumps(header, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    if len(text) > MAX_HEADER_LENGTH:  # what we write, we can read: refused here rather than by every later load
+        raise invalid(f"the model is too large for the .nnrt format: its header would be {len(text)} bytes "
+                      f"({len(model.tensors)} tensors, {len(model.operations)} operations), the limit is "
+                      f"{MAX_HEADER_LENGTH}")
     prefix = PREFIX.pack(MAGIC, FORMAT_VERSION, len(text)) + text
     if chunks:
         prefix += bytes(_align(len(prefix)) - len(prefix))
@@ -136,12 +143,17 @@ def _umask() -> int:
 def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) -> None:
     """Write ``chunks`` to ``path`` via a temp file in the same directory, fsync and os.replace.
 
-    Raises the underlying OSError; on any failure the temp file is removed and ``path`` is untouched.
+    Raises the underlying OSError; on any failure -- an exception, KeyboardInterrupt, SIGTERM or SIGHUP -- the
+    temp file is removed and ``path`` is untouched (nnrt_onnx/cleanup.py; after a kill -9 the next write of the same
+    file removes the orphan).
     A reader that memory-mapped the old file keeps its (old, unlinked) inode, so its views stay valid.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    target = os.path.basename(path)
+    cleanup.sweep_stale(directory, target)  # what a killed (-9) writer of the same file left behind
+    fd, temp = tempfile.mkstemp(prefix=cleanup.temp_prefix(target), suffix=".tmp", dir=directory)
+    cleanup.register(temp)  # removed on SIGTERM/SIGHUP too (cleanup.py); SIGINT is a KeyboardInterrupt below
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the usual permissions
         with os.fdopen(fd, "wb") as stream:
@@ -156,6 +168,8 @@ def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) 
         except OSError:
             pass
         raise
+    finally:
+        cleanup.unregister(temp)
     try:  # make the rename durable; best effort (not every platform can open a directory)
         dir_fd = os.open(directory, os.O_RDONLY)
     except OSError:

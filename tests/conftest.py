@@ -28,3 +28,18 @@ def cli_main():
         spec.loader.exec_module(module)
         main = module.main
     return main
+
+
+@pytest.fixture
+def invoke(cli_main):
+    """``invoke(*args)``: run the CLI in-process (click's CliRunner), stderr kept apart from stdout."""
+    from click.testing import CliRunner
+
+    def run(*args):
+        try:
+            runner = CliRunner(mix_stderr=False)  # click 8.1
+        except TypeError:
+            runner = CliRunner()  # click >= 8.2 keeps stderr apart
+        return runner.invoke(cli_main, [str(a) for a in args])
+
+    return run

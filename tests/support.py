@@ -100,3 +100,14 @@ def ort_session(model, optimize: bool = True):
 def ort_run(model, feeds: dict, optimize: bool = True) -> list:
     """The outputs of ``model`` on onnxruntime (see :func:`ort_session`)."""
     return ort_session(model, optimize).run(None, feeds)
+
+
+def one_line_error(result, code=1, contains=""):
+    """A CLI result that failed with exit ``code`` and one line ``error: ...`` (containing ``contains``) on stderr,
+    no traceback anywhere; returns that line."""
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    assert contains in lines[0], lines[0]
+    return lines[0]

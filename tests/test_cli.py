@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
+from support import one_line_error
 from test_parity import patch_kernel
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
@@ -20,27 +20,6 @@ MODELS = ROOT / "models"
 SMALL_CNN = str(MODELS / "small_cnn.onnx")
 TINY_MLP = str(MODELS / "tiny_mlp.onnx")
 TINY_NNRT = str(MODELS / "tiny_cnn.nnrt")
-
-
-@pytest.fixture
-def invoke(cli_main):
-    def run(*args):
-        try:
-            runner = CliRunner(mix_stderr=False)  # click 8.1
-        except TypeError:
-            runner = CliRunner()  # click >= 8.2 keeps stderr apart
-        return runner.invoke(cli_main, [str(a) for a in args])
-
-    return run
-
-
-def one_line_error(result, code=1, contains=""):
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    assert contains in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ NEEDS_CONSTANT = "needs_constant_input"
 DYNAMIC_SHAPE = "dynamic_shape"
 UNSUPPORTED_DTYPE = "unsupported_dtype"
 INVALID_MODEL = "invalid_model"
+TOO_LARGE = "too_large"  # a constant, an input file or a model beyond the memory budget (--max-constant-bytes)
+OUT_OF_MEMORY = "out_of_memory"  # the machine ran out of memory converting a node (the budget did not foresee it)
+INTERNAL_ERROR = "internal_error"  # a converter failed unexpectedly on this node: a bug, reported with where it was
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,17 @@ from .issues import INVALID_MODEL, ConversionIssue
 Shape = "tuple[int, ...] | None"
 
 
+def require_known(graph: Graph, names) -> None:
+    """invalid_model when a tensor ``node`` reads or writes was never declared (e.g. an input whose own declaration
+    failed and was reported)."""
+    missing = [name for name in names if name not in graph.values]
+    if missing:
+        raise ConversionIssue(INVALID_MODEL, f"tensor {missing[0]!r} is not known at this point", tensor=missing[0])
+
+
 def rule_shapes(graph: Graph, node: Node) -> tuple[tuple[int, ...] | None, ...]:
     """The shapes the kernel of ``node`` produces, from its inputs' shapes and constant values."""
+    require_known(graph, (*node.inputs, *node.outputs))
     inputs = [graph.values[name] for name in node.inputs]
     try:
         return infer_output_shapes(node.op, [v.shape for v in inputs], [v.data for v in inputs], node.values(),

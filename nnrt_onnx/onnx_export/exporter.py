@@ -28,6 +28,7 @@ from .handlers import exporters
 from .handlers._common import emit_node
 
 DEFAULT_OPSET = 18
+OPSETS = range(13, 24)  # target opsets of an export: 13 (single-axis Softmax) .. 23 (the newest the importer takes)
 
 
 class ExportError(Exception):
@@ -264,6 +265,8 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
     started = time.perf_counter()
     if not model.finished:
         raise ExportError(["the model is not finished"])
+    if isinstance(opset, bool) or not isinstance(opset, int) or opset not in OPSETS:
+        raise ExportError([f"opset {opset!r} is not a target opset of the export ({OPSETS.start}..{OPSETS.stop - 1})"])
     graph = model_to_ir(model)
     _wrap_nchw(graph)
     if optimize_layout:
@@ -319,6 +322,10 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
             _write_initializer(onnx_graph.initializer.add(), tensor_name, array)
     result.functions.extend(builder.functions.values())
     if check:
-        onnx.checker.check_model(result, full_check=True)
+        try:
+            onnx.checker.check_model(result, full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+            raise ExportError([f"the exported model fails the ONNX checker: {str(exc).strip().splitlines()[0]}"]) \
+                from None
     result.doc_string = f"exported by nnrt_onnx in {time.perf_counter() - started:.3f} s"
     return result

@@ -8,7 +8,7 @@ import onnx
 from onnx import helper
 
 from ..enums import OH_NN_OperationType, OH_NN_TensorType
-from ..ir.fold import try_fold
+from ..ir.fold import fold_within_budget
 from ..ir.graph import Graph, Node, Value
 from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
 from ..ir.quantized import propagate
@@ -107,7 +107,7 @@ class NodeContext:
         op_spec(op)  # unknown ops fail loudly here
         propagate(self.graph, node)  # a transparent op on a quantized tensor writes one (ir.quantized)
         refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
-        if not try_fold(self.graph, node, self.options.max_constant_bytes):
+        if not fold_within_budget(self.graph, node):
             self.graph.nodes.append(node)
         return node
 

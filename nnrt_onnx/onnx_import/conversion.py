@@ -29,8 +29,10 @@ from ..ir.issues import (
 from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
 from ..ir.quantized import guard_raw_reads
 from ..ir.rows import route
+from .attributes import check_node, input_ranks
 from .context import NodeContext
 from .diagnosis import DeclaredInput, fix_hint
+from .guard import internal_issue
 from .handlers import handler_for
 from .restore import restore_exact_params, restore_nnrt_node, restore_quantized_tensor
 from .subgraph import SEPARATOR, renamed_copy
@@ -123,6 +125,9 @@ class GraphConversion:
             self._record(node, label, exc.reason, exc.message, exc.tensor, upstream)
         except NNRtError as exc:  # an emitted op the NNRt API would reject
             self._record(node, label, INVALID_MODEL, exc.message, None, upstream)
+        except Exception as exc:  # invalid per ONNX, or a converter bug (internal_error): never an escaping exception
+            issue = internal_issue(label, node.op_type, self._opset_of(node), exc, proto=node, graph=self.graph)
+            self._record(node, label, issue.reason, issue.message, None, upstream)
         else:
             inner = [i for i in self.issues[issues_before:] if i.is_root]
             if upstream or inner:  # converted, but from something that was not (or a subgraph that was not)
@@ -177,6 +182,7 @@ class GraphConversion:
         row, _, problem = route(node.domain, node.op_type, versions)
         if row is None:
             raise ConversionIssue(*problem)
+        check_node(node, self._opset_of(node), input_ranks(graph, node))  # attribute types and ranges, first
         ctx = NodeContext(graph, node, row, self.opset, self.options, conversion=self)
         ctx.name = self._ir_name(label)
         emitted_before = len(graph.nodes)

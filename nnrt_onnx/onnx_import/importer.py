@@ -13,7 +13,7 @@ from onnx import numpy_helper
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType
 from ..errors import NNRtError
-from ..ir.fold import DEFAULT_MAX_CONSTANT_BYTES
+from ..ir.budget import DEFAULT_MAX_CONSTANT_BYTES
 from ..ir.graph import Graph, Value
 from ..ir.issues import (
     DYNAMIC_SHAPE,
@@ -27,6 +27,8 @@ from ..ir.issues import (
 from ..model import Model
 from .conversion import DEFAULT_DOMAINS, GraphConversion, onnx_dtype, shape_of, value_infos
 from .diagnosis import declared_input
+from .guard import guarded
+from .limits import infer_shapes
 
 __all__ = ["DEFAULT_DOMAINS", "ImportOptions", "ImportResult", "emit_model", "from_onnx", "load_onnx", "opset_of"]
 
@@ -98,6 +100,7 @@ def opset_of(model: onnx.ModelProto) -> int:
     return 1
 
 
+@guarded(load_onnx, opset_of)  # only ConversionError/OSError escape; max_constant_bytes: the memory budget
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
@@ -129,7 +132,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         dynamic = {"form": "exact"}
     model = _with_initializer_inputs(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        model = infer_shapes(model)  # with data propagation, its cost bounded (limits.py)
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()
@@ -206,7 +209,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
         dims = info.type.tensor_type.shape.dim
         if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
             if any(info.name in node.input for node in model.graph.node if node.op_type != "CastLike"
-                   or list(node.input).index(info.name) == 0):
+                   or list(node.input)[:1] == [info.name]):
                 issues.append(Issue(info.name, "input", opset, INVALID_MODEL,
                                     f"model input {info.name!r} is empty (a 0 dim): NNRt tensors cannot be empty"))
             graph.add_value(Value(info.name, dtype, shape))  # known (CastLike reads its type) but not a model input

@@ -52,7 +52,7 @@ def describe_model(model) -> dict[str, Any]:
     }
 
 
-def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
+def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None = None) -> dict[str, Any]:
     """Which nodes of an ONNX model convert, to what, and why the others cannot -- looked up before converting
     (each node's mapping row), then confirmed by a conversion (its problems, and the NNRt ops each node became).
 
@@ -84,7 +84,7 @@ def onnx_support_report(path, input_shapes=None) -> dict[str, Any]:
     nnrt = None
     quantization = None
     try:
-        result = from_onnx(model, input_shapes=input_shapes)
+        result = from_onnx(model, input_shapes=input_shapes, max_constant_bytes=max_constant_bytes)
     except ConversionError as exc:
         for issue in exc.issues:
             target = by_name.get(issue.node)

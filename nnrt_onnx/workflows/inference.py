@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import time
@@ -134,12 +135,26 @@ def check_value_ranges(ranges: ValueRanges, names: Sequence[str]) -> None:
 
 
 def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0,
-                    value_ranges: ValueRanges | None = None) -> list[np.ndarray]:
+                    value_ranges: ValueRanges | None = None, max_bytes: int | None = None) -> list[np.ndarray]:
     """The given arrays in model order; inputs not given are seeded random data (``value_ranges``: see
-    :func:`random_inputs`)."""
+    :func:`random_inputs`), which must fit ``max_bytes`` (default: the import budget, 256 MiB) together -- a model
+    declaring a [2**20, 2**20] input is a UserError, not a terabyte of random numbers."""
+    from ..compilation import check_data_types
+    from ..ir.budget import format_bytes, nbytes, resolve_limit
+
+    check_data_types(model)  # (an OH_NN_UNKNOWN input has no data to make: the build's error, now)
     names = input_names(model)
     if value_ranges:
         check_value_ranges(value_ranges, names)
+    limit, total = resolve_limit(max_bytes), 0
+    for name, index in zip(names, model.inputs):
+        if name not in given:
+            tensor = model.tensors[index]
+            total += nbytes([1 if d == -1 else d for d in tensor.dims], tensor.np_dtype)
+            if total > limit:
+                raise UserError(f"random data for input {name!r} ({tensor.np_dtype} {list(tensor.dims)}) would take "
+                                f"the inputs over {format_bytes(limit)}: give it with --input, or raise "
+                                f"--max-constant-bytes")
     generated = random_inputs(model, seed, value_ranges=value_ranges)
     arrays = []
     for name, index, fallback in zip(names, model.inputs, generated):
@@ -278,8 +293,57 @@ def safe_file_name(name: str) -> str:
     return cleaned or "_"
 
 
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
+_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))})
+_MAX_STEM = 200
+
+
+def encode_file_stem(name: str) -> str:
+    """A tensor name as a file name stem, reversibly: every UTF-8 byte outside ``[A-Za-z0-9_.-]`` (and a leading
+    ``.``) becomes ``%XX`` (so ``a/b`` is ``a%2Fb`` and ``a_b`` stays ``a_b``); :func:`decode_file_stem` undoes it.
+    The empty name is ``%`` (which no encoding of another name is)."""
+    if not name:
+        return "%"
+    out = []
+    for position, byte in enumerate(name.encode("utf-8", "surrogatepass")):
+        char = chr(byte)
+        out.append(char if char in _KEPT and not (position == 0 and char == ".") else f"%{byte:02X}")
+    return "".join(out)
+
+
+def decode_file_stem(stem: str) -> str:
+    if stem == "%":
+        return ""
+    from urllib.parse import unquote_to_bytes
+
+    return unquote_to_bytes(stem).decode("utf-8", "surrogatepass")
+
+
+def output_file_names(names: Sequence[str]) -> list[str]:
+    """One distinct ``.npy`` file name per output: the encoded name; a name too long for a file system (or equal,
+    ignoring case, to one already taken, or reserved on Windows) gets ``~N`` (``~`` is never part of an encoding),
+    so nothing ever overwrites anything; manifest.json maps them back."""
+    taken: set[str] = {"manifest"}
+    files = []
+    for name in names:
+        stem = encode_file_stem(name)
+        if len(stem) > _MAX_STEM:
+            import hashlib
+
+            stem = f"{stem[:_MAX_STEM - 20]}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+        candidate, n = stem, 1
+        while candidate.casefold() in taken or candidate.upper() in _RESERVED:
+            n += 1
+            candidate = f"{stem}~{n}"
+        taken.add(candidate.casefold())
+        files.append(f"{candidate}.npy")
+    return files
+
+
 def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
-    """Each output as ``DIR/<name>.npy``, written atomically."""
+    """Each output as ``DIR/<encoded name>.npy`` (:func:`output_file_names`: distinct, never an overwrite of
+    another output) and ``DIR/manifest.json`` mapping each tensor name to its file, dtype and shape; all written
+    atomically, the manifest last. Returns the paths written."""
     from ..serialization import atomic_write
 
     directory = Path(directory)
@@ -288,14 +352,27 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     except OSError as exc:
         raise UserError(f"cannot create output directory {directory}: {exc.strerror}") from None
     paths = []
-    for name, array in zip(result.names, result.outputs):
+    entries = []
+    for name, array, file in zip(result.names, result.outputs, output_file_names(result.names)):
         buffer = io.BytesIO()
         np.save(buffer, array, allow_pickle=False)
-        path = directory / f"{safe_file_name(name)}.npy"
-        atomic_write(path, [buffer.getvalue()])
+        path = directory / file
+        try:
+            atomic_write(path, [buffer.getvalue()])
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
         paths.append(path)
+        entries.append({"name": name, "file": file, "dtype": str(array.dtype), "shape": list(array.shape)})
+    manifest = directory / "manifest.json"
+    text = json.dumps({"outputs": entries}, indent=1, ensure_ascii=False) + "\n"
+    try:
+        atomic_write(manifest, [text.encode("utf-8", "surrogatepass")])
+    except OSError as exc:
+        raise UserError(f"cannot write {manifest}: {exc.strerror or exc}") from None
+    paths.append(manifest)
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "benchmark", "check_value_ranges", "complete_inputs", "device_id_by_name",
-           "load_any", "parse_value_ranges", "random_inputs", "run_model", "safe_file_name", "save_outputs"]
+__all__ = ["BenchResult", "RunResult", "benchmark", "check_value_ranges", "complete_inputs", "decode_file_stem",
+           "device_id_by_name", "encode_file_stem", "load_any", "output_file_names", "parse_value_ranges",
+           "random_inputs", "run_model", "safe_file_name", "save_outputs"]

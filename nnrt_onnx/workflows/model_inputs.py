@@ -53,45 +53,122 @@ def declared_inputs(model) -> dict[str, DeclaredInput]:
     return found
 
 
-def read_array(path: str | Path) -> dict[str, np.ndarray] | np.ndarray:
-    """An array from ``.npy``, a dict of arrays from ``.npz``, or an ONNX TensorProto ``.pb``; never unpickles."""
+def _npy_header(stream, what: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from the header of the .npy at ``stream``'s position; the data is not read."""
+    from numpy.lib import format as npy
+
+    try:
+        version = npy.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = npy.read_array_header_1_0(stream)
+        elif version in ((2, 0), (3, 0)):
+            shape, _, dtype = npy.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"unknown .npy format version {version}")
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise UserError(f"{what}: not a readable .npy array ({_first_line(exc)})") from None
+    if dtype.hasobject:
+        raise UserError(f"{what}: holds Python objects (dtype {dtype}); only plain numeric arrays are read, never "
+                        f"unpickled")
+    return tuple(int(d) for d in shape), dtype
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def _checked_size(shape, dtype, what: str, limit: int) -> int:
+    from ..ir.budget import format_bytes, nbytes
+
+    size = nbytes(shape, dtype)
+    if size > limit:
+        raise UserError(f"{what}: the array {np.dtype(dtype).name} {list(shape)[:8]} holds {format_bytes(size)}, over "
+                        f"the limit of {format_bytes(limit)} (raise it with --max-constant-bytes)")
+    return size
+
+
+def read_array(path: str | Path, max_bytes: int | None = None) -> dict[str, np.ndarray] | np.ndarray:
+    """An array from ``.npy``, a dict of arrays from ``.npz``, or an ONNX TensorProto ``.pb``; never unpickles.
+
+    The size of every array is checked from its header (the .npy header, each .npz member's header, the
+    TensorProto's dims) before anything is read: over ``max_bytes`` (default: the import budget, 256 MiB) in all
+    -- a 3 MB .npz that would inflate to gigabytes -- or more than the file holds, it is a UserError.
+    """
+    from ..ir.budget import resolve_limit
+
+    limit = resolve_limit(max_bytes)
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
         if path.suffix == ".npy":
+            with open(path, "rb") as stream:
+                shape, dtype = _npy_header(stream, str(path))
+                size = _checked_size(shape, dtype, str(path), limit)
+                available = path.stat().st_size - stream.tell()
+            if size > available:
+                raise UserError(f"{path}: truncated: its header announces {size} bytes of data, the file holds "
+                                f"{available}")
             return np.load(path, allow_pickle=False)
         if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                return {k: archive[k] for k in archive.files}
+            import zipfile
+
+            try:
+                archive = zipfile.ZipFile(path)
+            except zipfile.BadZipFile as exc:
+                raise UserError(f"{path}: not a readable .npz archive ({_first_line(exc)})") from None
+            with archive:
+                total = 0
+                for info in archive.infolist():
+                    what = f"{path}[{info.filename}]"
+                    with archive.open(info) as member:
+                        shape, dtype = _npy_header(member, what)
+                    total += _checked_size(shape, dtype, what, limit)
+                    if total > limit:
+                        raise UserError(f"{path}: its arrays hold more than the limit of {limit} bytes together "
+                                        f"(raise it with --max-constant-bytes)")
+            with np.load(path, allow_pickle=False) as arrays:
+                return {k: arrays[k] for k in arrays.files}
         if path.suffix == ".pb":
             import onnx
             from onnx import numpy_helper
 
+            from ..onnx_import.attributes import check_tensor_proto
+
             tensor = onnx.TensorProto()
             tensor.ParseFromString(path.read_bytes())
+            problem = check_tensor_proto(tensor, "the tensor")
+            if problem:
+                raise UserError(f"{path}: {problem}")
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
+            _checked_size(list(tensor.dims), dtype, str(path), limit)
             return numpy_helper.to_array(tensor)
+    except UserError:
+        raise
     except (ValueError, OSError, EOFError) as exc:
-        raise UserError(f"{path}: cannot read an array ({exc})") from None
-    except Exception as exc:  # protobuf's DecodeError has no stable import path
-        raise UserError(f"{path}: cannot read an ONNX tensor ({exc})") from None
+        raise UserError(f"{path}: cannot read an array ({_first_line(exc)})") from None
+    except Exception as exc:  # protobuf's DecodeError, zipfile's errors have no stable import path
+        raise UserError(f"{path}: cannot read an array ({type(exc).__name__}: {_first_line(exc)})") from None
     raise UserError(f"{path}: unknown input file type (expected .npy, .npz or .pb)")
 
 
-def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
-    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names)."""
+def parse_input_specs(specs: Sequence[str], names: Sequence[str], max_bytes: int | None = None
+                      ) -> dict[str, np.ndarray]:
+    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names); each file read with
+    :func:`read_array` (``max_bytes``)."""
     given: dict[str, np.ndarray] = {}
     for spec in specs:
         name, sep, file = spec.partition("=")
         if not sep:
             if not spec.lower().endswith(".npz"):
                 raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
-            data = read_array(spec)
+            data = read_array(spec, max_bytes)
             if not isinstance(data, dict):
                 raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
             given.update(data)
             continue
-        data = read_array(file)
+        data = read_array(file, max_bytes)
         if isinstance(data, dict):
             raise UserError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
         given[name] = data
@@ -101,7 +178,7 @@ def parse_input_specs(specs: Sequence[str], names: Sequence[str]) -> dict[str, n
     return given
 
 
-def parse_constant_specs(specs: Sequence[str]) -> dict[str, np.ndarray | str]:
+def parse_constant_specs(specs: Sequence[str], max_bytes: int | None = None) -> dict[str, np.ndarray | str]:
     """``NAME=FILE`` (.npy/.npz/.pb) or ``NAME=VALUE[,VALUE...]`` (numbers, typed later by the model's input)."""
     bound: dict[str, np.ndarray | str] = {}
     for spec in specs:
@@ -109,7 +186,7 @@ def parse_constant_specs(specs: Sequence[str]) -> dict[str, np.ndarray | str]:
         if not sep or not name or not value:
             raise UserError(f"--constant-input {spec}: expected NAME=FILE or NAME=VALUE[,VALUE...]")
         if any(value.lower().endswith(suffix) for suffix in (".npy", ".npz", ".pb")):
-            data = read_array(value)
+            data = read_array(value, max_bytes)
             if isinstance(data, dict):
                 if len(data) != 1:
                     raise UserError(f"--constant-input {spec}: a .npz with {len(data)} arrays; give one array")

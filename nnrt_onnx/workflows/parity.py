@@ -484,7 +484,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     unknown = sorted(set(golden) - set(output_names))
     if unknown:
         raise UserError(f"--expected: unknown output name(s) {unknown}; the model's outputs are {output_names}")
-    arrays = complete_inputs(nnrt, given, seed, value_ranges)
+    arrays = complete_inputs(nnrt, given, seed, value_ranges,
+                             max_bytes=import_options.get("max_constant_bytes"))
     feed = dict(zip(names, arrays))
     feed.update(pinned["constant_inputs"])  # onnxruntime runs the original model: bound inputs are fed
     missing = [n for n in runtime_input_names(model) if n not in feed]

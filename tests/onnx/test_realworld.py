@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT / "tests" / "data" / "realworld"
@@ -33,12 +32,8 @@ SCRIPT = _script()
 HELPER_MODELS = {entry.name: entry for entry in importlib.import_module("realworld.helper_graphs").models()}
 
 
-def _check(cli_main, arguments) -> tuple[int, str]:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click 8.1
-    except TypeError:
-        runner = CliRunner()  # click >= 8.2 keeps stderr apart
-    result = runner.invoke(cli_main, ["check", *arguments])
+def _check(invoke, arguments) -> tuple[int, str]:
+    result = invoke("check", *arguments)
     return result.exit_code, result.stdout + result.stderr
 
 
@@ -50,9 +45,9 @@ def _arguments(directory: Path, name: str, entry: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
-def test_committed_export_passes_check(cli_main, name):
+def test_committed_export_passes_check(invoke, name):
     entry = MANIFEST[name]
-    code, output = _check(cli_main, _arguments(DATA, name, entry))
+    code, output = _check(invoke, _arguments(DATA, name, entry))
     assert code == 0 and "OK: all" in output, output
 
 
@@ -65,18 +60,18 @@ def test_committed_exports_have_dynamic_axes_the_data_pins(name):
 
 
 @pytest.mark.parametrize("name", sorted(HELPER_MODELS))
-def test_helper_graph_passes_check(cli_main, tmp_path, name):
+def test_helper_graph_passes_check(invoke, tmp_path, name):
     entry = SCRIPT.write(tmp_path, "helper_graphs", HELPER_MODELS[name])
-    code, output = _check(cli_main, _arguments(tmp_path, name, entry))
+    code, output = _check(invoke, _arguments(tmp_path, name, entry))
     assert code == 0 and "OK: all" in output, output
 
 
 @pytest.mark.parametrize("name,hint", [("if_sample_rate", "bind input 'sr' with --constant-input sr="),
                                        ("loop_refine", "bind input 'steps' with --constant-input steps=")])
-def test_control_flow_without_its_binding_says_what_to_bind(cli_main, tmp_path, name, hint):
+def test_control_flow_without_its_binding_says_what_to_bind(invoke, tmp_path, name, hint):
     entry = SCRIPT.write(tmp_path, "helper_graphs", HELPER_MODELS[name])
     entry["constants"] = {}
-    code, output = _check(cli_main, _arguments(tmp_path, name, entry))
+    code, output = _check(invoke, _arguments(tmp_path, name, entry))
     assert code == 1 and hint in output and "Traceback" not in output, output
 
 

@@ -43,10 +43,12 @@ from ... import geometry
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
+from ...ir import budget
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import bshape
+from ..limits import check_dims, reference_output_bytes
 from . import handler_for
 
 FLOAT = ("float16", "float32", "float64")
@@ -230,6 +232,9 @@ def fold_constant_node(ctx: NodeContext) -> bool:
     outputs = [helper.make_value_info(n, TypeProto()) for n in ctx.node.output if n]
     model = helper.make_model(helper.make_graph([node], "fold", inputs, outputs),
                               opset_imports=[helper.make_opsetid("", ctx.opset)])
+    size = reference_output_bytes(node, values, ctx.opset)  # from the shapes, before anything is computed
+    if size is None or not budget.current().admit(size):
+        return False  # unknown or over the import's budget: converted normally (an op computed at run time)
     try:
         results = [np.asarray(r) for r in ReferenceEvaluator(model).run(None, values)]
         for r in results:
@@ -255,6 +260,7 @@ def _empty_result(ctx: NodeContext, name: str, shape, dtype) -> bool:
     or report it; NNRt itself has no empty tensors). Returns whether it did."""
     if shape is None or not any(d == 0 for d in shape):
         return False
+    check_dims([max(int(d), 0) for d in shape], f"the empty result {name!r}")  # (numpy refuses absurd dims)
     ctx.graph.add_value(_constant_value(name, np.zeros([max(int(d), 0) for d in shape], dtype)))
     return True
 
@@ -334,7 +340,11 @@ def _ranked_shape(ctx: NodeContext, name: str) -> tuple[int, ...]:
 
 
 def _broadcast(*shapes) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ConversionIssue(INVALID_MODEL, f"shapes {[list(s) for s in shapes]} do not broadcast together") \
+            from None
 
 
 def _reduced_shape(shape, axes, keep: bool) -> tuple[int, ...]:

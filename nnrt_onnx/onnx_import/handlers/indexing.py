@@ -23,6 +23,7 @@ import numpy as np
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -77,6 +78,7 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
     shape = ctx.static_shape(indices, "the indices")
     if len(shape) != rank:
         raise ConversionIssue(INVALID_MODEL, f"indices rank {len(shape)} differs from the data rank {rank}")
+    limits.require_shape([rank, *shape], value.dtype, "the coordinates of the indices")
     grids = np.indices(shape, dtype=value.dtype)  # [rank] + S
     if value.data is not None:
         grids[axis] = value.data
@@ -199,6 +201,8 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         if len({tuple(t) for t in tuples.tolist()}) != len(tuples):
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "reduction='none' with repeated indices (ONNX leaves the "
                                                          "result undefined) is not supported")
+        limits.check_indices(coord_value.data, shape, "ScatterND's indices")
+        limits.require_shape(shape, np.bool_, "ScatterND's mask of written elements")
         written = np.zeros(shape, np.bool_)
         written[tuple(coord_value.data[..., i] for i in range(k))] = True
         mask = ctx.constant(written, f"{out}.written")

@@ -63,6 +63,9 @@ def gemm(ctx: NodeContext) -> None:
             weight_name = derive(ctx.graph, b, lambda w: w if trans_b else w.T, f"{b}.weight")
         inputs = [a, weight_name]
         outputs = ctx.value(weight_name).shape[0]
+        if c is not None and c_value.data.size not in (1, outputs):
+            raise ConversionIssue(INVALID_MODEL, f"Gemm's C has shape {list(c_value.data.shape)}: it does not "
+                                                 f"broadcast to the {outputs} output columns")
         if c is not None and beta == 1 and c_value.shape == (outputs,):
             inputs.append(c)  # as it is (a dequantized bias keeps its integers)
         elif c is not None:

@@ -20,6 +20,7 @@ from ...ir.issues import (
     UNSUPPORTED_DTYPE,
     ConversionIssue,
 )
+from .. import limits
 from ..context import NodeContext
 from ..generic import check_op_dtype
 from ..symbolic import reshape_target
@@ -46,6 +47,7 @@ def constant(ctx: NodeContext) -> None:
         sparse = next(a.sparse_tensor for a in ctx.node.attribute if a.name == "sparse_value")
         values = numpy_helper.to_array(sparse.values)
         indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+        limits.require_shape(limits.check_dims(sparse.dims, "sparse_value"), values.dtype, "the sparse constant")
         array = np.zeros(tuple(sparse.dims), values.dtype)
         if indices.ndim == 1:  # linear positions
             array.reshape(-1)[indices] = values
@@ -85,6 +87,7 @@ def identity(ctx: NodeContext) -> None:
         shape = ctx.value(ctx.input(0)).shape
         if shape is None or any(d < 0 for d in shape):
             raise ConversionIssue(DYNAMIC_SHAPE, "Dropout's mask output needs a static shape")
+        limits.require_shape(shape, np.bool_, "Dropout's mask")
         ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
     ctx.alias(ctx.input(0), ctx.output(0))
 
@@ -130,13 +133,14 @@ def constant_of_shape(ctx: NodeContext) -> None:
     ctx.attr("value")
     fill = numpy_helper.to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
     shape_value = ctx.value(ctx.input(0))
+    limits.check_constant_of_shape(shape_value, fill)
     if shape_value.data is not None:
-        dims = [int(d) for d in shape_value.data.reshape(-1)]
-        if math.prod(dims) * fill.dtype.itemsize <= ctx.options.max_constant_bytes:
+        dims = limits.check_dims(shape_value.data.reshape(-1), "ConstantOfShape's shape")
+        if limits.admit_shape(dims, fill.dtype, "ConstantOfShape's shape"):
             array = np.full(dims, fill[0], dtype=fill.dtype)
             ctx.graph.add_value(Value(ctx.output(0), array.dtype, tuple(dims), array))
             return
-        ctx.settle(ctx.output(0), dims, fill.dtype)  # above the folding budget: built at run time
+        ctx.settle(ctx.output(0), dims, fill.dtype)  # above the import's budget: built at run time
     ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [ctx.input(0)], [ctx.output(0)],
              {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(fill.dtype)),
               "OH_NN_CONSTANT_OF_SHAPE_VALUE": [float(fill[0])]})
@@ -152,8 +156,8 @@ def range_(ctx: NodeContext) -> None:
     stash = int(ctx.attr("stash_type", 1)) if ctx.opset >= 27 else 0
     if delta == 0:
         raise ConversionIssue(INVALID_MODEL, "Range delta must not be 0")
-    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
-    if count * dtype.itemsize > ctx.options.max_constant_bytes:
+    count = limits.range_length(start, limit, delta)
+    if not limits.admit_shape([count], dtype, "Range's output"):  # above the import's budget
         if dtype.kind not in "iu":
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"a {dtype} Range of {count} values is larger than the folding "
                                                          f"budget (max_constant_bytes) and NNRt's RANGE is integer only")
@@ -187,6 +191,7 @@ def eye_like(ctx: NodeContext) -> None:
         except (KeyError, TypeError, ValueError):
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"dtype={dtype_code} has no NNRt data type") from None
     k = int(ctx.attr("k", 0))
+    limits.require_shape(shape, dtype, "EyeLike's output")
     ctx.graph.add_value(_constant_value(ctx.output(0), np.eye(shape[0], shape[1], k, dtype=dtype)))
 
 
@@ -206,6 +211,7 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     if -1 in target and in_shape is not None and all(d >= 0 for d in in_shape) and all(d >= 0 for d in target if d != -1):
         known = int(np.prod([d for d in target if d != -1]))
         target[target.index(-1)] = int(np.prod(in_shape)) // max(known, 1)
+    limits.check_reshape(in_shape, requested, target)  # element counts, one -1 at most
     return target
 
 
@@ -510,6 +516,7 @@ def pad(ctx: NodeContext) -> None:
         if dim < 0:
             raise ConversionIssue(DYNAMIC_SHAPE, f"mode={mode!r} needs the static size of padded axis {a} "
                                                  f"(input shape {list(shape)})")
+        limits.require_shape([dim + positive[a][0] + positive[a][1]], np.int64, f"the index table of padded axis {a}")
         kept = np.arange(crop[a][0], dim - crop[a][1])
         source = np.pad(kept, positive[a], mode=mode)  # numpy's reflect/edge/wrap are ONNX's
         current_shape[a] = len(source)

@@ -26,6 +26,7 @@ from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.graph import Value
 from ...ir.issues import INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _binary, _float_dtype, _matmul, _reshape, _transpose
@@ -200,6 +201,7 @@ def stft(ctx: NodeContext) -> None:
 
 def window_values(kind: str, size: int, periodic: bool) -> np.ndarray:
     """HannWindow / HammingWindow / BlackmanWindow in float64 (the ONNX reference formulas)."""
+    limits.require_shape([size], np.float64, f"the {kind}")
     n = np.arange(size, dtype=np.float64)
     span = size if periodic else size - 1
     with np.errstate(all="ignore"):

@@ -20,6 +20,7 @@ from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ...kernels.spatial import bilinear_matrix
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _set_shape, _unsupported, fold_constant_node
@@ -77,6 +78,7 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
                    nearest_mode: str = "round_prefer_floor"):
     """The [out, in] matrix of ONNX Resize along one axis (as the ONNX reference computes it) and the mask of
     output positions that take the extrapolation value (tf_crop_and_resize), or None."""
+    limits.require_shape([out_size, in_size], np.float64, "the interpolation matrix of a resized axis")
     y = np.arange(out_size, dtype=np.float64)
     length = scale * in_size
     extrapolated = None
