@@ -507,6 +507,11 @@ def _print_description(info) -> None:
                f"{len(info['operations'])} operations:")
     for op, count in info["op_counts"].items():
         click.echo(f"  {count:>4} x {op}")
+    quantization = info.get("quantization")
+    if quantization:
+        reading = quantization["operations_reading_quantized"]
+        click.echo(f"{quantization['quantized_tensors']} quantized tensors, read by {sum(reading.values())} operations: "
+                   + ", ".join(f"{op.replace('OH_NN_OPS_', '')} {n}" for op, n in reading.items()))
     for op in info["operations"]:
         params = ", ".join(f"{k}={v}" for k, v in op["params"].items())
         click.echo(f"  #{op['index']} {op['op']}({', '.join(op['inputs'])}) -> {', '.join(op['outputs'])}"

@@ -110,3 +110,19 @@ def test_convert_and_inspect_report_the_quantized_share_and_the_float_fallbacks(
     data = json.loads(CliRunner().invoke(main, ["inspect", str(source), "--json"]).stdout)
     assert data["quantization"]["float_fallbacks"] == {"ERF": 1}
     assert data["quantization"]["quantized_ops"] == 1
+
+
+def test_inspect_of_a_quantized_nnrt_model_says_which_operations_read_quantized_tensors(tmp_path, cli_main):
+    from click.testing import CliRunner
+
+    source = tmp_path / "conv.onnx"
+    import onnx
+
+    onnx.save(_qdq_conv(), str(source))
+    nnrt = tmp_path / "conv.nnrt"
+    assert CliRunner().invoke(cli_main, ["convert", str(source), "-o", str(nnrt)]).exit_code == 0
+    out = CliRunner().invoke(cli_main, ["inspect", str(nnrt)])
+    assert out.exit_code == 0, out.output
+    # x's integers: the boundary transpose to NHWC moves them, CONV2D reads them (and its int8 weight) and writes
+    # the output's, the transpose back moves them, the final DQ reads them
+    assert "read by 4 operations: TRANSPOSE 2, CONV2D 1, QUANT_DTYPE_CAST 1" in out.output

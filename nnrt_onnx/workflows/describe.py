@@ -42,6 +42,12 @@ def describe_model(model) -> dict[str, Any]:
             "params": {k: _decoded(k, v) for k, v in operation.values.items()},
         })
     constants = [t for t in model.tensors if t.data is not None]
+    quantized = [i for i, t in enumerate(model.tensors) if t.quant is not None]
+    quantization = None
+    if quantized:  # which operations read quantized tensors (a QUANT_DTYPE_CAST only converts)
+        marked = set(quantized)
+        reading = Counter(op.op.name for op in model.operations if marked & set(op.inputs))
+        quantization = {"quantized_tensors": len(quantized), "operations_reading_quantized": dict(reading.most_common())}
     return {
         "inputs": [_tensor_info(model, i) for i in model.inputs],
         "outputs": [_tensor_info(model, i) for i in model.outputs],
@@ -49,6 +55,7 @@ def describe_model(model) -> dict[str, Any]:
         "tensor_count": len(model.tensors),
         "constant_bytes": int(sum(t.data.nbytes for t in constants)),
         "operations": operations,
+        "quantization": quantization,
     }
 
 
