@@ -27,6 +27,7 @@ from ..ir.issues import (
     Issue,
 )
 from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
+from ..ir.quantized import guard_raw_reads
 from ..ir.rows import route
 from .attributes import check_node, input_ranks
 from .context import NodeContext
@@ -186,6 +187,8 @@ class GraphConversion:
         ctx.name = self._ir_name(label)
         emitted_before = len(graph.nodes)
         handler_for(row)(ctx)
+        if graph.quantization.raw:  # ONNX reads these quantized tensors as integers (ir.quantized)
+            guard_raw_reads(graph, graph.nodes[emitted_before:])
         if METADATA_PARAMS in metadata:
             restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
         unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
