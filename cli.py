@@ -378,6 +378,22 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
                f"{stats['seconds']:.2f} s")
     click.echo(f"  {stats['operations']} NNRt operations, {stats['tensors']} tensors, {stats['transposes']} transposes, "
                f"{stats['fused_activations']} fused activations, {stats['folded_batchnorms']} batch norms folded")
+    if stats.get("quantization"):
+        click.echo(f"  {_quantization_text(stats['quantization'])}")
+
+
+def _quantization_text(summary) -> str:
+    """One line on a quantized model's conversion: how many compute ops read quantized tensors, the float fallbacks
+    by op type, and the form chosen for dynamic quantization."""
+    parts = [f"quantized: {summary['quantized_ops']} of {summary['compute_ops']} compute ops read quantized tensors"]
+    fallbacks = summary.get("float_fallbacks") or {}
+    parts.append("float fallbacks: " + (", ".join(f"{op} {n}" for op, n in fallbacks.items()) or "none"))
+    dynamic = summary.get("dynamic")
+    if dynamic:
+        form = dynamic.get("form")
+        parts.append("dynamic quantization: " + ("float form (weights dequantized once at conversion)"
+                                                 if form == "float" else "exact integer form"))
+    return "; ".join(parts)
 
 
 def _must_compile(model) -> None:
@@ -448,6 +464,8 @@ def inspect(model_path: str, input_shapes, as_json: bool, max_constant_bytes: in
         if as_json:
             return
         click.echo("converted to NNRt:")
+        if report.get("quantization"):
+            click.echo(_quantization_text(report["quantization"]))
         info = report["nnrt"]
     else:
         info = describe_model(load_any(model_path))
@@ -489,6 +507,11 @@ def _print_description(info) -> None:
                f"{len(info['operations'])} operations:")
     for op, count in info["op_counts"].items():
         click.echo(f"  {count:>4} x {op}")
+    quantization = info.get("quantization")
+    if quantization:
+        reading = quantization["operations_reading_quantized"]
+        click.echo(f"{quantization['quantized_tensors']} quantized tensors, read by {sum(reading.values())} operations: "
+                   + ", ".join(f"{op.replace('OH_NN_OPS_', '')} {n}" for op, n in reading.items()))
     for op in info["operations"]:
         params = ", ".join(f"{k}={v}" for k, v in op["params"].items())
         click.echo(f"  #{op['index']} {op['op']}({', '.join(op['inputs'])}) -> {', '.join(op['outputs'])}"
@@ -542,6 +565,9 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--rtol", type=Tolerance(), help="Relative tolerance of float outputs [float32: 1e-4].")
 @click.option("--atol", type=Tolerance(),
               help="Absolute tolerance of float outputs, times the output's largest magnitude [float32: 1e-5].")
+@click.option("--steps", type=click.FloatRange(min=0),
+              help="Quantization steps a dequantized output of a quantized model may be off [1]; onnx.reference "
+                   "judges a larger disagreement.")
 @click.option("--per-layer", is_flag=True, help="Compare every intermediate tensor; name the first diverging node.")
 @click.option("--extract-repro", "repro_dir", type=click.Path(file_okay=False),
               help="Write the smallest ONNX model reproducing the first divergence, and its inputs, to DIR "
@@ -558,8 +584,8 @@ def _echo_table(rows, indent: str = "") -> None:
 @_max_constant_bytes
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
-          save_inputs, rtol, atol, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool, html_path,
-          as_json: bool, max_constant_bytes: int | None):
+          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool,
+          html_path, as_json: bool, max_constant_bytes: int | None):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
     When they disagree (or an output is constant) a float64 referee (onnx.reference) says who is right: native,
@@ -587,11 +613,12 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
                     max_constant_bytes)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
-               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, max_constant_bytes)
+               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, max_constant_bytes, steps)
 
 
 def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
-               repro_dir, expected, strict, float64_opinion, html_path, as_json, max_constant_bytes) -> None:
+               repro_dir, expected, strict, float64_opinion, html_path, as_json, max_constant_bytes,
+               steps=None) -> None:
     from nnrt_onnx.workflows.model_inputs import (
         parse_constant_specs,
         parse_expected_specs,
@@ -608,7 +635,7 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
                          constant_inputs=parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes),
                          progress=_progress, label=label, strict=strict, expected=golden, value_ranges=ranges or None,
-                         float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes)
+                         float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes, steps=steps)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
     diverged = (report.culprit or report.first_divergence) is not None

@@ -90,7 +90,9 @@ def test_legacy_sequence_shared_by_8_threads_is_refused_never_wrong():
     ok, wrong, refused, errors = hammer(work)
     assert not errors, errors[:3]
     assert wrong == 0
-    assert ok + refused == THREADS * ROUNDS and ok >= ROUNDS  # (at least one thread's worth got through)
+    # every round either ran or was refused; the first claim always completes (how many more do depends on the
+    # scheduler: a loaded machine lets fewer through)
+    assert ok + refused == THREADS * ROUNDS and ok >= 1
 
 
 def test_the_c_facade_returns_operation_forbidden():

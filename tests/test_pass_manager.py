@@ -73,11 +73,12 @@ def test_a_parameter_rewritten_in_place_counts_as_modified():
 
 def test_import_passes_follow_the_options():
     names = [p.name for p in import_passes(ImportOptions())]
-    assert names == ["remove_unused", "sink_transposes", "remove_unused", "fold_batchnorms", "fuse_activations",
-                     "remove_unused"]
+    assert names == ["remove_unused", "absorb_restored", "sink_transposes", "remove_unused", "fold_batchnorms",
+                     "fuse_activations", "fold_qdq", "exact_quantize", "remove_unused"]
     names = [p.name for p in import_passes(ImportOptions(nhwc_io=True, fold_batchnorm=False, fuse_activations=False,
-                                                         optimize_layout=False))]
-    assert names == ["remove_unused", "nhwc_boundaries", "remove_unused", "remove_unused"]
+                                                         optimize_layout=False, fold_qdq=False))]
+    assert names == ["remove_unused", "absorb_restored", "nhwc_boundaries", "remove_unused", "exact_quantize",
+                     "remove_unused"]
 
 
 def test_import_stats_keep_their_counts_and_gain_a_summary_per_pass():

@@ -15,6 +15,7 @@ from ..runtime.invoke import call
 from .budget import DEFAULT_MAX_CONSTANT_BYTES  # bigger results would bloat the model with data a kernel rebuilds
 from .graph import Graph, Node
 from .issues import INVALID_MODEL, ConversionIssue
+from .quantized import carry_through
 from .shapes import require_known, rule_shapes, static_bytes
 
 
@@ -62,6 +63,9 @@ def try_fold(graph: Graph, node: Node, max_bytes: int = DEFAULT_MAX_CONSTANT_BYT
     for value, array in zip(outputs, results):
         value.data = np.ascontiguousarray(array.astype(value.dtype, copy=False)).reshape(array.shape)  # (keeps 0-d)
         value.shape = tuple(array.shape)
+    if inputs[0].integer is not None:  # a dequantized constant moved: its integers move alike
+        carry_through(node, inputs, outputs, lambda arrays: call(
+            node.op, values, arrays, [a.dtype for a in arrays], [arrays[0].dtype], [o.shape for o in outputs]))
     return True
 
 

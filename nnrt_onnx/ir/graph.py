@@ -1,6 +1,7 @@
 """The importer's mutable graph of NNRt operations, before it becomes an (append-only, validated) Model."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,17 +17,49 @@ from ..validation import decode_param
 
 @dataclass(eq=False)
 class Value:
-    """A tensor of the graph: dtype, shape (-1 = unknown), constant data or None, quant params."""
+    """A tensor of the graph: dtype, shape (-1 = unknown), constant data or None, quant params; a float constant
+    that an ONNX DequantizeLinear made from integers keeps them (``integer``), so a quantized op can read them."""
 
     name: str
     dtype: np.dtype
     shape: tuple[int, ...] | None  # None: rank unknown
     data: np.ndarray | None = None
     quant: QuantParam | None = None
+    integer: IntegerForm | None = None  # float constant == dequantize(integer.data, integer.quant)
 
     @property
     def is_constant(self) -> bool:
         return self.data is not None
+
+
+@dataclass(eq=False)
+class IntegerForm:
+    """The integers a dequantized float constant came from: ``data`` (int8/uint8/int32 ...) with ``quant`` (per
+    tensor, or per channel along ``quant.axis`` of ``data``). See ``ir.quantized``."""
+
+    data: np.ndarray
+    quant: QuantParam
+    restored: str = ""  # an exported NNRt constant: "quantized" (it had these params), "bias" (an INT32 bias, none)
+
+
+@dataclass
+class QuantizationState:
+    """What the importer knows about quantization beyond the tensors' quant params (``ir.quantized``,
+    ``ir.passes.qdq``): the outputs of ONNX QuantizeLinear nodes that round ONNX's way (round(x / s) + z, odd zero
+    points: they are lowered to exact arithmetic when no quantized op reads them), the tensors an ONNX graph reads as
+    raw integers (QOperator outputs), what the folding pass found (quantized ops, float fallbacks per op type,
+    the form chosen for dynamic quantization), and the Q / DQ standing for an exported model's quantized tensors
+    (``restored``: ``ir.passes.qdq.absorb_restored`` makes the ops read and write those tensors again)."""
+
+    onnx_rounding: set[str] = field(default_factory=set)
+    raw: set[str] = field(default_factory=set)
+    fallbacks: Counter = field(default_factory=Counter)
+    notes: dict[str, Any] = field(default_factory=dict)
+    restored: set[str] = field(default_factory=set)  # outputs of the Q / DQ of an exported NNRt model's tensors
+
+    def copy(self) -> QuantizationState:
+        return QuantizationState(set(self.onnx_rounding), set(self.raw), Counter(self.fallbacks), dict(self.notes),
+                                 set(self.restored))
 
 
 @dataclass(eq=False)  # identity semantics: nodes are compared and hashed as objects
@@ -65,6 +98,7 @@ class Graph:
         self.aliases: dict[str, str] = {}  # ONNX no-op outputs (Identity, Dropout) -> the tensor they repeat
         # a tensor removed by the layout pass -> (the tensor it was a transpose of, that permutation)
         self.provenance: dict[str, tuple[str, tuple[int, ...]]] = {}
+        self.quantization = QuantizationState()
         # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
         self.origins: dict[str, tuple[str, str, int]] = {}
         self.tensor_origins: dict[str, str] = {}  # an ONNX tensor -> the origin of the node that wrote it
@@ -101,6 +135,7 @@ class Graph:
         other.inputs, other.outputs = list(self.inputs), list(self.outputs)
         other.aliases = dict(self.aliases)
         other.provenance = dict(self.provenance)
+        other.quantization = self.quantization.copy()
         other.origins = dict(self.origins)
         other.tensor_origins = dict(self.tensor_origins)
         other._counter = self._counter

@@ -116,7 +116,7 @@ class OnnxBuilder:
         return name
 
     def _quant_node(self, op_type: str, source: str, target: str, quant, axis: int | None, role: str) -> None:
-        integer = source if role == "dequantize" else target  # the zero point has the quantized tensor's type
+        integer = target if role == "quantize" else source  # the zero point has the quantized tensor's type
         scales = np.asarray(quant.scales, np.float32)
         zero_points = np.asarray(quant.zero_points, self.quant_dtype.get(integer, np.int8))
         if axis is None:

@@ -16,6 +16,7 @@ ranges for granted.
 """
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Callable, Iterable
 
@@ -138,6 +139,17 @@ def _batch_time_axis(node, name, value, rank_of):
     return None
 
 
+_EINSUM_EQUATION = re.compile(r"[A-Za-z.,\s]*(->[A-Za-z.\s]*)?")
+
+
+def _einsum_equation(node, name, value, rank_of):
+    """Letters, ',', '...' and one '->' (onnx's own shape inference never returns on some other equations)."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    if not _EINSUM_EQUATION.fullmatch(text):
+        return f"{name}={text!r} is not an einsum equation (letters, ',', '...' and one '->')"
+    return None
+
+
 _WINDOW = {"kernel_shape": _positive, "strides": _positive, "dilations": _positive, "pads": _non_negative,
            "output_shape": _positive, "output_padding": _non_negative}
 _SPATIAL_OPS = ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool",
@@ -167,6 +179,7 @@ CONSTRAINTS: dict[str, dict[str, Callable]] = {
     "GatherND": {"batch_dims": _batch_dims},
     "GroupNormalization": {"num_groups": _positive},
     "Upsample": {},
+    "Einsum": {"equation": _einsum_equation},
 }
 
 
@@ -287,7 +300,8 @@ def check_node(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) 
 
 def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) -> Iterable[str]:
     rank_of = rank_of or (lambda position: None)
-    schema = _schema_attributes(node.op_type, opset, node.domain)
+    domain = "" if node.domain == "ai.onnx" else node.domain  # onnx.defs knows the default domain only as ""
+    schema = _schema_attributes(node.op_type, opset, domain)
     seen: set[str] = set()
     values = {}
     for attribute in node.attribute:
@@ -302,7 +316,7 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
         declared = schema[0].get(name) if schema is not None else None
         # (not an attribute at this opset: the importer reports it as unsupported once converted, unless its type
         # is not even the one it has at another opset -- converters may read it there)
-        expected = declared if declared is not None else _types_in_any_version(node.op_type, node.domain).get(name)
+        expected = declared if declared is not None else _types_in_any_version(node.op_type, domain).get(name)
         if expected is not None:
             if attribute.type != expected:
                 yield (f"attribute {name!r} of {node.op_type} must be {_type_name(expected)} (opset {opset}), "

@@ -11,6 +11,7 @@ from ..enums import OH_NN_OperationType, OH_NN_TensorType
 from ..ir.fold import fold_within_budget
 from ..ir.graph import Graph, Node, Value
 from ..ir.issues import DYNAMIC_SHAPE, NEEDS_CONSTANT, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ..ir.quantized import propagate
 from ..ir.rows import Row
 from ..ir.shapes import refine_output_shapes
 from ..optable import op_spec, param_array
@@ -104,6 +105,7 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
+        propagate(self.graph, node)  # a transparent op on a quantized tensor writes one (ir.quantized)
         refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
         if not fold_within_budget(self.graph, node):
             self.graph.nodes.append(node)

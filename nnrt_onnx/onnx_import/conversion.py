@@ -27,6 +27,7 @@ from ..ir.issues import (
     Issue,
 )
 from ..ir.metadata import METADATA_FUSED, METADATA_OP, METADATA_PARAMS, METADATA_QUANT, NNRT_DOMAIN
+from ..ir.quantized import guard_raw_reads
 from ..ir.rows import route
 from .attributes import check_node, input_ranks
 from .context import NodeContext
@@ -186,6 +187,8 @@ class GraphConversion:
         ctx.name = self._ir_name(label)
         emitted_before = len(graph.nodes)
         handler_for(row)(ctx)
+        if graph.quantization.raw:  # ONNX reads these quantized tensors as integers (ir.quantized)
+            guard_raw_reads(graph, graph.nodes[emitted_before:])
         if METADATA_PARAMS in metadata:
             restore_exact_params(graph.nodes[emitted_before:], metadata[METADATA_PARAMS], metadata.get(METADATA_OP))
         unused = sorted(set(ctx.attrs) - ctx.used_attrs - set(row.attrs))
@@ -206,6 +209,9 @@ class GraphConversion:
             if original.name not in bindings:
                 raise ConversionIssue(INVALID_MODEL, f"{where}: subgraph input {original.name!r} is not bound")
             source = graph.resolve(bindings[original.name])
+            if source not in graph.values:  # (its own declaration failed, and was reported)
+                raise ConversionIssue(INVALID_MODEL, f"{where}: subgraph input {original.name!r} is bound to "
+                                                     f"{bindings[original.name]!r}, which is not known")
             value = graph.values[source]
             if value.data is not None:
                 graph.add_value(Value(formal.name, value.dtype, value.shape, value.data, value.quant))

@@ -42,6 +42,8 @@ class ImportOptions:
     fuse_activations: bool = True
     optimize_layout: bool = True
     max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES  # fold no tensor larger than this (the node stays an op)
+    fold_qdq: bool = True  # DequantizeLinear -> op -> QuantizeLinear groups become quantized NNRt ops (ir/passes/qdq.py)
+    dynamic_quantization: str = "float"  # "float": weights dequantized at conversion (dynamic.py); "exact"
 
 
 @dataclass
@@ -102,7 +104,8 @@ def opset_of(model: onnx.ModelProto) -> int:
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
-              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES, _owned: bool = False) -> ImportResult:
+              max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES, fold_qdq: bool = True,
+              dynamic_quantization: str = "float", _owned: bool = False) -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
     ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
@@ -110,8 +113,10 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     be converted, with a reason code each. ``max_constant_bytes``: constant folding produces no tensor larger than
     this (the node stays an operation).
     """
+    if dynamic_quantization not in ("float", "exact"):
+        raise ValueError(f"dynamic_quantization must be 'float' or 'exact', got {dynamic_quantization!r}")
     options = ImportOptions(dict(input_shapes or {}), dict(constant_inputs or {}), nhwc_io, fold_batchnorm,
-                            fuse_activations, optimize_layout, max_constant_bytes)
+                            fuse_activations, optimize_layout, max_constant_bytes, fold_qdq, dynamic_quantization)
     started = time.perf_counter()
     model = load_onnx(source)
     # _owned (set by the guard when it loaded the model from a file): nobody else sees this ModelProto, so pinning
@@ -121,6 +126,13 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         model = model if owned else onnx.ModelProto.FromString(model.SerializeToString())
         _pin_shapes(model, options.input_shapes)
     opset = opset_of(model)
+    dynamic: dict[str, Any] = {}
+    if options.dynamic_quantization == "float":
+        from .dynamic import float_form
+
+        model, dynamic = float_form(model)
+    elif any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node):
+        dynamic = {"form": "exact"}
     model = _with_initializer_inputs(model)
     try:
         # limits.infer_shapes (data propagation with its cost bounded) on a copy without the large weights
@@ -128,10 +140,12 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()
+    if dynamic:
+        graph.quantization.notes["dynamic"] = dynamic
     issues = _convert(model, graph, opset, options)
     if issues:
         raise ConversionError(issues)
-    from ..ir.passes import optimize
+    from ..ir.passes import optimize, quantization_summary
 
     counts = optimize(graph, options)
     if not graph.inputs and options.constant_inputs:
@@ -150,7 +164,16 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         "seconds": time.perf_counter() - started,
         **counts,
     }
+    if dynamic or _quantized(model) or any(v.quant is not None for v in graph.values.values()):
+        stats["quantization"] = quantization_summary(graph)
     return ImportResult(nnrt_model, graph, stats)
+
+
+def _quantized(model: onnx.ModelProto) -> bool:
+    """Whether the ONNX model quantizes anything (its conversion summary then says how much stayed quantized)."""
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
+                             "MatMulInteger") or n.op_type.startswith(("QLinear", "DynamicQuantize", "MatMulInteger"))
+               or (n.domain == "com.microsoft" and n.op_type.startswith("Q")) for n in model.graph.node)
 
 
 def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOptions) -> list[Issue]:

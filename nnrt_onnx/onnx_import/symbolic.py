@@ -60,6 +60,8 @@ class ShapeValues:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         inputs = list(node.input)
         op = node.op_type
+        if not inputs or not inputs[0] or (op == "Gather" and (len(inputs) < 2 or not inputs[1])):
+            return None  # (a malformed node: its own conversion reports it)
         if op == "Shape":
             dims = self.dims(inputs[0])
             if dims is None:
@@ -87,7 +89,7 @@ class ShapeValues:
             steps = bounds[3] if len(bounds) > 3 and bounds[3] is not None else [1]
             if data is None or starts is None or ends is None or any(isinstance(v, str) for v in starts + ends + steps):
                 return None
-            if len(starts) != 1:
+            if len(starts) != 1 or len(ends) != 1 or len(steps) != 1 or steps[0] == 0:
                 return None
             return data[slice(starts[0], ends[0], steps[0])]
         return None

@@ -42,6 +42,12 @@ def describe_model(model) -> dict[str, Any]:
             "params": {k: _decoded(k, v) for k, v in operation.values.items()},
         })
     constants = [t for t in model.tensors if t.data is not None]
+    quantized = [i for i, t in enumerate(model.tensors) if t.quant is not None]
+    quantization = None
+    if quantized:  # which operations read quantized tensors (a QUANT_DTYPE_CAST only converts)
+        marked = set(quantized)
+        reading = Counter(op.op.name for op in model.operations if marked & set(op.inputs))
+        quantization = {"quantized_tensors": len(quantized), "operations_reading_quantized": dict(reading.most_common())}
     return {
         "inputs": [_tensor_info(model, i) for i in model.inputs],
         "outputs": [_tensor_info(model, i) for i in model.outputs],
@@ -49,6 +55,7 @@ def describe_model(model) -> dict[str, Any]:
         "tensor_count": len(model.tensors),
         "constant_bytes": int(sum(t.data.nbytes for t in constants)),
         "operations": operations,
+        "quantization": quantization,
     }
 
 
@@ -57,7 +64,8 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
     (each node's mapping row), then confirmed by a conversion (its problems, and the NNRt ops each node became).
 
     Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
-    where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted).
+    where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted) and
+    ``quantization`` the conversion's quantization summary (quantized share, float fallbacks; None for a float model).
     """
     from ..ir.rows import domain_versions, route
     from ..onnx_import import ConversionError, from_onnx, load_onnx
@@ -81,6 +89,7 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
     by_name = {n["node"]: n for n in nodes}
     problems = []
     nnrt = None
+    quantization = None
     try:
         result = from_onnx(model, input_shapes=input_shapes, max_constant_bytes=max_constant_bytes)
     except ConversionError as exc:
@@ -95,7 +104,8 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
         for entry in nodes:
             entry["emitted"] = emitted.get(entry["node"], [])
         nnrt = describe_model(result.model)
+        quantization = result.stats.get("quantization")  # quantized share, float fallbacks by op type
     for entry in nodes:
         entry["status"] = "cannot convert" if entry["problems"] else "ok"
     return {"model": str(path), "opset": opset, "nodes": nodes, "problems": problems,
-            "convertible": nnrt is not None, "nnrt": nnrt}
+            "convertible": nnrt is not None, "nnrt": nnrt, "quantization": quantization}

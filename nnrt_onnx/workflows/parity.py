@@ -92,6 +92,7 @@ class Comparison:
     reference_stats: TensorStats | None = None
     constant: bool = False  # the reference is constant (tensor_stats.is_constant)
     float64: f64.Verdict | None = None  # the float64 referee's opinion, when it was asked
+    steps: float | None = None  # a dequantized output: how many of its quantization steps native is off (quant_compare)
 
     @property
     def nan(self) -> int:
@@ -444,7 +445,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                 label: str | None = None, device: int | None = None, strict: bool = False,
                 expected: Mapping[str, np.ndarray] | None = None,
                 value_ranges: Mapping[str | None, tuple[float, float]] | None = None, float64_opinion: bool = True,
-                **import_options) -> ParityReport:
+                steps: float | None = None, **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
@@ -455,7 +456,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
     ``expected``: golden outputs by ONNX output name. ``float64_opinion=False`` never asks the float64 referee;
-    ``strict``: a warning fails the check.
+    ``strict``: a warning fails the check. ``steps``: how many quantization steps a dequantized output of a quantized
+    model may be off (default ``quant_compare.DEFAULT_STEPS``, one); onnx.reference judges a disagreement there.
     Raises UserError for bad inputs, ConversionError when the model cannot be converted, NNRtError (OH_NN_UNSUPPORTED)
     for ``per_layer`` on a device that cannot capture.
 
@@ -519,6 +521,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         native_outputs_onnx.append(_as_onnx(native_outputs[position], perm))
         comparisons.append(compare(native_outputs_onnx[-1], reference[name], name, rtol, atol))
         comparisons[-1].constant = is_constant(reference[name])
+    _compare_in_steps(model, comparisons, native_outputs_onnx, reference, feed, steps)
     if any(_integer_mismatch(c) for c in comparisons):
         producers = {o: node for node in model.graph.node for o in node.output if o}
         needed = [i for c in comparisons if _integer_mismatch(c) and c.name in producers
@@ -641,7 +644,51 @@ def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol,
 
 
 def _floating(c: Comparison) -> bool:
-    return np.dtype(c.dtype).kind == "f" and c.shape == c.reference_shape
+    """A float comparison the float64 referee can judge (not a dequantized output: those are judged in steps)."""
+    return np.dtype(c.dtype).kind == "f" and c.shape == c.reference_shape and c.steps is None
+
+
+def _compare_in_steps(model, comparisons: list[Comparison], native: Sequence[np.ndarray],
+                      reference: Mapping[str, np.ndarray], feed: Mapping[str, np.ndarray],
+                      tolerance: float | None) -> None:
+    """Outputs of a quantized model written by a DequantizeLinear are compared in units of their quantization step:
+    float tolerances would flag a one-step rounding difference (a tie rounded the other way) as a large error. When
+    native is more than ``tolerance`` steps off onnxruntime, onnx.reference (CPU-independent, unlike onnxruntime's
+    u8s8 kernels) runs the model and decides: within tolerance of it, the output passes with a warning."""
+    from .quant_compare import DEFAULT_STEPS, quantized_outputs, reference_evaluator, steps_off
+
+    step_of = quantized_outputs(model)
+    tolerance = DEFAULT_STEPS if tolerance is None else tolerance
+    judged = [(c, a) for c, a in zip(comparisons, native) if c.name in step_of and c.shape == c.reference_shape]
+    truth: dict[str, np.ndarray] | None = None
+    for c, actual in judged:
+        step = step_of[c.name]
+        c.steps = steps_off(actual, reference[c.name], step)
+        c.within = c.nan == 0 and c.steps <= tolerance
+        c.note = "; ".join(filter(None, [c.note, f"{c.steps:g} quantization step(s) off onnxruntime "
+                                                  f"(step {step:g}, tolerance {tolerance:g})"]))
+        if c.within:
+            continue
+        if truth is None:
+            try:
+                names = [o.name for o in model.graph.output]
+                wanted = {i.name: feed[i.name] for i in model.graph.input if i.name in feed}
+                truth = dict(zip(names, reference_evaluator(model).run(None, wanted)))
+            except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types; the check goes on
+                c.note += f"; onnx.reference cannot run the model: {str(exc).splitlines()[0][:120]}"
+                truth = {}
+        if c.name not in truth:
+            continue
+        ours, theirs = steps_off(actual, truth[c.name], step), steps_off(reference[c.name], truth[c.name], step)
+        if ours <= tolerance:
+            c.referee, c.within = "native", True
+            verdict = f"onnx.reference agrees with native ({ours:g} steps; onnxruntime is {theirs:g} off)"
+        elif theirs <= tolerance:
+            c.referee, verdict = "onnxruntime", f"onnx.reference agrees with onnxruntime: native is {ours:g} steps off"
+        else:
+            c.referee = "neither"
+            verdict = f"onnx.reference agrees with neither (native {ours:g} steps off, onnxruntime {theirs:g})"
+        c.note = f"{c.note}; {verdict}"
 
 
 def _float64_wanted(comparisons: Sequence[Comparison], disagreement: str, outputs: bool = True) -> list[str]:

@@ -123,3 +123,29 @@ def test_max_unpool_needs_constant_output_shape():
     rejects_named("MaxUnpool", {"x": np.ones((1, 1, 2, 2), F32), "i": np.zeros((1, 1, 2, 2), I64),
                           "shape": np.asarray([1, 1, 4, 4], I64)}, "needs_constant_input", 22,
             {"kernel_shape": [2, 2], "strides": [2, 2]})
+
+
+def test_tap_counts_in_closed_form_match_enumerating_every_tap():
+    """AveragePool's divisor per output position: the closed form against listing each tap of each window."""
+    import itertools
+
+    from nnrt_onnx.onnx_import.handlers.pool import _tap_counts
+
+    def enumerated(size, k, s, d, p0, p1, out, include_pad):
+        lo, hi = (-p0, size + p1) if include_pad else (0, size)
+        return [sum(lo <= o * s - p0 + j * d < hi for j in range(k)) for o in range(out)]
+
+    for size, k, s, d, p0, p1, include_pad in itertools.product(range(1, 7), range(1, 5), range(1, 4), range(1, 3),
+                                                                range(3), range(3), (False, True)):
+        extent = (k - 1) * d + 1
+        if size + p0 + p1 >= extent:
+            out = (size + p0 + p1 - extent) // s + 2  # one window more than floor mode (ceil mode's partial one)
+            assert list(_tap_counts(size, k, s, d, p0, p1, out, include_pad)) == enumerated(
+                size, k, s, d, p0, p1, out, include_pad)
+
+
+def test_a_window_of_a_billion_taps_costs_nothing():
+    """kernel_shape 2**30 over a padded extent: the divisor is counted, never materialised (was a MemoryError)."""
+    from nnrt_onnx.onnx_import.handlers.pool import _tap_counts
+
+    assert list(_tap_counts(4, 1 << 30, 1, 1, 0, (1 << 30) - 4, 1, False)) == [4]

@@ -10,6 +10,7 @@ from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute  # noqa: F401 (the constants: the passes' API)
 from ...optable import op_spec
 from ..graph import Graph, Node, Value
+from ..quantized import derive
 from .permutations import _insert_after, _new_transpose, inverse, perm_of
 from .reshape_algebra import _merge_reshapes, _through_reshapes, only_moves_unit_dims
 
@@ -24,12 +25,21 @@ def _operand_for(graph: Graph, producers, name: str, perm, target: str) -> str |
         return producer.inputs[0]
     if value.data is not None and value.shape is not None and len(value.shape) <= len(perm):
         rank = len(perm)
-        data = value.data.reshape((1,) * (rank - value.data.ndim) + value.data.shape)
-        return graph.constant(np.transpose(data, inverse(perm)), f"{name}.permuted")
+        moved = derive(graph, name, lambda a: np.transpose(a.reshape((1,) * (rank - a.ndim) + a.shape), inverse(perm)),
+                       f"{name}.permuted")
+        graph.values[moved].quant = value.quant  # (per tensor: _can_sink keeps per-channel ones in place)
+        return moved
     return None
 
 
+def _per_channel(graph: Graph, names) -> bool:
+    """A tensor quantized per channel: its parameters run along one axis, so no transpose moves across it."""
+    return any(graph.values[n].quant is not None and graph.values[n].quant.count > 1 for n in names)
+
+
 def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
+    if _per_channel(graph, list(user.inputs) + list(user.outputs)):
+        return False
     if user.op == OP.OH_NN_OPS_TRANSPOSE:
         return user.inputs[0] == name
     role = op_spec(user.op).layout_role
@@ -286,8 +296,9 @@ def _absorb_into_dense(graph: Graph, transpose: Node, users, consumers) -> bool:
     reordered = graph.fresh_name(f"{reshape.outputs[0]}.nhwc")
     graph.add_value(Value(reordered, flat.dtype, flat.shape, None, flat.quant))
     for user, weight in zip(dense, weights):
-        permuted = weight.reshape((weight.shape[0],) + tuple(t_shape[1:])).transpose((0,) + back)
-        user.inputs[1] = graph.constant(np.ascontiguousarray(permuted).reshape(weight.shape), f"{user.inputs[1]}.nhwc")
+        user.inputs[1] = derive(graph, user.inputs[1], lambda a: np.ascontiguousarray(
+            a.reshape((a.shape[0],) + tuple(t_shape[1:])).transpose((0,) + back)).reshape(a.shape),
+            f"{user.inputs[1]}.nhwc")
         user.inputs[0] = reordered
     reshape.outputs[0] = reordered
     reshape.inputs[0] = transpose.inputs[0]

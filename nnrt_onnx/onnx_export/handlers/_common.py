@@ -419,13 +419,14 @@ def _nhwc(ctx: ExportContext, name: str, what: str) -> tuple[int, ...]:
     return shape
 
 
-def _layout_ok(node, graph) -> bool:
-    """4-D NHWC input and output whose NCHW transposes are true transposes (not reshapes of unit dims)."""
+def _layout_ok(node, graph, allow_quant: bool = False) -> bool:
+    """4-D NHWC input and output whose NCHW transposes are true transposes (not reshapes of unit dims); no quantized
+    tensors unless ``allow_quant`` (an export function that dequantizes them itself)."""
     shapes = [graph.values[node.inputs[0]].shape, graph.values[node.outputs[0]].shape]
     if any(s is None or len(s) != 4 or any(d < 0 for d in s) for s in shapes):
         return False
-    return not any(only_moves_unit_dims(s, NHWC_TO_NCHW) for s in shapes) and \
-        not any(v.quant is not None for v in (graph.values[n] for n in list(node.inputs) + list(node.outputs) if n))
+    return not any(only_moves_unit_dims(s, NHWC_TO_NCHW) for s in shapes) and (allow_quant or not any(
+        v.quant is not None for v in (graph.values[n] for n in list(node.inputs) + list(node.outputs) if n)))
 
 
 def _in_dtype(node, graph, position: int = 0) -> np.dtype:

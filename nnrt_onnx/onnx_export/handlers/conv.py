@@ -75,12 +75,56 @@ def _conv_taps(f: FunctionBody, x: str, weight: str, x_shape, w_shape, strides, 
     return f.one("Reshape", [acc, _i64(f, [n, oh, ow, o])])
 
 
+def _quantized(node, graph) -> bool:
+    """A quantized convolution: quantized input (per tensor), constant quantized weight (per tensor or per output
+    channel), constant INT32 bias (scale input scale x weight scale, no params of its own)."""
+    x, weight, bias = (graph.values[n] for n in node.inputs[:3])
+    return (x.quant is not None and x.quant.count == 1 and weight.quant is not None and weight.data is not None
+            and (weight.quant.count == 1 or (weight.quant.axis or 0) == 0) and bias.dtype == np.int32
+            and bias.quant is None and bias.data is not None)
+
+
+def _reads_quantized(ctx: ExportContext) -> bool:
+    """:func:`_quantized` while exporting (the exporter has dequantized the input already)."""
+    from .linear import _source_quant
+
+    weight, bias = ctx.value(ctx.input(1)), ctx.value(ctx.input(2))
+    source = _source_quant(ctx, 0)
+    return (weight.quant is not None and weight.data is not None and source is not None and source.count == 1
+            and (weight.quant.count == 1 or (weight.quant.axis or 0) == 0) and bias.dtype == np.int32
+            and bias.quant is None and bias.data is not None)
+
+
+def _dequantized_operands(ctx: ExportContext, transform=None, axis_map=None) -> tuple[str, str]:
+    """The weight (its integers, ``transform``-ed, and a DequantizeLinear) and the INT32 bias (a DequantizeLinear
+    with scale input scale x weight scale, marked "bias": re-imported as the INT32 bias again) of a quantized
+    convolution."""
+    from ...tensor import QuantParam
+    from .linear import _source_quant
+
+    weight = ctx.weight(1, transform, axis_map)
+    w_quant, x_quant = ctx.value(ctx.input(1)).quant, _source_quant(ctx, 0)
+    scales = [x_quant.scales[0] * s for s in w_quant.scales]
+    bias = ctx.input(2)
+    channels = ctx.value(bias).data.size
+    if len(scales) == 1:
+        scales = scales * channels
+    quant = QuantParam(scales, [0] * channels, [32] * channels, 0)
+    name = ctx.constant(np.ascontiguousarray(ctx.value(bias).data.reshape(-1)), f"{bias}.int32")
+    ctx.builder.quant_dtype[name] = np.dtype(np.int32)
+    target = ctx.fresh(f"{bias}.dq")
+    ctx.builder._quant_node("DequantizeLinear", name, target, quant, 0, "bias")
+    return weight, target
+
+
 def _conv_standard(node, graph, group_of) -> bool:
     weight = graph.values[node.inputs[1]]
-    if not _layout_ok(node, graph) or weight.data is None or weight.shape is None or len(weight.shape) != 4:
+    quantized = _quantized(node, graph)
+    if not _layout_ok(node, graph, allow_quant=quantized) or weight.data is None or weight.shape is None \
+            or len(weight.shape) != 4:
         return False
-    dtype = _in_dtype(node, graph)
-    if dtype not in _ORT_FLOAT or _in_dtype(node, graph, 2) != dtype:
+    dtype = np.dtype(np.float32) if quantized else _in_dtype(node, graph)
+    if dtype not in _ORT_FLOAT or (not quantized and _in_dtype(node, graph, 2) != dtype):
         return False
     group = group_of(node, graph)
     # Conv with one input channel per group (group > 1) imports as DEPTHWISE_CONV2D_NATIVE, else as CONV2D
@@ -96,19 +140,28 @@ def _depthwise_group(node, graph) -> int:
 
 
 def _conv(ctx: ExportContext, group: int) -> None:
-    """Conv with weight [O, kH, kW, C/g] -> [O, C/g, kH, kW]."""
-    _no_quant(ctx)
-    if _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
+    """Conv with weight [O, kH, kW, C/g] -> [O, C/g, kH, kW]. A quantized convolution reads its dequantized input,
+    weight and bias (DequantizeLinear -> Conv -> QuantizeLinear: QDQ ONNX, which the importer folds back)."""
+    quantized = _reads_quantized(ctx)
+    if not quantized:
+        _no_quant(ctx)
+    if not quantized and _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
         raise ExportIssue(f"{ctx.node.op.name}: a {_input_dtype(ctx, 2)} bias with {_input_dtype(ctx, 0)} data")
     n, h, w, c = _nhwc(ctx, ctx.input(0), "the input")
     _, kh, kw, _ = _shape(ctx, ctx.input(1), "the weight")
     attrs = {"strides": _pair(ctx.args["strides"], "strides"), "dilations": _pair(ctx.args["dilation"], "dilation"),
              "kernel_shape": [kh, kw], "pads": _conv_pads(ctx.args, h, w, kh, kw), "group": group}
     if _wrapped(ctx):
-        weight = ctx.value(ctx.input(1)).data
-        w_oihw = ctx.constant(np.ascontiguousarray(weight.transpose(0, 3, 1, 2)), f"{ctx.input(1)}.oihw")
-        ctx.add("Conv", [ctx.input(0), w_oihw, ctx.input(2)], [ctx.result(0)], main=True, **attrs)
+        if quantized:
+            w_oihw, bias = _dequantized_operands(ctx, lambda a: a.transpose(0, 3, 1, 2), lambda axis: (0, 2, 3, 1)[axis])
+        else:
+            weight = ctx.value(ctx.input(1)).data
+            w_oihw = ctx.constant(np.ascontiguousarray(weight.transpose(0, 3, 1, 2)), f"{ctx.input(1)}.oihw")
+            bias = ctx.input(2)
+        ctx.add("Conv", [ctx.input(0), w_oihw, bias], [ctx.result(0)], main=True, **attrs)
         return
+    if quantized:
+        ctx.node.inputs[1:3] = _dequantized_operands(ctx)
 
     def build(f: FunctionBody) -> None:
         x, weight, bias = f.inputs
@@ -156,10 +209,13 @@ def _transpose_geometry(args, h: int, w: int, kh: int, kw: int):
 
 def _conv_transpose_standard(node, graph) -> bool:
     weight = graph.values[node.inputs[1]]
-    if not _layout_ok(node, graph) or weight.data is None or len(weight.shape) != 4:
+    quantized = _quantized(node, graph)
+    if not _layout_ok(node, graph, allow_quant=quantized) or weight.data is None or len(weight.shape) != 4:
         return False
-    dtype = _in_dtype(node, graph)
-    if dtype not in _ORT_FLOAT or _in_dtype(node, graph, 2) != dtype:
+    if quantized and weight.quant.count > 1 and int(node.kernel_arguments().get("group", 1)) > 1:
+        return False  # per output channel across groups: no one axis of the ONNX [C, O/g, kH, kW] weight
+    dtype = np.dtype(np.float32) if quantized else _in_dtype(node, graph)
+    if dtype not in _ORT_FLOAT or (not quantized and _in_dtype(node, graph, 2) != dtype):
         return False
     _, h, w, _ = graph.values[node.inputs[0]].shape
     _, extra, strides, _ = _transpose_geometry(node.kernel_arguments(), h, w, weight.shape[1], weight.shape[2])
@@ -193,9 +249,11 @@ def _conv_transpose_taps(f: FunctionBody, x: str, weight: str, bias: str, x_shap
 
 @exporter("OH_NN_OPS_CONV2D_TRANSPOSE", nchw=_conv_transpose_standard)
 def conv2d_transpose(ctx: ExportContext) -> None:
-    """ConvTranspose; weight [O, kH, kW, C/g] -> [C, O/g, kH, kW]."""
-    _no_quant(ctx)
-    if _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
+    """ConvTranspose; weight [O, kH, kW, C/g] -> [C, O/g, kH, kW]. Quantized: as a quantized Conv (QDQ)."""
+    quantized = _reads_quantized(ctx)
+    if not quantized:
+        _no_quant(ctx)
+    if not quantized and _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
         raise ExportIssue(f"CONV2D_TRANSPOSE: a {_input_dtype(ctx, 2)} bias with {_input_dtype(ctx, 0)} data")
     n, h, w, c = _nhwc(ctx, ctx.input(0), "the input")
     o, kh, kw, cg = _shape(ctx, ctx.input(1), "the weight")
@@ -204,11 +262,19 @@ def conv2d_transpose(ctx: ExportContext) -> None:
     pads, extra, strides, dilation = _transpose_geometry(ctx.args, h, w, kh, kw)
     attrs = {"strides": strides, "dilations": dilation, "kernel_shape": [kh, kw], "group": group, "pads": pads,
              "output_padding": extra}
+    def to_iohw(data):
+        return data.reshape(group, og, kh, kw, cg).transpose(0, 4, 1, 2, 3).reshape(c, og, kh, kw)
+
     if _wrapped(ctx):
-        data = ctx.value(ctx.input(1)).data.reshape(group, og, kh, kw, cg).transpose(0, 4, 1, 2, 3)
-        w_onnx = ctx.constant(np.ascontiguousarray(data.reshape(c, og, kh, kw)), f"{ctx.input(1)}.iohw")
-        ctx.add("ConvTranspose", [ctx.input(0), w_onnx, ctx.input(2)], [ctx.result(0)], main=True, **attrs)
+        if quantized:  # (per channel only with one group: the output channels are axis 1)
+            w_onnx, bias = _dequantized_operands(ctx, to_iohw, lambda axis: (1, 2, 3, 0)[axis])
+        else:
+            w_onnx = ctx.constant(np.ascontiguousarray(to_iohw(ctx.value(ctx.input(1)).data)), f"{ctx.input(1)}.iohw")
+            bias = ctx.input(2)
+        ctx.add("ConvTranspose", [ctx.input(0), w_onnx, bias], [ctx.result(0)], main=True, **attrs)
         return
+    if quantized:
+        ctx.node.inputs[1:3] = _dequantized_operands(ctx)
 
     def build(f: FunctionBody) -> None:
         x, weight, bias = f.inputs

@@ -10,6 +10,8 @@ as PRelu-7.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
@@ -239,13 +241,14 @@ def shrink(ctx: NodeContext) -> None:
     if dt.name in FLOAT:
         low, high = -lambd, lambd
     else:
-        if bias != int(bias):
-            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"bias={bias} on an integer input ({dt.name}): only an "
-                                                         f"integral bias keeps the result an integer")
-        # integers: x < -lambd <=> x < ceil(-lambd); x > lambd <=> x > floor(lambd)
         info = np.iinfo(dt)
-        low = int(np.clip(np.ceil(-lambd), info.min, info.max))
-        high = int(np.clip(np.floor(lambd), info.min, info.max))
+        if not (np.isfinite(bias) and np.isfinite(lambd)) or bias != int(bias) or not info.min <= bias <= info.max:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"bias={bias}, lambd={lambd} on an integer input "
+                                                         f"({dt.name}): only a finite lambd and an integral bias "
+                                                         f"within {dt.name}'s range keep the result an integer")
+        # integers: x < -lambd <=> x < ceil(-lambd); x > lambd <=> x > floor(lambd)
+        low = min(max(math.ceil(-lambd), info.min), info.max)  # exact integers (float clipping rounds past int64)
+        high = min(max(math.floor(lambd), info.min), info.max)
     zero = b.const(0, dt)
     lower_possible = not (dt.name in UNSIGNED and low <= 0)  # x < low never holds for an unsigned x then
     above = b.op(OP.OH_NN_OPS_GREATER, [x, b.const(high, dt)], dtype=np.bool_)

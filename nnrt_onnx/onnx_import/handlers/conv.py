@@ -8,6 +8,7 @@ import numpy as np
 from ... import geometry
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, ConversionIssue
+from ...ir.quantized import derive
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -77,9 +78,9 @@ def conv(ctx: NodeContext) -> None:
     if not depthwise and group != 1:
         params["OH_NN_CONV2D_GROUP"] = group
     # weight [O, C/g, (kH,) kW] -> [O, kH, kW, C/g]
-    if w_value.data is not None:
-        data = w_value.data if nd == 2 else w_value.data[:, :, None, :]
-        w_nhwc = ctx.constant(np.ascontiguousarray(data.transpose(0, 2, 3, 1)), f"{w_name}.ohwi")
+    if w_value.data is not None:  # (a dequantized weight keeps its integers: ir.quantized.derive)
+        w_nhwc = derive(ctx.graph, w_name, lambda a: (a if nd == 2 else a[:, :, None, :]).transpose(0, 2, 3, 1),
+                        f"{w_name}.ohwi")
     else:
         w4 = w_name if nd == 2 else _reshape(ctx, w_name, [out_c, in_per_group, 1, kernel[-1]])
         w_nhwc = ctx.transpose(w4, (0, 2, 3, 1))
@@ -162,8 +163,8 @@ def conv_transpose(ctx: NodeContext) -> None:
     cg = in_c // group
     kh, kw = (1, kernel[0]) if nd == 1 else kernel
     if w_value.data is not None:
-        data = w_value.data.reshape(group, cg, out_per_group, kh, kw).transpose(0, 2, 3, 4, 1)
-        w_nhwc = ctx.constant(np.ascontiguousarray(data.reshape(out_c, kh, kw, cg)), f"{w_name}.ohwi")
+        w_nhwc = derive(ctx.graph, w_name, lambda a: a.reshape(group, cg, out_per_group, kh, kw).transpose(
+            0, 2, 3, 4, 1).reshape(out_c, kh, kw, cg), f"{w_name}.ohwi")
     else:
         w5 = _reshape(ctx, w_name, [group, cg, out_per_group, kh, kw])
         w_nhwc = _reshape(ctx, ctx.transpose(w5, (0, 2, 3, 4, 1)), [out_c, kh, kw, cg])

@@ -528,6 +528,7 @@ def trilu(ctx: NodeContext) -> None:
         raise ConversionIssue(DYNAMIC_SHAPE, f"Trilu needs the static sizes of the last two dims, got {list(shape)} "
                                              f"(-1: unknown or 0)")
     k = int(_scalar(ctx.constant_input(1, "the Trilu k"), "k")) if ctx.has_input(1) else 0
+    k = min(max(k, -rows), cols)  # a diagonal beyond the matrix selects what the edge one does
     upper = int(ctx.attr("upper", 1))
     ones = np.ones((rows, cols), np.bool_)
     mask = np.triu(ones, k) if upper else np.tril(ones, k)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, ConversionIssue
+from ...ir.quantized import derive
 from ..context import NodeContext
 from ..generic import emit_row
 from . import converts
@@ -37,6 +38,9 @@ def gemm(ctx: NodeContext) -> None:
     if ctx.rank(a) != 2:
         raise ConversionIssue(DYNAMIC_SHAPE, "Gemm needs a 2-D A")
     out = ctx.output(0)
+    a_shape, b_shape = ctx.value(a).shape, ctx.value(b).shape
+    if a_shape is not None and b_shape is not None and len(b_shape) == 2:  # (ONNX inference stops at contrib ops)
+        ctx.settle(out, (a_shape[1 if trans_a else 0], b_shape[0 if trans_b else 1]))
     out_value = ctx.value(out)
     if trans_a:
         a = ctx.transpose(a, (1, 0))
@@ -52,14 +56,20 @@ def gemm(ctx: NodeContext) -> None:
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"Gemm (opset {ctx.opset}) without broadcast=1 needs C of "
                                                          f"the output shape {list(out_shape)}, got {list(c_shape)}")
     if b_value.data is not None and (c is None or (c_value.data is not None and c_value.data.ndim <= 1)):
-        weight = b_value.data if trans_b else b_value.data.T
-        weight = np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)) if alpha != 1 else np.ascontiguousarray(weight)
-        inputs = [a, ctx.constant(weight, f"{b}.weight")]
-        if c is not None:
-            if c_value.data.size not in (1, weight.shape[0]):
-                raise ConversionIssue(INVALID_MODEL, f"Gemm's C has shape {list(c_value.data.shape)}: it does not "
-                                                     f"broadcast to the {weight.shape[0]} output columns")
-            bias = np.broadcast_to(c_value.data * np.asarray(beta, c_value.data.dtype), (weight.shape[0],))
+        if alpha != 1:
+            weight = b_value.data if trans_b else b_value.data.T
+            weight_name = ctx.constant(np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)), f"{b}.weight")
+        else:  # (a dequantized weight keeps its integers: ir.quantized.derive)
+            weight_name = derive(ctx.graph, b, lambda w: w if trans_b else w.T, f"{b}.weight")
+        inputs = [a, weight_name]
+        outputs = ctx.value(weight_name).shape[0]
+        if c is not None and c_value.data.size not in (1, outputs):
+            raise ConversionIssue(INVALID_MODEL, f"Gemm's C has shape {list(c_value.data.shape)}: it does not "
+                                                 f"broadcast to the {outputs} output columns")
+        if c is not None and beta == 1 and c_value.shape == (outputs,):
+            inputs.append(c)  # as it is (a dequantized bias keeps its integers)
+        elif c is not None:
+            bias = np.broadcast_to(c_value.data * np.asarray(beta, c_value.data.dtype), (outputs,))
             inputs.append(ctx.constant(np.ascontiguousarray(bias), f"{ctx.name}.bias"))
         ctx.emit(OP.OH_NN_OPS_FULL_CONNECTION, inputs, [out],
                  {"OH_NN_FULL_CONNECTION_HAS_BIAS": c is not None})

@@ -54,11 +54,13 @@ def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[i
 
 
 def _tap_counts(size, k, s, d, p0, p1, out, include_pad) -> np.ndarray:
-    """Per output position: how many taps of the window hit a counted cell (input, or declared pads if include_pad)."""
+    """Per output position: how many taps of the window hit a counted cell (input, or declared pads if include_pad).
+    Counted in closed form per position (a window of millions of taps costs nothing)."""
     lo, hi = (-p0, size + p1) if include_pad else (0, size)
-    starts = np.arange(out) * s - p0
-    taps = starts[:, None] + np.arange(k)[None, :] * d
-    return ((taps >= lo) & (taps < hi)).sum(axis=1)
+    starts = np.arange(out, dtype=np.int64) * s - p0
+    first = np.maximum(-((starts - lo) // d), 0)  # first tap index j with starts + j*d >= lo: ceil((lo - start) / d)
+    last = np.minimum((hi - 1 - starts) // d, k - 1)  # last with starts + j*d < hi
+    return np.maximum(last - first + 1, 0)
 
 
 def _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, include_pad) -> np.ndarray:

@@ -27,22 +27,23 @@ from ... import geometry
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
-from ...ir.graph import Value
+from ...ir.graph import IntegerForm, Value
 from ...ir.issues import (
     DYNAMIC_SHAPE,
     INVALID_MODEL,
     NEEDS_CONSTANT,
     UNSUPPORTED_ATTRIBUTE,
     UNSUPPORTED_DTYPE,
+    UNSUPPORTED_OP,
     ConversionIssue,
 )
+from ...ir.quantized import same_quant
 from ...tensor import QuantParam
 from ..context import NodeContext
 from . import converts
 from ._common import (
     _binary,
     _cast,
-    _clip,
     _const,
     _dynamic_quantize,
     _integer_product,
@@ -52,7 +53,6 @@ from ._common import (
     _reshape,
     _shape,
     _transpose,
-    _unary,
     _unsupported,
     _wanted,
 )
@@ -64,33 +64,39 @@ _RAW_INT_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.ui
 
 
 class _QuantArgs:
-    """Scale and zero point of a (De)QuantizeLinear node: constants as arrays, else tensor names."""
+    """Scale and zero point of one (de)quantization: constants as arrays, else tensor names. ``axis`` and ``block``
+    are the ONNX attributes (axis 1 by default; per-tensor parameters ignore it). A zero point may have the scale's
+    shape, or be a scalar where the scale has one element ([], [1] ...) and the reverse; it may be absent (0)."""
 
-    def __init__(self, ctx: NodeContext, what: str):
+    def __init__(self, ctx: NodeContext, x: str, scale_name: str, zero_name: str | None, axis: int | None,
+                 block: int, what: str):
         self.ctx = ctx
-        x = ctx.input(0)
         self.rank = ctx.rank(x)
         self.x_shape = ctx.value(x).shape
-        self.scale_name = ctx.input(1)
-        scale_value = ctx.value(self.scale_name)
+        self.scale_name = scale_name
+        scale_value = ctx.value(scale_name)
         self.scale = scale_value.data
         self.scale_dtype = scale_value.dtype
         scale_shape = scale_value.shape
         if scale_shape is None:
             raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of the {what} scale is unknown")
-        self.zero_name = ctx.input(2) if ctx.has_input(2) else None
-        zero_value = ctx.value(self.zero_name) if self.zero_name else None
+        self.zero_name = zero_name
+        zero_value = ctx.value(zero_name) if zero_name else None
         self.zero = None if zero_value is None else zero_value.data
         self.zero_dtype = None if zero_value is None else zero_value.dtype
-        self.block = int(ctx.attr("block_size", 0))
-        axis = int(ctx.attr("axis", 1))
-        if zero_value is not None and zero_value.shape is not None and tuple(zero_value.shape) != tuple(scale_shape):
-            raise ConversionIssue(INVALID_MODEL, f"zero point shape {list(zero_value.shape)} differs from the "
-                                                 f"scale's {list(scale_shape)}")
+        self.block = int(block or 0)
+        if self.block < 0:
+            raise ConversionIssue(INVALID_MODEL, f"block_size={self.block} must be >= 0")
         elements = int(np.prod(scale_shape)) if all(d >= 0 for d in scale_shape) else -1
+        if zero_value is not None and zero_value.shape is not None and tuple(zero_value.shape) != tuple(scale_shape):
+            zero_elements = int(np.prod(zero_value.shape)) if all(d >= 0 for d in zero_value.shape) else -1
+            if not (elements == 1 and zero_elements == 1 and not self.block):
+                raise ConversionIssue(INVALID_MODEL, f"zero point shape {list(zero_value.shape)} differs from the "
+                                                     f"scale's {list(scale_shape)}")
         self.per_tensor = len(scale_shape) == 0 or (elements == 1 and not self.block)
         self.axis = None
         if not self.per_tensor:
+            axis = 1 if axis is None else int(axis)
             if not -self.rank <= axis < self.rank:
                 raise ConversionIssue(INVALID_MODEL, f"axis={axis} is out of range for rank {self.rank}")
             self.axis = axis % self.rank
@@ -106,6 +112,10 @@ class _QuantArgs:
     @property
     def constant(self) -> bool:
         return self.scale is not None and (self.zero_name is None or self.zero is not None)
+
+    @property
+    def odd_zero_point(self) -> bool:
+        return self.zero is not None and bool(np.any(np.asarray(self.zero, np.int64) % 2))
 
     def expand(self, array: np.ndarray) -> np.ndarray:
         """A scale/zero-point constant shaped to broadcast against x (blocks repeated along the axis)."""
@@ -139,10 +149,16 @@ class _QuantArgs:
             name = _reshape(ctx, name, shape)
         return name
 
-    def quant_param(self) -> QuantParam:
+    def quant_param(self, bits: int = 8) -> QuantParam:
         scales = [float(s) for s in self.scale.reshape(-1)]
-        zeros = [0] * len(scales) if self.zero is None else [int(z) for z in self.zero.reshape(-1)]
-        return QuantParam(scales, zeros, [8] * len(scales), self.axis)
+        zeros = [0] * len(scales) if self.zero is None else [int(z) for z in np.asarray(self.zero).reshape(-1)]
+        return QuantParam(scales, zeros, [bits] * len(scales), self.axis)
+
+
+def _quant_args(ctx: NodeContext, what: str) -> _QuantArgs:
+    """The parameters of this QuantizeLinear / DequantizeLinear node (inputs 1, 2; axis, block_size)."""
+    return _QuantArgs(ctx, ctx.input(0), ctx.input(1), ctx.input(2) if ctx.has_input(2) else None,
+                      ctx.attr("axis", 1), int(ctx.attr("block_size", 0)), what)
 
 
 def _onnx_elem_dtype(code: int) -> np.dtype:
@@ -160,33 +176,28 @@ def _op(ctx: NodeContext, op: OP, inputs, dtype, shape, hint: str, out: str | No
     return target
 
 
-@converts("QuantizeLinear")
-def quantize_linear(ctx: NodeContext) -> None:
-    """y = saturate(round_half_even(x / scale) + zero_point).
+def _cast_params(src: np.dtype, dst: np.dtype, axis: int | None) -> dict:
+    params = {"OH_NN_QUANT_DTYPE_CAST_SRC_T": int(from_numpy(src)), "OH_NN_QUANT_DTYPE_CAST_DST_T": int(from_numpy(dst))}
+    if axis is not None:
+        params["OH_NN_QUANT_DTYPE_CAST_AXIS"] = axis
+    return params
+
+
+def _quantize(ctx: NodeContext, args: _QuantArgs, x: str, out: str, target: np.dtype, onnx_rounding: bool = True) -> None:
+    """y = saturate(round_half_even(x / scale) + zero_point) into ``out`` (a tensor the caller declared).
 
     int8/uint8 with constant per-tensor/per-axis parameters: QUANT_DTYPE_CAST onto an output carrying them (a
-    constant x is quantized here). Otherwise (16-bit outputs, blocked or computed parameters) the raw integers:
-    DIV, ROUND, ADD zero point, CLIP, CAST."""
-    ctx.attr("saturate")  # only affects float8 outputs, which are rejected
-    precision = int(ctx.attr("precision", 0))
-    if precision:
-        raise _unsupported(f"precision={precision} is not supported (the computation precision follows the scale)")
-    args = _QuantArgs(ctx, "y")
-    out_code = int(ctx.attr("output_dtype", 0))
-    if args.zero_dtype is not None:
-        target = args.zero_dtype
-        if out_code and _onnx_elem_dtype(out_code) != target:
-            raise ConversionIssue(INVALID_MODEL, f"output_dtype {out_code} disagrees with the zero point {target}")
-    else:
-        target = _onnx_elem_dtype(out_code) if out_code else np.dtype(np.uint8)
+    constant x is quantized here). QUANT_DTYPE_CAST rounds r/s + z as a whole (the header's formula); ONNX rounds r/s
+    (half to even) before adding z: the two differ at exact .5 ties when z is odd, so such an output is recorded
+    (``onnx_rounding``) and lowered to exact arithmetic by the qdq pass unless a quantized op reads it (QLinearConv
+    and QLinearMatMul round acc * M + z as a whole, like the header: ``onnx_rounding=False``). Otherwise
+    (16-bit outputs, blocked or computed parameters) the raw integers: DIV, ROUND, ADD zero point, CLIP, CAST."""
     if target not in _RAW_INT_DTYPES or target == np.int32:
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"quantizing to {target} is not supported (int8/uint8, or "
                                                  f"int16/uint16 as plain integers)")
-    x = ctx.input(0)
     x_value = ctx.value(x)
     if x_value.dtype.kind != "f":
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"QuantizeLinear of {x_value.dtype} is not supported")
-    out = ctx.output(0)
     info = np.iinfo(target)
     zero = args.zero if args.zero is not None else np.zeros_like(args.scale if args.scale is not None else 0, target)
     if args.constant and x_value.data is not None:
@@ -200,22 +211,21 @@ def quantize_linear(ctx: NodeContext) -> None:
     out_value.dtype = target
     if out_value.shape is None or len(out_value.shape) != args.rank:
         out_value.shape = x_value.shape
-    # QUANT_DTYPE_CAST rounds r/s + z as a whole; ONNX rounds r/s (half to even) before adding z. The two agree
-    # for every input only when z is even (adding an even integer keeps the parity of the tie-break).
-    even_zero = args.zero is None or not np.any(np.asarray(args.zero, np.int64) % 2)
-    if args.constant and target in _QUANT_DTYPES and not args.block and even_zero:
+    if args.constant and target in _QUANT_DTYPES and not args.block:
         out_value.quant = args.quant_param()
-        params = {"OH_NN_QUANT_DTYPE_CAST_SRC_T": int(from_numpy(x_value.dtype)),
-                  "OH_NN_QUANT_DTYPE_CAST_DST_T": int(from_numpy(target))}
-        if args.axis is not None:
-            params["OH_NN_QUANT_DTYPE_CAST_AXIS"] = args.axis
-        ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [out], params)
+        ctx.graph.quantization.raw.add(out)  # the ONNX graph reads it as integers
+        if args.odd_zero_point and onnx_rounding:
+            ctx.graph.quantization.onnx_rounding.add(out)
+        ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [out], _cast_params(x_value.dtype, target, args.axis))
         return
     dtype, shape = x_value.dtype, x_value.shape
     scaled = _op(ctx, OP.OH_NN_OPS_DIV, [x, args.tensor(args.scale_name, args.scale, dtype, "scale")], dtype, shape,
                  "scaled")
+    if not onnx_rounding and args.zero_name is not None:  # round(x / s + z)
+        scaled = _op(ctx, OP.OH_NN_OPS_ADD, [scaled, args.tensor(args.zero_name, args.zero, dtype, "zero_point")],
+                     dtype, shape, "shifted")
     rounded = _op(ctx, OP.OH_NN_OPS_ROUND, [scaled], dtype, shape, "rounded")
-    if args.zero_name is not None:
+    if onnx_rounding and args.zero_name is not None:  # round(x / s) + z
         rounded = _op(ctx, OP.OH_NN_OPS_ADD, [rounded, args.tensor(args.zero_name, args.zero, dtype, "zero_point")],
                       dtype, shape, "shifted")
     clipped = _op(ctx, OP.OH_NN_OPS_CLIP, [rounded], dtype, shape, "clipped",
@@ -223,41 +233,66 @@ def quantize_linear(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_CAST, [clipped, ctx.constant(np.asarray(int(from_numpy(target)), np.int32))], [out])
 
 
-@converts("DequantizeLinear")
-def dequantize_linear(ctx: NodeContext) -> None:
-    """y = (x - zero_point) * scale: folded for constants; QUANT_DTYPE_CAST when x carries these quant params;
-    otherwise CAST, SUB zero point, MUL scale on the raw integers (exact)."""
-    args = _QuantArgs(ctx, "x")
-    x = ctx.input(0)
+@converts("QuantizeLinear")
+def quantize_linear(ctx: NodeContext) -> None:
+    """y = saturate(round_half_even(x / scale) + zero_point): see :func:`_quantize`. ``saturate`` only concerns
+    float8 outputs (rejected: NNRt has no float8); ``output_dtype`` must agree with the zero point."""
+    ctx.attr("saturate")  # float8 only
+    precision = int(ctx.attr("precision", 0))
+    if precision:
+        raise _unsupported(f"precision={precision} is not supported (the computation precision follows the scale)")
+    args = _quant_args(ctx, "y")
+    out_code = int(ctx.attr("output_dtype", 0))
+    if args.zero_dtype is not None:
+        target = args.zero_dtype
+        if out_code and _onnx_elem_dtype(out_code) != target:
+            raise ConversionIssue(INVALID_MODEL, f"output_dtype {out_code} disagrees with the zero point {target}")
+    else:
+        target = _onnx_elem_dtype(out_code) if out_code else np.dtype(np.uint8)
+    _quantize(ctx, args, ctx.input(0), ctx.output(0), target)
+
+
+def _dequantize(ctx: NodeContext, args: _QuantArgs, x: str, out: str, out_dtype: np.dtype) -> None:
+    """``out`` = (x - zero_point) * scale.
+
+    A constant x is folded, and the float constant keeps its integers and parameters (``Value.integer``) when NNRt
+    quant params can say them (per tensor or per axis), so a quantized op can read the integers themselves. x carrying
+    quant params: QUANT_DTYPE_CAST (other parameters than the tensor's: x is reinterpreted, the float formula of the
+    difference). A raw integer x: CAST, SUB zero point, MUL scale (exact)."""
     x_value = ctx.value(x)
     if x_value.dtype not in _RAW_INT_DTYPES:
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"DequantizeLinear of {x_value.dtype} is not supported")
-    out_code = int(ctx.attr("output_dtype", 0))
-    out_dtype = _onnx_elem_dtype(out_code) if out_code else args.scale_dtype
-    out = ctx.output(0)
     if args.constant and x_value.data is not None:
         zero = 0.0 if args.zero is None else args.expand(args.zero.astype(np.float64))
         data = ((x_value.data.astype(np.float64) - zero) * args.expand(args.scale.astype(np.float64))).astype(out_dtype)
-        ctx.graph.add_value(Value(out, out_dtype, tuple(data.shape), data))
+        integer = None
+        if not args.block:
+            bits = 8 * x_value.dtype.itemsize
+            integer = IntegerForm(np.ascontiguousarray(x_value.data), args.quant_param(bits))
+        ctx.graph.add_value(Value(out, np.dtype(out_dtype), tuple(data.shape), data, integer=integer))
         return
     out_value = ctx.value(out)
-    out_value.dtype = out_dtype
+    out_value.dtype = np.dtype(out_dtype)
     if out_value.shape is None or len(out_value.shape) != args.rank:
         out_value.shape = x_value.shape
     if x_value.quant is not None:
-        same = False
-        if args.constant and not args.block:
-            expected = args.quant_param()
-            same = (np.allclose(x_value.quant.scales, expected.scales, rtol=1e-7, atol=0)
-                    and list(x_value.quant.zero_points) == expected.zero_points
-                    and (args.axis is None or x_value.quant.axis in (None, args.axis)))
-        if not same:
-            raise _unsupported(f"{x!r} is quantized with other parameters than this DequantizeLinear's")
-        params = {"OH_NN_QUANT_DTYPE_CAST_SRC_T": int(from_numpy(x_value.dtype)),
-                  "OH_NN_QUANT_DTYPE_CAST_DST_T": int(from_numpy(out_dtype))}
-        if args.axis is not None:
-            params["OH_NN_QUANT_DTYPE_CAST_AXIS"] = args.axis
-        ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [out], params)
+        if not (args.constant and not args.block):
+            raise _unsupported(f"{x!r} is quantized; this DequantizeLinear's parameters must be constants")
+        expected = args.quant_param()
+        if same_quant(x_value.quant, expected, rtol=1e-7):
+            ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [out], _cast_params(x_value.dtype, out_dtype, args.axis))
+            return
+        if x_value.quant.count != 1 or expected.count != 1:
+            raise _unsupported(f"{x!r} is quantized per channel with other parameters than this DequantizeLinear's")
+        # the integers q read with (s', z') instead of (s, z): (q - z') s' = r s'/s + (z - z') s', r = (q - z) s
+        (s, z), (s2, z2) = (x_value.quant.scales[0], x_value.quant.zero_points[0]), (expected.scales[0],
+                                                                                  expected.zero_points[0])
+        real = _op(ctx, OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], out_dtype, x_value.shape, "as_quantized",
+                   params=_cast_params(x_value.dtype, out_dtype, None))
+        scaled = _op(ctx, OP.OH_NN_OPS_MUL, [real, ctx.constant(np.asarray(s2 / s, out_dtype))], out_dtype,
+                     x_value.shape, "rescaled", out=None if z != z2 else out)
+        if z != z2:
+            ctx.emit(OP.OH_NN_OPS_ADD, [scaled, ctx.constant(np.asarray((z - z2) * s2, out_dtype))], [out])
         return
     shape = x_value.shape
     real = _op(ctx, OP.OH_NN_OPS_CAST, [x, ctx.constant(np.asarray(int(from_numpy(out_dtype)), np.int32))],
@@ -266,6 +301,16 @@ def dequantize_linear(ctx: NodeContext) -> None:
         real = _op(ctx, OP.OH_NN_OPS_SUB, [real, args.tensor(args.zero_name, args.zero, out_dtype, "zero_point")],
                    out_dtype, shape, "shifted")
     ctx.emit(OP.OH_NN_OPS_MUL, [real, args.tensor(args.scale_name, args.scale, out_dtype, "scale")], [out])
+
+
+@converts("DequantizeLinear")
+def dequantize_linear(ctx: NodeContext) -> None:
+    """y = (x - zero_point) * scale: see :func:`_dequantize`; the output type is the scale's (``output_dtype``
+    when given)."""
+    args = _quant_args(ctx, "x")
+    out_code = int(ctx.attr("output_dtype", 0))
+    out_dtype = _onnx_elem_dtype(out_code) if out_code else args.scale_dtype
+    _dequantize(ctx, args, ctx.input(0), ctx.output(0), np.dtype(out_dtype))
 
 
 # -- DynamicQuantizeLinear ---------------------------------------------------------------------------------------------
@@ -424,58 +469,6 @@ def conv_integer(ctx: NodeContext) -> None:
     _cast(ctx, acc, np.int32, output=out)
 
 
-@converts("QLinearConv")
-def qlinear_conv(ctx: NodeContext) -> None:
-    """QLinearConv: the exact float64 accumulator (+ int32 bias), then as the ONNX reference:
-    round_half_even(clip(acc * (x_scale * w_scale / y_scale) + y_zero_point)) cast to the output type."""
-    x, w = ctx.input(0), ctx.input(3)
-    out = ctx.output(0)
-    out_c = _shape(ctx, w, "the convolution weight")[0]
-    y_zp = ctx.input(7)
-    out_dtype = ctx.value(y_zp).dtype
-    if out_dtype not in (np.int8, np.uint8):
-        raise ConversionIssue(UNSUPPORTED_DTYPE, f"y_zero_point dtype {out_dtype} is not supported (int8/uint8)")
-    if int(np.prod(_shape(ctx, y_zp, "y_zero_point"))) != 1:
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "y_zero_point must be a scalar (per-tensor)")
-    bias = ctx.input(8) if ctx.has_input(8) else None
-    if bias is not None and (ctx.value(bias).dtype != np.int32 or _shape(ctx, bias, "B") != (out_c,)):
-        raise ConversionIssue(INVALID_MODEL, f"B must be int32 of shape ({out_c},)")
-    acc = _integer_conv(ctx, x, _zero_point_data(ctx, 2, x, None), w, _zero_point_data(ctx, 5, w, out_c), bias, out)
-    x_scale, w_scale, y_scale = ctx.input(1), ctx.input(4), ctx.input(6)
-    for name in (x_scale, w_scale, y_scale):
-        if ctx.value(name).dtype != np.float32:
-            raise ConversionIssue(UNSUPPORTED_DTYPE, f"scale {name!r} has dtype {ctx.value(name).dtype} (float32 only)")
-    for name in (x_scale, y_scale):
-        if int(np.prod(_shape(ctx, name, "a scale"))) != 1:
-            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"scale {name!r} must be a scalar (per-tensor)")
-    w_count = int(np.prod(_shape(ctx, w_scale, "w_scale")))
-    if w_count not in (1, out_c):
-        raise ConversionIssue(INVALID_MODEL, f"w_scale has {w_count} values for {out_c} output channels")
-    rank = len(_shape(ctx, acc))
-    channel = (1, out_c, *([1] * (rank - 2))) if w_count > 1 else ()
-    data = [ctx.value(n).data for n in (x_scale, w_scale, y_scale)]
-    if all(d is not None for d in data):  # float32 arithmetic, as the reference
-        combined = data[0].reshape(()) * data[1].reshape(-1) / data[2].reshape(())
-        factor = ctx.constant(combined.astype(np.float64).reshape(channel), f"{ctx.name}.requant_scale")
-    else:
-        xw = _binary(ctx, OP.OH_NN_OPS_MUL, _reshape(ctx, x_scale, ()), _reshape(ctx, w_scale, channel),
-                     f"{out}.xw_scale")
-        factor = _cast(ctx, _binary(ctx, OP.OH_NN_OPS_DIV, xw, _reshape(ctx, y_scale, ()), f"{out}.requant32"),
-                       np.float64, f"{out}.requant_scale")
-    real = _binary(ctx, OP.OH_NN_OPS_MUL, acc, factor, f"{out}.real")
-    zp_data = ctx.value(y_zp).data
-    if zp_data is None:
-        real = _binary(ctx, OP.OH_NN_OPS_ADD, real, _cast(ctx, _reshape(ctx, y_zp, ()), np.float64, f"{out}.y_zp64"),
-                       f"{out}.shifted")
-    elif int(zp_data.reshape(-1)[0]) != 0:
-        real = _binary(ctx, OP.OH_NN_OPS_ADD, real, _const(ctx, float(zp_data.reshape(-1)[0]), np.float64, "y_zp"),
-                       f"{out}.shifted")
-    info = np.iinfo(out_dtype)
-    rounded = _unary(ctx, OP.OH_NN_OPS_ROUND, _clip(ctx, real, info.min, info.max, f"{out}.clipped"),
-                     f"{out}.rounded")
-    _cast(ctx, rounded, out_dtype, output=out)
-
-
 # -- MatMulInteger, QLinearMatMul --------------------------------------------------------------------------------------
 
 def _zero_point(ctx: NodeContext, position: int, operand: str, per: str) -> str | None:
@@ -502,40 +495,289 @@ def matmul_integer(ctx: NodeContext) -> None:
     _integer_product(ctx, a, _zero_point(ctx, 2, a, "row"), b, _zero_point(ctx, 3, b, "column"), out, output=out)
 
 
+# -- the QOperator format: DequantizeLinear -> the float op -> QuantizeLinear, folded by ir/passes/qdq.py ----------------
+
+_F32 = np.dtype(np.float32)
+
+
+def _real(ctx: NodeContext, q: int, scale: int, zero: int | None, axis: int | None = None, what: str = "x") -> str:
+    """The real value of the quantized operand at input ``q`` (DequantizeLinear with the scale and zero point at
+    inputs ``scale`` / ``zero``, per tensor, or per ``axis`` when the scale has several values): a float constant that
+    keeps its integers for a constant, else a DQ the folding pass turns back into the quantized tensor."""
+    x = ctx.input(q)
+    if ctx.value(x).dtype not in _QUANT_DTYPES:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{what} {x!r} has dtype {ctx.value(x).dtype} (int8/uint8)", tensor=x)
+    zero_name = ctx.input(zero) if zero is not None and ctx.has_input(zero) else None
+    if zero_name is not None and ctx.value(zero_name).dtype != ctx.value(x).dtype:
+        raise ConversionIssue(INVALID_MODEL, f"the zero point of {what} has dtype {ctx.value(zero_name).dtype}, "
+                                             f"{what} {ctx.value(x).dtype}")
+    args = _QuantArgs(ctx, x, ctx.input(scale), zero_name, axis, 0, what)
+    if args.scale_dtype not in (_F32, np.dtype(np.float16)):  # (float16 scales: computed in float32)
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"the scale of {what} has dtype {args.scale_dtype} (float32 or "
+                                                 "float16)")
+    out = ctx.graph.fresh_name(f"{x}.real")
+    ctx.graph.add_value(Value(out, _F32, ctx.value(x).shape))
+    _dequantize(ctx, args, x, out, _F32)
+    return out
+
+
+def _requantize(ctx: NodeContext, real: str, scale: int, zero: int | None, out: str, axis: int | None = None,
+                onnx_rounding: bool = True) -> None:
+    """``out`` = QuantizeLinear(real) with the scale / zero point at those inputs (the output's type is the zero
+    point's; uint8 without one); ``onnx_rounding=False``: round(real / scale + zero point) as a whole."""
+    zero_name = ctx.input(zero) if zero is not None and ctx.has_input(zero) else None
+    args = _QuantArgs(ctx, real, ctx.input(scale), zero_name, axis, 0, "y")
+    target = args.zero_dtype if args.zero_dtype is not None else np.dtype(np.uint8)
+    if target not in _QUANT_DTYPES:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"the output zero point has dtype {target} (int8/uint8)")
+    ctx.settle(out, ctx.value(real).shape, target, force=ctx.value(real).shape is not None)
+    _quantize(ctx, args, real, out, target, onnx_rounding)
+
+
+def _float_op(ctx: NodeContext, op_type: str, inputs, attrs: dict | None = None, shape=None,
+              version: int | None = None) -> str:
+    """The float ONNX ``op_type`` (its own converter, at the model's opset or ``version``) of ``inputs`` (IR tensor
+    names, "" for an absent optional one): its output's name. Attributes it does not use are reported."""
+    from onnx import helper
+
+    from ...ir.rows import find_row
+    from . import handler_for
+
+    version = ctx.opset if version is None else version
+    row = find_row(op_type, version)
+    if row is None:
+        raise ConversionIssue(UNSUPPORTED_OP, f"no conversion of the float {op_type} at opset {version}")
+    real = ctx.graph.fresh_name(f"{ctx.output(0)}.real")
+    ctx.graph.add_value(Value(real, _F32, None if shape is None else tuple(shape)))
+    node = helper.make_node(op_type, list(inputs), [real], name=ctx.name, **(attrs or {}))
+    inner = NodeContext(ctx.graph, node, row, version, ctx.options)
+    handler_for(row)(inner)
+    unused = sorted(set(inner.attrs) - inner.used_attrs - set(row.attrs))
+    if unused:
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"attribute(s) {unused} are not supported")
+    return real
+
+
+def _attrs(ctx: NodeContext, names) -> dict:
+    """The given attributes of this node that it has (marked used: the float op reports those it cannot take)."""
+    return {name: ctx.attr(name) for name in names if name in ctx.attrs}
+
+
+def _scales(ctx: NodeContext, positions) -> list[np.ndarray] | None:
+    values = [ctx.value(ctx.input(p)).data for p in positions]
+    return None if any(v is None for v in values) else [np.asarray(v, np.float64).reshape(-1) for v in values]
+
+
+def _bias_real(ctx: NodeContext, position: int, scale_positions, factor: float = 1.0, channel_axis: int = 0) -> str:
+    """An INT32 bias added to the integer accumulator, as its real value: B * factor * (product of the scales),
+    per channel when a scale has several values. A constant keeps its integers (scale: that product, zero point 0)."""
+    b = ctx.input(position)
+    value = ctx.value(b)
+    if value.dtype != np.int32:
+        raise ConversionIssue(INVALID_MODEL, f"the bias {b!r} must be int32, got {value.dtype}", tensor=b)
+    scales = _scales(ctx, scale_positions)
+    if value.data is not None and scales is not None:
+        combined = np.asarray(float(factor), np.float64)
+        for scale in scales:
+            combined = combined * (scale if scale.size > 1 else scale.reshape(()))
+        if combined.ndim and value.data.ndim:
+            line = [1] * value.data.ndim
+            line[channel_axis % value.data.ndim] = combined.size
+            real = value.data.astype(np.float64) * combined.reshape(line)
+        else:
+            real = value.data.astype(np.float64) * combined
+        per = combined.reshape(-1)
+        quant = QuantParam([float(v) for v in per], [0] * per.size, [32] * per.size,
+                           channel_axis % max(value.data.ndim, 1) if per.size > 1 else None)
+        name = ctx.graph.fresh_name(f"{b}.real")
+        ctx.graph.add_value(Value(name, _F32, tuple(real.shape), real.astype(np.float32),
+                                  integer=IntegerForm(np.ascontiguousarray(value.data), quant)))
+        return name
+    real = _cast(ctx, b, np.float32, f"{b}.f32")
+    for p in scale_positions:
+        scale = ctx.input(p)
+        count = int(np.prod(_shape(ctx, scale, "a scale")))
+        scale = _reshape(ctx, scale, ()) if count == 1 else scale
+        real = _binary(ctx, OP.OH_NN_OPS_MUL, real, scale, f"{b}.scaled")
+    if factor != 1.0:
+        real = _binary(ctx, OP.OH_NN_OPS_MUL, real, _const(ctx, factor, np.float32, "alpha"), f"{b}.alpha")
+    return real
+
+
+def _times(ctx: NodeContext, real: str, factor: float) -> str:
+    """``real`` * factor: a dequantized constant keeps its integers (the factor goes into its scales)."""
+    if factor == 1.0:
+        return real
+    value = ctx.value(real)
+    if value.data is None:
+        return _binary(ctx, OP.OH_NN_OPS_MUL, real, _const(ctx, factor, np.float32, "alpha"), f"{real}.alpha")
+    integer = None
+    if value.integer is not None and factor > 0:
+        q = value.integer.quant
+        integer = IntegerForm(value.integer.data, QuantParam([s * factor for s in q.scales], q.zero_points,
+                                                              q.num_bits, q.axis))
+    name = ctx.graph.fresh_name(f"{real}.alpha")
+    ctx.graph.add_value(Value(name, _F32, value.shape, (value.data.astype(np.float64) * factor).astype(np.float32),
+                              integer=integer))
+    return name
+
+
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+
+
+@converts("QLinearConv")
+def qlinear_conv(ctx: NodeContext) -> None:
+    """QLinearConv: the ONNX Conv of the dequantized x and w (per tensor, w per output channel) plus the int32 bias
+    at scale x_scale * w_scale, quantized with y_scale / y_zero_point; the qdq pass folds it into one quantized
+    CONV2D / DEPTHWISE_CONV2D_NATIVE (the NNRt op says it exactly but for the rounding of exact .5 ties with an odd
+    output zero point, and float precision of the requantization multiplier; int32 accumulator wrap-around, which
+    ONNX specifies, is not reproduced)."""
+    inputs = [_real(ctx, 0, 1, 2), _real(ctx, 3, 4, 5, axis=0, what="w")]
+    if ctx.has_input(8):
+        inputs.append(_bias_real(ctx, 8, [1, 4]))
+    real = _float_op(ctx, "Conv", inputs, _attrs(ctx, _CONV_ATTRS), ctx.value(ctx.output(0)).shape)
+    _requantize(ctx, real, 6, 7, ctx.output(0), onnx_rounding=False)  # ONNX: round(acc * M + y_zero_point)
+
+
 @converts("QLinearMatMul")
 def qlinear_matmul(ctx: NodeContext) -> None:
-    """QLinearMatMul: exact int32 product, then round(acc * a_scale * b_scale / y_scale) + y_zero_point,
-    saturated to the output type (CAST, ROUND half to even, CLIP)."""
-    a, b = ctx.input(0), ctx.input(3)
-    out = ctx.output(0)
-    out_dtype = ctx.value(ctx.input(7)).dtype if ctx.has_input(7) else ctx.value(a).dtype
-    acc = _integer_product(ctx, a, _zero_point(ctx, 2, a, "row"), b, _zero_point(ctx, 5, b, "column"),
-                           f"{out}.acc")
-    a_scale, b_scale, y_scale = ctx.input(1), ctx.input(4), ctx.input(6)
-    scale_dtype = ctx.value(a_scale).dtype
-    if scale_dtype.kind != "f":
-        raise ConversionIssue(UNSUPPORTED_DTYPE, f"scale dtype {scale_dtype} is not supported")
-    scales = [ctx.value(s).data for s in (a_scale, b_scale, y_scale)]
-    a_rows = _ranked_shape(ctx, a_scale)
-    if all(s is not None for s in scales):
-        sa = scales[0].reshape(-1, 1) if scales[0].size > 1 else scales[0].reshape(())
-        combined = (sa * scales[1].reshape(-1) / scales[2].reshape(-1)) if scales[1].size > 1 else \
-            (sa * scales[1].reshape(()) / scales[2].reshape(()))
-        factor = ctx.constant(np.asarray(combined, np.float64).astype(np.float32), f"{ctx.name}.scale")
-    else:
-        sa = ctx.reshape(a_scale, [a_rows[0], 1]) if len(a_rows) == 1 and a_rows[0] > 1 else a_scale
-        ab = _binary(ctx, OP.OH_NN_OPS_MUL, sa, b_scale, f"{ctx.name}.ab_scale")
-        factor = _cast(ctx, _binary(ctx, OP.OH_NN_OPS_DIV, ab, y_scale, f"{ctx.name}.scale"), np.float32)
-    real = _binary(ctx, OP.OH_NN_OPS_MUL, _cast(ctx, acc, np.float32), factor, f"{out}.real")
-    rounded = _unary(ctx, OP.OH_NN_OPS_ROUND, real, f"{out}.rounded")
+    """QLinearMatMul: the ONNX MatMul of the dequantized a (per tensor or per row) and b (per tensor or per column),
+    quantized with y_scale / y_zero_point; the qdq pass folds it into one quantized MATMUL."""
+    a_real = _real(ctx, 0, 1, 2, axis=-2, what="a")
+    b_real = _real(ctx, 3, 4, 5, axis=-1, what="b")
+    real = _float_op(ctx, "MatMul", [a_real, b_real], shape=ctx.value(ctx.output(0)).shape)
+    _requantize(ctx, real, 6, 7, ctx.output(0), axis=-2, onnx_rounding=False)  # ONNX: rint(acc * M + y_zp)
+
+
+@converts("com.microsoft.QGemm")
+def qgemm(ctx: NodeContext) -> None:
+    """QGemm: Y = alpha * (A' - a_zero_point)(B' - b_zero_point) * a_scale * b_scale + C * alpha * a_scale * b_scale
+    (onnxruntime's kernel adds the int32 C to the accumulator), quantized with y_scale / y_zero_point, or float
+    without them. The dequantized B carries alpha in its scales; the ONNX Gemm of the real values, then the qdq pass
+    folds it into one quantized FULL_CONNECTION (constant B) or MATMUL."""
+    alpha = float(ctx.attr("alpha", 1.0))
+    trans_b = int(ctx.attr("transB", 0))
+    a_real = _real(ctx, 0, 1, 2, what="A")
+    b_real = _times(ctx, _real(ctx, 3, 4, 5, axis=0 if trans_b else 1, what="B"), alpha)
+    inputs = [a_real, b_real]
+    if ctx.has_input(6):
+        inputs.append(_bias_real(ctx, 6, [1, 4], alpha, channel_axis=-1))
+    if ctx.has_input(7) != ctx.has_input(8):
+        raise ConversionIssue(INVALID_MODEL, "y_scale and y_zero_point go together (both for a quantized Y, "
+                                             "neither for a float one)")
+    shape = ctx.value(ctx.output(0)).shape
     if ctx.has_input(7):
-        rounded = _binary(ctx, OP.OH_NN_OPS_ADD, rounded, _cast(ctx, ctx.input(7), np.float32), f"{out}.shifted")
-    info = np.iinfo(out_dtype)
-    clipped = ctx.emit_to(OP.OH_NN_OPS_CLIP, [rounded], np.float32, _ranked_shape(ctx, rounded), f"{out}.clipped",
-                    {"OH_NN_CLIP_MIN": float(info.min), "OH_NN_CLIP_MAX": float(info.max)})
-    code = ctx.constant(np.asarray(int(from_numpy(out_dtype)), np.int32), f"{out}.to")
-    ctx.settle(out, _ranked_shape(ctx, clipped), out_dtype)
-    ctx.emit(OP.OH_NN_OPS_CAST, [clipped, code], [out])
+        real = _float_op(ctx, "Gemm", inputs, _attrs(ctx, ("transA", "transB")), shape)
+        _requantize(ctx, real, 7, 8, ctx.output(0))
+    else:
+        real = _float_op(ctx, "Gemm", inputs, _attrs(ctx, ("transA", "transB")), shape)
+        ctx.settle(ctx.output(0), ctx.value(real).shape, _F32)
+        ctx.alias(real, ctx.output(0))
+
+
+def _binary_qlinear(ctx: NodeContext, op_type: str) -> None:
+    real = _float_op(ctx, op_type, [_real(ctx, 0, 1, 2, what="A"), _real(ctx, 3, 4, 5, what="B")])
+    _requantize(ctx, real, 6, 7, ctx.output(0))
+
+
+@converts("com.microsoft.QLinearAdd")
+def qlinear_add(ctx: NodeContext) -> None:
+    """QLinearAdd: C = quantize(dequantize(A) + dequantize(B)) (numpy broadcasting): a quantized ADD."""
+    _binary_qlinear(ctx, "Add")
+
+
+@converts("com.microsoft.QLinearMul")
+def qlinear_mul(ctx: NodeContext) -> None:
+    """QLinearMul: C = quantize(dequantize(A) * dequantize(B)) (numpy broadcasting): a quantized MUL."""
+    _binary_qlinear(ctx, "Mul")
+
+
+@converts("com.microsoft.QLinearConcat")
+def qlinear_concat(ctx: NodeContext) -> None:
+    """QLinearConcat (Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input): the dequantized inputs
+    concatenated along ``axis``, quantized with Y's parameters: a quantized CONCAT (each input keeps its own)."""
+    count = len(ctx.node.input) - 2
+    if count < 3 or count % 3:
+        raise ConversionIssue(INVALID_MODEL, f"QLinearConcat takes Y_scale, Y_zero_point and triples, got "
+                                             f"{len(ctx.node.input)} inputs")
+    axis = ctx.attr("axis")
+    if axis is None:
+        raise ConversionIssue(INVALID_MODEL, "QLinearConcat needs its axis attribute")
+    reals = [_real(ctx, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i, what=f"X{i}") for i in range(count // 3)]
+    real = _float_op(ctx, "Concat", reals, {"axis": int(axis)})
+    _requantize(ctx, real, 0, 1, ctx.output(0))
+
+
+def _unary_qlinear(ctx: NodeContext, op_type: str, attrs: dict | None = None, version: int | None = None) -> None:
+    real = _float_op(ctx, op_type, [_real(ctx, 0, 1, 2)], attrs, version=version)
+    _requantize(ctx, real, 3, 4, ctx.output(0))
+
+
+def _channels_last(ctx: NodeContext) -> bool:
+    value = int(ctx.attr("channels_last", 0))
+    if value not in (0, 1):
+        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"channels_last={value} must be 0 or 1")
+    return bool(value)
+
+
+def _pool_qlinear(ctx: NodeContext, op_type: str, attrs: dict) -> None:
+    x = _real(ctx, 0, 1, 2)
+    if not _channels_last(ctx):
+        real = _float_op(ctx, op_type, [x], attrs)
+    else:  # NHWC: the ONNX pool of the NCHW view, back to NHWC (the layout pass cancels the transposes it can)
+        rank = ctx.rank(x)
+        to_first = (0, rank - 1, *range(1, rank - 1))
+        real = _float_op(ctx, op_type, [_transpose(ctx, x, to_first)], attrs)
+        real = _transpose(ctx, real, (0, *range(2, rank), 1))
+    _requantize(ctx, real, 3, 4, ctx.output(0))
+
+
+@converts("com.microsoft.QLinearGlobalAveragePool")
+def qlinear_global_average_pool(ctx: NodeContext) -> None:
+    """QLinearGlobalAveragePool (channels_last 0: NCHW, 1: NHWC): the average over the spatial dims of the dequantized
+    x, quantized with y's parameters: a quantized AVG_POOL."""
+    _pool_qlinear(ctx, "GlobalAveragePool", {})
+
+
+@converts("com.microsoft.QLinearAveragePool")
+def qlinear_average_pool(ctx: NodeContext) -> None:
+    """QLinearAveragePool: the ONNX AveragePool (auto_pad, ceil_mode, count_include_pad, kernel_shape, pads,
+    strides) of the dequantized x (NCHW, or NHWC with channels_last=1), quantized: a quantized AVG_POOL."""
+    _pool_qlinear(ctx, "AveragePool", _attrs(ctx, ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape",
+                                                   "pads", "strides")))
+
+
+@converts("com.microsoft.QLinearSigmoid")
+def qlinear_sigmoid(ctx: NodeContext) -> None:
+    """QLinearSigmoid: quantize(sigmoid(dequantize(X))): a quantized SIGMOID."""
+    _unary_qlinear(ctx, "Sigmoid")
+
+
+@converts("com.microsoft.QLinearLeakyRelu")
+def qlinear_leaky_relu(ctx: NodeContext) -> None:
+    """QLinearLeakyRelu: quantize(leaky_relu(dequantize(X), alpha)). NNRt's LEAKY_RELU has no quantized form (its
+    builder never marks it quantized), so it stays a float op between a DQ and a Q (a float fallback)."""
+    _unary_qlinear(ctx, "LeakyRelu", {"alpha": float(ctx.attr("alpha", 0.01))})
+
+
+@converts("com.microsoft.QLinearSoftmax")
+def qlinear_softmax(ctx: NodeContext) -> None:
+    """QLinearSoftmax: quantize(softmax(dequantize(X))) along ``axis`` with the ONNX Softmax of opset ``opset`` (below
+    13 the input is coerced to 2-D at the axis): a quantized SOFTMAX."""
+    opset = ctx.attr("opset")
+    if opset is None:
+        raise ConversionIssue(INVALID_MODEL, "QLinearSoftmax needs its opset attribute")
+    _unary_qlinear(ctx, "Softmax", {"axis": int(ctx.attr("axis", -1 if int(opset) >= 13 else 1))},
+                   version=int(opset))
+
+
+@converts("com.microsoft.QLinearWhere")
+def qlinear_where(ctx: NodeContext) -> None:
+    """QLinearWhere (condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point): the
+    dequantized X or Y picked by the condition, quantized with z's parameters. NNRt's WHERE has no quantized form,
+    so it stays a float op between DQs and a Q (a float fallback)."""
+    real = _float_op(ctx, "Where", [ctx.input(0), _real(ctx, 1, 2, 3, what="X"), _real(ctx, 4, 5, 6, what="Y")])
+    _requantize(ctx, real, 7, 8, ctx.output(0))
 
 
 # -- onnxruntime's contrib DynamicQuantizeMatMul, MatMulIntegerToFloat (com.microsoft) ---------------------------------

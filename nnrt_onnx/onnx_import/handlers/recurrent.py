@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.budget import MAX_OPERATIONS_PER_NODE
+from ...ir.issues import INVALID_MODEL, TOO_LARGE, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -191,6 +192,9 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
     if len(x_shape) != 3:
         raise ConversionIssue(INVALID_MODEL, f"X must have rank 3, got shape {list(x_shape)}")
     seq, batch = (x_shape[1], x_shape[0]) if layout else (x_shape[0], x_shape[1])
+    if seq * directions * 2 > MAX_OPERATIONS_PER_NODE:  # each unrolled step emits at least two operations
+        raise ConversionIssue(TOO_LARGE, f"{kind} over {seq} time steps would unroll into more than "
+                                         f"{MAX_OPERATIONS_PER_NODE} NNRt operations")
     w_shape, r_shape = ctx.static_shape(w, "W"), ctx.static_shape(r, "R")
     hidden = ctx.attr("hidden_size")
     hidden = int(hidden) if hidden is not None else int(r_shape[-1])

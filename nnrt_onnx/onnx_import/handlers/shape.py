@@ -346,7 +346,7 @@ def concat(ctx: NodeContext) -> None:
         return
     inputs = [ctx.input(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
     rank = ctx.rank(inputs[0])
-    axis = int(ctx.attr("axis"))
+    axis = int(ctx.attr("axis", 1))  # (required since opset 4, where the schema check enforces it; 1 before)
     axis = axis + rank if axis < 0 else axis
     non_empty = [n for n in inputs if ctx.value(n).data is None or ctx.value(n).data.size]
     if non_empty and len(non_empty) < len(inputs):  # empty pieces (constants) add nothing

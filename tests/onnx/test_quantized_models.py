@@ -1,0 +1,260 @@
+"""Quantized ONNX models become quantized NNRt models (issue 15), end to end on small models made in the test:
+
+* a float CNN (convolution + ReLU, depthwise convolution + ReLU6, a residual add, concatenation, max and global
+  average pooling, a nearest resize, a sigmoid, a dense head) quantized by onnxruntime's own tool
+  (``quantize_static``: QDQ and QOperator, per tensor and per channel, uint8 and int8 activations) -- onnxruntime
+  only writes the models; the oracle is ``onnx.reference`` (exact, CPU-independent), never onnxruntime's integer
+  kernels;
+* for each: the ops read quantized tensors (>= 90 %), the transposes are the float twin's, the outputs are within one
+  quantization step of onnx.reference, and the NNRt model exports to QDQ ONNX that onnxruntime runs and that
+  re-imports to the same quantized NNRt model;
+* a transposed convolution, hard-swish, slice / reshape / transpose, matmul and softmax in QDQ;
+* hand-made QDQ groups for what quantize_static does not write (torch's Clip between its own Q / DQ).
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from support import ort_session
+
+from nnrt_onnx import to_onnx
+from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.onnx_import import from_onnx
+from nnrt_onnx.workflows.inference import run_model
+from nnrt_onnx.workflows.quant_compare import quantized_outputs, reference_evaluator
+
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+SHAPE = (1, 3, 12, 12)
+
+
+def _float_cnn() -> onnx.ModelProto:
+    rng = np.random.default_rng(7)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "wd": w(8, 1, 3, 3), "bd": w(8), "w2": w(8, 8, 1, 1), "b2": w(8),
+             "wf": w(16, 10), "bf": w(10), "zero": np.array(0, np.float32), "six": np.array(6, np.float32),
+             "scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["cd"], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Clip", ["cd", "zero", "six"], ["r6"]),
+        helper.make_node("Conv", ["r6", "w2", "b2"], ["c2"]),
+        helper.make_node("Add", ["c2", "r1"], ["res"]),
+        helper.make_node("MaxPool", ["res"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Resize", ["mp", "", "scales"], ["up"], mode="nearest"),
+        helper.make_node("Sigmoid", ["up"], ["sg"]),
+        helper.make_node("Concat", ["sg", "res"], ["cat"], axis=1),
+        helper.make_node("GlobalAveragePool", ["cat"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "wf", "bf"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _data(count: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, SHAPE).astype(np.float32) for _ in range(count)]
+
+
+class _Reader(quantization.CalibrationDataReader):
+    def __init__(self, arrays):
+        self.items = iter([{"x": a} for a in arrays])
+
+    def get_next(self):
+        return next(self.items, None)
+
+
+@pytest.fixture(scope="module")
+def float_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("quant") / "float.onnx"
+    onnx.save(_float_cnn(), str(path))
+    return path
+
+
+def _quantize_static(float_path, fmt: str, per_channel: bool, activations: str) -> onnx.ModelProto:
+    out = float_path.parent / f"{fmt}_{per_channel}_{activations}.onnx"
+    quantization.quantize_static(
+        str(float_path), str(out), _Reader(_data(4, 1)),
+        quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,
+        per_channel=per_channel, weight_type=quantization.QuantType.QInt8,
+        activation_type=quantization.QuantType.QUInt8 if activations == "u8" else quantization.QuantType.QInt8)
+    return onnx.load(str(out))
+
+
+def _signature(model) -> list[tuple]:
+    """Operations with the dtype and quant params of every tensor they read and write."""
+    def tensor(index):
+        t = model.tensors[index]
+        q = t.quant
+        return int(t.dtype), None if q is None else (tuple(np.round(q.scales, 9)), tuple(q.zero_points))
+    return [(op.op, tuple(map(tensor, op.inputs)), tuple(map(tensor, op.outputs))) for op in model.operations]
+
+
+VARIANTS = [(fmt, pc, act) for fmt in ("qdq", "qop") for pc in (False, True) for act in ("u8", "s8")]
+
+
+@pytest.mark.parametrize("fmt,per_channel,activations", VARIANTS,
+                         ids=[f"{f}-{'pc' if p else 'pt'}-{a}" for f, p, a in VARIANTS])
+def test_a_statically_quantized_cnn_becomes_a_quantized_nnrt_model(float_path, fmt, per_channel, activations):
+    model = _quantize_static(float_path, fmt, per_channel, activations)
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["quantized_ops"] / summary["compute_ops"] >= 0.9, summary
+    twin = from_onnx(str(float_path))
+    assert result.stats["transposes"] == twin.stats["transposes"]
+    convolutions = [op for op in result.model.operations
+                    if op.op in (OP.OH_NN_OPS_CONV2D, OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE)]
+    assert len(convolutions) == 3
+    for op in convolutions:  # int8 weights, INT32 bias, quantized activations in and out
+        x, weight, bias = (result.model.tensors[i] for i in op.inputs)
+        assert weight.dtype.name == "OH_NN_INT8" and bias.dtype.name == "OH_NN_INT32"
+        assert x.quant is not None and result.model.tensors[op.outputs[0]].quant is not None
+        assert len(weight.quant.scales) == (weight.dims[0] if per_channel else 1)
+
+    (step,) = quantized_outputs(model).values()
+    for seed in (2, 3):
+        x = _data(1, seed)[0]
+        expected = reference_evaluator(model).run(None, {"x": x})[0]
+        actual = run_model(result.model, [x]).outputs[0]
+        assert np.abs(actual.astype(np.float64) - expected).max() / step <= 1 + 1e-4
+
+    exported = to_onnx(result.model, check=True)
+    assert {n.op_type for n in exported.graph.node} >= {"QuantizeLinear", "DequantizeLinear", "Conv"}
+    again = from_onnx(exported)
+    assert _signature(again.model) == _signature(result.model)
+    # onnxruntime runs the export; QDQ fusion off (support.ort_session): its float kernels between exact
+    # (de)quantizations, not its CPU-dependent u8s8 integer kernels
+    session = ort_session(exported)
+    x = _data(1, 4)[0]
+    ours = run_model(result.model, [x]).outputs[0]
+    theirs = session.run(None, {session.get_inputs()[0].name: x})[0]
+    assert np.abs(ours.astype(np.float64) - theirs).max() / step <= 1 + 1e-4
+
+
+def _float_sequence() -> onnx.ModelProto:
+    """Transposed convolution, hard-swish, slice, reshape, transpose, matmul, softmax."""
+    rng = np.random.default_rng(9)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"wt": w(4, 4, 2, 2), "bt": w(4), "starts": np.array([0], np.int64), "ends": np.array([8], np.int64),
+             "axes": np.array([2], np.int64), "shape": np.array([1, 4, 96], np.int64), "wm": w(4, 4)}
+    nodes = [helper.make_node("ConvTranspose", ["x", "wt", "bt"], ["ct"], strides=[2, 2]),
+             helper.make_node("HardSwish", ["ct"], ["hs"]),
+             helper.make_node("Slice", ["hs", "starts", "ends", "axes"], ["sl"]),
+             helper.make_node("Reshape", ["sl", "shape"], ["rs"]),
+             helper.make_node("Transpose", ["rs"], ["tr"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["tr", "wm"], ["mm"]),
+             helper.make_node("Softmax", ["mm"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "sequence", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SEQUENCE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 96, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+SEQUENCE = (1, 4, 6, 6)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["pt", "pc"])
+def test_transposed_conv_hardswish_moves_matmul_and_softmax_fold_in_qdq(tmp_path, per_channel):
+    onnx.save(_float_sequence(), str(tmp_path / "f.onnx"))
+    rng = np.random.default_rng(1)
+    reader = _Reader([rng.uniform(-1, 1, SEQUENCE).astype(np.float32) for _ in range(4)])
+    quantization.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), reader,
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=per_channel,
+                                 weight_type=quantization.QuantType.QInt8,
+                                 activation_type=quantization.QuantType.QUInt8)
+    model = onnx.load(str(tmp_path / "q.onnx"))
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["float_fallbacks"] == {} and summary["quantized_ops"] == summary["compute_ops"] == 4
+    ops = {op.op for op in result.model.operations}
+    assert {OP.OH_NN_OPS_CONV2D_TRANSPOSE, OP.OH_NN_OPS_HSWISH, OP.OH_NN_OPS_MATMUL, OP.OH_NN_OPS_SOFTMAX} <= ops
+    assert result.stats["transposes"] == from_onnx(_float_sequence()).stats["transposes"]
+    (step,) = quantized_outputs(model).values()
+    x = np.random.default_rng(5).uniform(-1, 1, SEQUENCE).astype(np.float32)
+    expected = reference_evaluator(model).run(None, {"x": x})[0]
+    actual = run_model(result.model, [x]).outputs[0]
+    assert np.abs(actual.astype(np.float64) - expected).max() / step <= 1 + 1e-4
+    assert _signature(from_onnx(to_onnx(result.model, check=True)).model) == _signature(result.model)
+
+
+def test_dynamic_quantization_is_compact_and_says_its_form(tmp_path):
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((32, 32)) * 0.2).astype(np.float32), f"w{i}")
+             for i in range(3)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h0"]), helper.make_node("Relu", ["h0"], ["r0"]),
+             helper.make_node("MatMul", ["r0", "w1"], ["h1"]), helper.make_node("Relu", ["h1"], ["r1"]),
+             helper.make_node("MatMul", ["r1", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 32])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    quantization.quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "d.onnx"),
+                                  weight_type=quantization.QuantType.QInt8)
+    dynamic = onnx.load(str(tmp_path / "d.onnx"))
+    assert any(n.op_type == "DynamicQuantizeLinear" for n in dynamic.graph.node)
+    float_ops = len(from_onnx(model).model.operations)
+    result = from_onnx(dynamic)
+    assert len(result.model.operations) <= 1.5 * float_ops
+    assert result.stats["quantization"]["dynamic"]["form"] == "float"
+    x = np.random.default_rng(1).standard_normal((4, 32)).astype(np.float32)
+    expected = reference_evaluator(dynamic).run(None, {"x": x})[0]
+    actual = run_model(result.model, [x]).outputs[0]
+    cosine = float(actual.ravel() @ expected.ravel() / np.linalg.norm(actual) / np.linalg.norm(expected))
+    assert cosine >= 0.999
+
+
+# -- a Clip between its own Q / DQ (torch's QDQ export) --------------------------------------------------------------
+
+def _conv_clip(clip_scale: float) -> onnx.ModelProto:
+    rng = np.random.default_rng(5)
+    f = np.float32
+    inits = {"sx": np.array(0.02, f), "zx": np.array(128, np.uint8), "w": rng.integers(-90, 90, (4, 2, 3, 3), np.int8),
+             "sw": np.array(0.01, f), "b": rng.integers(-300, 300, 4).astype(np.int32), "sb": np.array(0.0002, f),
+             "sc": np.array(0.03, f), "zc": np.array(60, np.uint8), "sr": np.array(clip_scale, f),
+             "lo": np.array(0, f), "hi": np.array(6, f)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"]),
+             helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"]),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "sc", "zc"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "sc", "zc"], ["cf"]),
+             helper.make_node("Clip", ["cf", "lo", "hi"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "sr", "zc"], ["rq"]),
+             helper.make_node("DequantizeLinear", ["rq", "sr", "zc"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_clip", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("clip_scale,fused", [(0.03, True), (0.05, False)])
+def test_a_clip_between_q_and_dq_is_a_quantized_relu6(clip_scale, fused):
+    model = _conv_clip(clip_scale)
+    result = from_onnx(model)
+    ops = [op.op for op in result.model.operations]
+    assert OP.OH_NN_OPS_CLIP not in ops and result.stats["quantization"]["float_fallbacks"] == {}
+    # same params around the clip: it becomes the convolution's fused RELU6; other params: a quantized RELU6
+    assert (OP.OH_NN_OPS_RELU6 in ops) is not fused
+    x = np.random.default_rng(2).uniform(-3, 3, (1, 2, 6, 6)).astype(np.float32)
+    expected = reference_evaluator(model).run(None, {"x": x})[0]
+    actual = run_model(result.model, [x]).outputs[0]
+    assert np.abs(actual.astype(np.float64) - expected).max() / clip_scale <= 1 + 1e-4
