@@ -811,11 +811,16 @@ def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opin
 @click.option("--runs", "-n", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs.")
 @click.option("--warmup", default=3, show_default=True, type=click.IntRange(min=0), help="Untimed runs first.")
 @click.option("--threads", type=click.IntRange(min=1),
-              help="onnxruntime's intra-op threads, and the native side's thread cap (numpy's BLAS pool).")
+              help="onnxruntime's intra-op threads, and the native side's BLAS threads (its thread policy's "
+                   "nnrt_onnx.threads extension config; default 1).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output, with every run's time.")
+@click.option("--profile", is_flag=True,
+              help="Also time every native operation: a table of op types by time (count, ms per run, share).")
+@click.option("--top", default=15, show_default=True, type=click.IntRange(min=1),
+              help="With --profile: rows of the op table (the rest summed in one row).")
 @_max_constant_bytes
 def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, value_ranges, save_inputs, runs: int,
-          warmup: int, threads, as_json: bool, max_constant_bytes: int | None) -> None:
+          warmup: int, threads, as_json: bool, profile: bool, top: int, max_constant_bytes: int | None) -> None:
     """Latency of MODEL (.nnrt or .onnx) natively vs on onnxruntime: mean, std and percentiles of N runs after
     warm-up.
 
@@ -836,12 +841,14 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, val
     results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress,
                         bound=model_inputs.constants, threads=threads)
     native = results[0].median
+    op_times = _profile_ops(model, arrays, runs, warmup, threads) if profile else None
 
     def ms(value):
         return None if value is None else value * 1e3
 
     if as_json:
-        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "threads": threads, "results": [
+        click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "threads": threads,
+                               **_profile_json(op_times), "results": [
             {"name": r.name, "compile_ms": ms(r.compile_seconds), "median_ms": ms(r.median), "mean_ms": ms(r.mean),
              "std_ms": ms(r.std), "p50_ms": ms(r.percentile(50)), "p90_ms": ms(r.percentile(90)),
              "p99_ms": ms(r.percentile(99)), "min_ms": min(r.times) * 1e3 if r.times else None,
@@ -863,6 +870,39 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, val
     _echo_table(rows, "  ")
     if save_inputs:
         click.echo(f"inputs saved to {save_inputs}")
+    if op_times is not None:
+        _echo_profile(*op_times, top)
+
+
+def _profile_ops(model, arrays, runs: int, warmup: int, threads: int | None):
+    from nnrt_onnx.errors import NNRtError
+    from nnrt_onnx.workflows.inference import profile_model
+
+    try:
+        return profile_model(model, arrays, runs, warmup, threads=threads)
+    except NNRtError as exc:
+        raise click.ClickException(f"--profile: {exc.code.name}: {exc.message}") from None
+
+
+def _profile_json(op_times) -> dict:
+    if op_times is None:
+        return {}
+    table, total = op_times
+    return {"profile": {"step_ms": total * 1e3, "ops": [
+        {"op": t.op, "count": t.count, "ms": t.seconds * 1e3, "share": t.share} for t in table]}}
+
+
+def _echo_profile(table, total: float, top: int) -> None:
+    """The --profile table: native time per op type, most expensive first."""
+    click.echo(f"native time by operation type (mean of the runs; steps total {total * 1e3:.3f} ms):")
+    rows = [("op", "count", "ms/run", "share")]
+    for t in table[:top]:
+        rows.append((t.op, str(t.count), f"{t.seconds * 1e3:.3f}", f"{t.share * 100:.1f}%"))
+    rest = table[top:]
+    if rest:
+        rows.append((f"({len(rest)} more)", str(sum(t.count for t in rest)),
+                     f"{sum(t.seconds for t in rest) * 1e3:.3f}", f"{sum(t.share for t in rest) * 100:.1f}%"))
+    _echo_table(rows, "  ")
 
 
 if __name__ == "__main__":

@@ -787,8 +787,8 @@ def test_a_bug_on_one_model_does_not_end_the_sweep(monkeypatch):
 
 def test_onnxruntime_threads_come_from_an_extension_config():
     from nnrt_onnx.errors import NNRtError
+    from nnrt_onnx.runtime.ort import THREADS_EXTENSION as ORT_THREADS_EXTENSION
     from nnrt_onnx.serialization import load_model
-    from nnrt_onnx.workflows.threads import ORT_THREADS_EXTENSION, native_threads, thread_limit
 
     model = load_model(MODELS / "tiny_cnn.nnrt")
     compilation = Compilation(model)
@@ -801,11 +801,39 @@ def test_onnxruntime_threads_come_from_an_extension_config():
     bad.add_extension_config(ORT_THREADS_EXTENSION, b"three")
     with pytest.raises(NNRtError, match="non-negative integer"):
         bad.build()
-    before = native_threads()
-    assert before is not None  # numpy's bundled OpenBLAS here: the cap must work, not silently do nothing
-    with thread_limit(1) as capped:
-        assert capped and native_threads() == 1
-    assert native_threads() == before
+
+
+def test_bench_threads_reach_the_native_thread_policy(monkeypatch):
+    # --threads goes through the native device's own policy (runtime/threads.py), which sets BLAS for every run:
+    # the count numpy's BLAS actually has while the native model runs must be the one asked for
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers:
+        pytest.skip("numpy's BLAS is not one threadpoolctl controls")
+    import contextlib
+
+    from nnrt_onnx.runtime import cpu
+    from nnrt_onnx.runtime.threads import blas_threads, current_blas_threads
+    from nnrt_onnx.serialization import load_model
+    from nnrt_onnx.workflows.inference import benchmark, random_inputs
+
+    seen = []
+
+    @contextlib.contextmanager
+    def spy(count):
+        with blas_threads(count):
+            seen.append(current_blas_threads()[0])  # what BLAS really has during the run
+            yield
+
+    monkeypatch.setattr(cpu, "blas_threads", spy)
+    model = load_model(MODELS / "tiny_cnn.nnrt")
+    arrays = random_inputs(model, 0)
+    before = current_blas_threads()
+    benchmark(model, arrays, (1,), runs=2, warmup=0, threads=2)
+    assert seen == [2, 2]
+    seen.clear()
+    benchmark(model, arrays, (1,), runs=1, warmup=0)
+    assert seen == [1]  # the policy's default
+    assert current_blas_threads() == before  # restored after the runs
 
 
 def test_a_layer_verdict_is_its_worst_outputs():

@@ -3,8 +3,10 @@
 A kernel takes the op's input arrays positionally (in the header's order) and its parameters as
 keyword-only arguments named exactly like the ``to`` keywords of the op's entry in ``mappings/ops/``;
 the executor fills every keyword from the entry's ``[defaults]`` when the model omits the parameter.
-The fused activation keyword (``params.fuse`` in the entry) is *not* passed: the executor applies it.
-A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext`.
+The fused activation keyword (``params.fuse`` in the entry) is *not* passed: the executor applies it, unless the
+kernel declares a keyword ``activation`` (see :func:`applies_activation`).
+A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext`; one that declares ``out``
+(default None) may be handed a preallocated array for its first output (see :func:`accepts_out`).
 It returns one array, or a tuple of arrays for multi-output ops.
 
 Next to each kernel, a *shape rule* registered with ``@shape_rule`` gives the kernel's output shapes from shapes
@@ -31,7 +33,10 @@ import numpy as np
 from ..enums import OH_NN_OperationType
 from ..errors import unsupported
 from ..optable import op_spec
-from ._common import Shape  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+from ._common import (
+    Shape,  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+    _register_constant,
+)
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
@@ -142,5 +147,27 @@ def infer_output_shapes(op: OH_NN_OperationType | int, input_shapes: Sequence[Se
     return tuple(None if s is None else tuple(int(d) for d in s) for s in result)
 
 
+@cache
 def wants_context(fn: Callable[..., Any]) -> bool:
     return "ctx" in inspect.signature(fn).parameters
+
+
+def register_constant(array: np.ndarray) -> None:
+    """Declare a read-only array a constant of a compiled model: kernels may then cache pre-packed forms of it
+    (a transposed contiguous weight matrix, a cast) for as long as it lives, instead of re-laying it out on every
+    call. The native engine registers every constant of the models it compiles."""
+    _register_constant(array)
+
+
+@cache
+def applies_activation(fn: Callable[..., Any]) -> bool:
+    """The kernel takes a keyword ``activation`` (an OH_NN_FuseType: 0 none, 1 RELU, 2 RELU6) and applies the
+    op's fused activation itself; the engine passes it the op's fuse parameter instead of applying it after."""
+    return "activation" in inspect.signature(fn).parameters
+
+
+@cache
+def accepts_out(fn: Callable[..., Any]) -> bool:
+    """The kernel takes a keyword ``out``: None, or an array of its first output's shape and compute dtype that it
+    fills and returns (the native engine's memory planning passes one; every other caller leaves it None)."""
+    return "out" in inspect.signature(fn).parameters

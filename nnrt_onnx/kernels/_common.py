@@ -10,6 +10,7 @@ ops whose output has their input's shape). The window geometry itself is in ``nn
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -106,6 +107,86 @@ def _erf(x: np.ndarray) -> np.ndarray:
             cf = xl + (k / 2.0) / cf
         out[~small] = 1.0 - np.exp(-xl * xl) / (_SQRT_PI * cf)
     return np.copysign(out, x64)
+
+
+# erf(x) ~ x * P(x^2) / Q(x^2) on [-4, 4] (beyond, erf rounds to +-1 in float32): a rational least-squares fit,
+# reweighted towards minimax, of math.erf on [0, 4]; relative error < 2.1e-9, so the float64 evaluation rounded to
+# float32 is within 0.54 ulp of the exact value (docs/performance.md; tests/kernels/test_elementwise.py checks it
+# against math.erf on a dense grid).
+_ERF_P = (1.1283791693758818, 0.18520288602183224, 0.054316794428063996, 0.003849587632241287,
+          0.00037960539511302865, 4.684696895469496e-06, -1.3201803352556525e-08)
+_ERF_Q = (1.0, 0.497465198043966, 0.11395821335420948, 0.015462030701651683, 0.001307560208600933,
+          6.310979677108343e-05)
+_ERF_BLOCK = 8192  # elements per pass: the float64 work arrays stay in L1/L2
+
+
+def _erf_float32(x: np.ndarray) -> np.ndarray:
+    """erf for float32 results (float16/float32 input): the rational approximation above, evaluated in float64
+    block by block and rounded once to float32 (max error 0.54 ulp; NaN stays NaN, +-inf gives +-1, -0.0 gives
+    -0.0)."""
+    x = np.asarray(x)
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    size = min(flat.size, _ERF_BLOCK)
+    v, t, p, q = (np.empty(size) for _ in range(4))
+    for start in range(0, flat.size, _ERF_BLOCK):
+        stop = min(flat.size, start + _ERF_BLOCK)
+        n = stop - start
+        xv, tv, pv, qv = v[:n], t[:n], p[:n], q[:n]
+        np.clip(flat[start:stop], -4.0, 4.0, out=xv)
+        np.multiply(xv, xv, out=tv)
+        np.multiply(tv, _ERF_P[-1], out=pv)
+        for a in _ERF_P[-2:0:-1]:
+            pv += a
+            pv *= tv
+        pv += _ERF_P[0]
+        np.multiply(tv, _ERF_Q[-1], out=qv)
+        for a in _ERF_Q[-2:0:-1]:
+            qv += a
+            qv *= tv
+        qv += 1.0
+        pv *= xv
+        np.divide(pv, qv, out=out[start:stop], casting="same_kind")
+    return out.reshape(x.shape)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# pre-packed weights (conv, linear, recurrent)
+
+_PACKS: dict[int, tuple[Any, dict]] = {}  # id of a constant -> (weak reference to it, its packs by key)
+
+
+def _register_constant(array: np.ndarray) -> None:
+    """Mark ``array`` as a constant that never changes (a compiled model's weight; the engine makes it read-only),
+    so kernels may cache re-laid-out copies of it (:func:`_packed`) while it lives."""
+    if array.flags.writeable:
+        raise ValueError("only a read-only array can be registered as a constant")
+    key = id(array)
+    entry = _PACKS.get(key)
+    if entry is not None and entry[0]() is array:
+        return
+    _PACKS[key] = (weakref.ref(array, lambda _, key=key: _PACKS.pop(key, None)), {})
+
+
+def _packed(array: np.ndarray, key: Any, make) -> np.ndarray:
+    """``make(array)`` (a re-laid-out weight: transposed, contiguous, cast), made once per registered constant
+    ``array`` and ``key`` and cached while it lives (:func:`_register_constant`); computed afresh for any other
+    array."""
+    entry = _PACKS.get(id(array))
+    if entry is None or entry[0]() is not array:
+        return make(array)
+    packs = entry[1]
+    if key not in packs:
+        packs[key] = make(array)
+    return packs[key]
+
+
+def _packed_matrix(weight: np.ndarray, rows: int, dtype) -> np.ndarray:
+    """``weight`` as a contiguous [K, rows] matrix in ``dtype`` (the transpose of ``weight.reshape(rows, K)``):
+    OpenBLAS multiplies a contiguous right operand up to 3.6x faster than a transposed view at small M (an LSTM
+    step) and never slower (docs/performance.md)."""
+    return _packed(weight, ("matrix", rows, np.dtype(dtype).str),
+                   lambda w: np.ascontiguousarray(w.reshape(rows, -1).T.astype(dtype, copy=False)))
 
 
 # ----------------------------------------------------------------------------------------------------------------

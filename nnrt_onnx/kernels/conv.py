@@ -13,8 +13,10 @@ Conventions shared by the convolution and pooling kernels (header + NNAPI, see d
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ..errors import invalid, unsupported
 from ..geometry import (
@@ -28,8 +30,8 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import kernel, shape_rule
-from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
+from . import _accel, kernel, shape_rule
+from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 
 
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list_values):
@@ -81,85 +83,262 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
     return (bias.astype(np.float64) * (in_q.scales[0] * w_scales)).astype(cdtype)
 
 
-def _depthwise_core(x, w, strides, dilation, pads, out_size):
-    """Depthwise convolution (weight [C * mult, kH, kW, 1]), accumulated one kernel tap at a time in row-major tap
-    order into the output buffer, as ``out = 0; out += x_tap * w_tap``. Taps that would read padding are skipped
-    for those output positions (adding 0 * w changes nothing for finite weights), so no padded copy is made.
-    The weights of a tap are tiled along the output width, so every multiply/add runs over whole (W, C) rows
-    instead of C-long pieces. A channel multiplier repeats the input channels once (output channel k reads input
-    channel k // mult): viewing the output as [N, OH, OW, C, mult] instead, without the copy, was ~2x slower
-    (mult-long inner loops)."""
+# work blocks of the blocked conv loops (measured on a 2-core EPYC with 512 KiB L2, docs/performance.md)
+_IM2COL_BLOCK_BYTES = 1 << 21  # im2col rows per GEMM call
+_DEPTHWISE_BLOCK_BYTES = 1 << 18  # output rows a depthwise tap loop keeps in cache
+_SCRATCH = threading.local()
+
+
+def _scratch(name: str, shape, dtype) -> np.ndarray:
+    """A per-thread reusable work array of ``shape`` (grown as needed; contents undefined)."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    pool = _SCRATCH.__dict__.setdefault("pool", {})
+    buffer = pool.get(name)
+    if buffer is None or buffer.nbytes < size:
+        buffer = pool[name] = np.empty(max(size, 64), np.uint8)
+    return buffer[:size].view(dtype).reshape(shape)
+
+
+def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int) -> None:
+    """Bias (pre-tiled to the block's trailing dims) and fused activation, in place, on a block still in cache."""
+    if bias_rows is not None:
+        np.add(block, bias_rows, out=block)
+    if activation == 1:
+        np.maximum(block, block.dtype.type(0), out=block)
+    elif activation == 2:  # one pass (as fast as one np.maximum when given scalars of the array's dtype)
+        np.clip(block, block.dtype.type(0), block.dtype.type(6), out=block)
+
+
+def _activation_code(activation) -> int:
+    code = int(activation or 0)
+    if code not in (0, 1, 2):
+        raise invalid(f"fused activation {code} is not an OH_NN_FuseType (0..2)")
+    return code
+
+
+def _padded(x, pads, name="pad"):
+    """``x`` zero-padded in H and W ([top, bottom, left, right]) into a reused scratch array (``x`` itself when
+    there is no padding)."""
+    pt, pb, pl, pr = pads
+    if not any(pads):
+        return x
+    n, h, w, c = x.shape
+    xp = _scratch(name, (n, h + pt + pb, w + pl + pr, c), x.dtype)
+    if pt:
+        xp[:, :pt] = 0
+    if pb:
+        xp[:, h + pt:] = 0
+    if pl:
+        xp[:, pt:pt + h, :pl] = 0
+    if pr:
+        xp[:, pt:pt + h, w + pl:] = 0
+    xp[:, pt:pt + h, pl:pl + w] = x
+    return xp
+
+
+def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activation=0, out=None):
+    """Depthwise convolution (weight [C * mult, kH, kW, 1]) in blocks of output rows that stay in cache: for each
+    block, the kernel taps in row-major order (``acc = x_tap0 * w_tap0; acc += x_tap * w_tap``), then the bias and
+    the fused activation while the block is still in cache. The input is zero-padded once into a reused scratch
+    array (0 * w adds nothing for a finite weight; a non-finite weight makes the padded outputs NaN, as a padded
+    convolution does). Each tap's weights are tiled along the output width, so every multiply/add runs over whole
+    (W, C) rows. A channel multiplier repeats the input channels once (output channel k reads input channel
+    k // mult)."""
     o, kh, kw, _ = w.shape
-    if o != x.shape[3]:  # channel multiplier: output channel k reads input channel k // mult
-        x = np.repeat(x, o // x.shape[3], axis=3)  # one copy; faster than mult-long inner loops over a view
-    n, h, wd, c = x.shape
+    if o != x.shape[3]:
+        x = np.repeat(x, o // x.shape[3], axis=3)
+    n, _, _, c = x.shape
     s_h, s_w = strides
     d_h, d_w = dilation
-    pt, pb, pl, pr = pads
     oh, ow = out_size
-    # [kH, kW, OW, C]: each tap's weights repeated along the output width
-    wt = np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, c)))
-    out = np.empty((n, oh, ow, c), dtype=x.dtype)
-    tmp = None
-    started = False
-    for i in range(kh):
-        r0, r1, a = _tap_range(oh, h, s_h, i * d_h - pt)
-        if r1 <= r0:
-            continue
-        for j in range(kw):
-            q0, q1, b = _tap_range(ow, wd, s_w, j * d_w - pl)
-            if q1 <= q0:
-                continue
-            src = x[:, a: a + (r1 - r0 - 1) * s_h + 1: s_h, b: b + (q1 - q0 - 1) * s_w + 1: s_w]
-            wtap = wt[i, j, q0:q1]
-            where = (slice(None), slice(r0, r1), slice(q0, q1))
-            if not started:
-                if r1 - r0 < oh or q1 - q0 < ow:
-                    out.fill(0)
-                else:  # 0 + x * w == x * w (up to the sign of a zero): write the first full tap directly
-                    np.multiply(src, wtap, out=out)
-                    started = True
-                    continue
-                started = True
-            if tmp is None:
-                tmp = np.empty_like(out)
-            np.multiply(src, wtap, out=tmp[where])
-            np.add(out[where], tmp[where], out=out[where])
-    if not started:  # every tap reads padding only (a 1x1 kernel over pads): the sum is 0
-        out.fill(0)
+    xp = _padded(x, pads, "dw_pad")
+    if out is None:
+        out = np.empty((n, oh, ow, c), dtype=x.dtype)
+    taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
+    if _accel.depthwise(xp, taps, bias, out, strides, dilation, activation):  # numba, when installed
+        return out
+    wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
+    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    rows = max(1, _DEPTHWISE_BLOCK_BYTES // max(1, n * ow * c * x.dtype.itemsize))
+    tmp_full = _scratch("dw_tmp", (n, min(rows, oh), ow, c), x.dtype)
+    for r0 in range(0, oh, rows):
+        r1 = min(oh, r0 + rows)
+        acc = out[:, r0:r1]
+        tmp = tmp_full[:, : r1 - r0]
+        first = True
+        for i in range(kh):
+            top = r0 * s_h + i * d_h
+            band = xp[:, top: top + (r1 - r0 - 1) * s_h + 1: s_h]
+            for j in range(kw):
+                src = band[:, :, j * d_w: j * d_w + (ow - 1) * s_w + 1: s_w]
+                if first:
+                    np.multiply(src, wt[i, j], out=acc)
+                    first = False
+                else:
+                    np.multiply(src, wt[i, j], out=tmp)
+                    np.add(acc, tmp, out=acc)
+        _finish_rows(acc, b_rows, activation)
     return out
 
 
-def _conv_core(x, w, strides, dilation, pads, group, out_size):
-    """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]: im2col + one batched matmul over groups;
-    ``out_size`` (OH, OW) is :func:`_conv_geometry`'s."""
+def _tiled_taps(w, ow):
+    """Depthwise weights [C, kH, kW, 1] as [kH, kW, OW, C]: each tap's channel weights repeated along the width."""
+    o, kh, kw, _ = w.shape
+    return np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, o)))
+
+
+def _tiled_bias(b, ow):
+    return np.tile(b, ow).reshape(ow, b.shape[0])
+
+
+# Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 2x2 output tile from a 4x4 input tile with 16 multiplies per
+# channel pair instead of 36. The tile transforms are GEMMs with the Kronecker products of the transform matrices
+# (V = (B^T x B^T) d, Y = (A^T x A^T) M): their entries are 0 and +-1, so they are exact; the weight transform
+# U = (G x G) g (entries 0, +-1/2, +-1/4) is computed once per weight in float64.
+_WINO_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+_WINO_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+_WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+_WINO_KB = np.kron(_WINO_BT, _WINO_BT).astype(np.float32)  # [16, 16]
+_WINO_KA = np.kron(_WINO_AT, _WINO_AT).astype(np.float32)  # [4, 16]
+_WINO_KG = np.kron(_WINO_G, _WINO_G)  # [16, 9]
+_WINO_BLOCK_BYTES = 1 << 20  # tile rows per pass: the transformed tiles of a block stay in L2
+
+
+def _winograd_weights(w: np.ndarray) -> np.ndarray:
+    """[O, 3, 3, C] -> the transformed weights U [16, C, O] (float32, computed in float64)."""
+    o, _, _, c = w.shape
+    g = w.transpose(1, 2, 3, 0).reshape(9, c * o).astype(np.float64)
+    return np.ascontiguousarray((_WINO_KG @ g).reshape(16, c, o).astype(np.float32))
+
+
+def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
+    """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md): float32 3x3 stride-1
+    convolutions with enough channels for the 16 GEMMs to run at speed, and outputs of at least 8x8 (at 7x7 the
+    16 tiles do not pay for streaming the 16 transformed weight matrices: 2x slower at 512 channels)."""
+    o, kh, kw, c = w.shape
+    return (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
+            and tuple(dilation) == (1, 1) and group == 1 and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS
+            and out_size[0] * out_size[1] >= 64)
+
+
+_WINO_MIN_CHANNELS = 64
+
+
+def _winograd_3x3(x, w, pads, out_size, bias, activation, out):
+    """Stride-1 3x3 convolution by F(2x2, 3x3), in blocks of tile rows; bias and activation per block."""
+    n, h, wd, c = x.shape
+    o = w.shape[0]
+    oh, ow = out_size
+    th, tw = -(-oh // 2), -(-ow // 2)
+    pt, _, pl, _ = pads
+    hp, wp = 2 * th + 2, 2 * tw + 2  # every tile inside: >= h + pt + pb since oh = h + pt + pb - 2
+    xp = _scratch("wino_pad", (n, hp, wp, c), x.dtype)
+    xp[:, :pt] = 0
+    xp[:, pt + h:] = 0
+    xp[:, pt:pt + h, :pl] = 0
+    xp[:, pt:pt + h, pl + wd:] = 0
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    u = _packed(w, "winograd", _winograd_weights)
+    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    sn, sh, sw, sc = xp.strides
+    rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
+    d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
+    v_full = _scratch("wino_v", (16, n * rows * tw * c), np.float32)
+    m_full = _scratch("wino_m", (16, n * rows * tw * o), np.float32)
+    y_full = _scratch("wino_y", (4, n * rows * tw * o), np.float32)
+    for r0 in range(0, th, rows):
+        r1 = min(th, r0 + rows)
+        t = n * (r1 - r0) * tw
+        d, v, m, y = d_full[:, : t * c], v_full[:, : t * c], m_full[:, : t * o], y_full[:, : t * o]
+        tiles = as_strided(xp[:, 2 * r0:], (4, 4, n, r1 - r0, tw, c), (sh, sw, sn, 2 * sh, 2 * sw, sc),
+                           writeable=False)
+        np.copyto(d.reshape(4, 4, n, r1 - r0, tw, c), tiles)
+        np.matmul(_WINO_KB, d, out=v)
+        np.matmul(v.reshape(16, t, c), u, out=m.reshape(16, t, o))
+        np.matmul(_WINO_KA, m, out=y)
+        tiles_out = y.reshape(2, 2, n, r1 - r0, tw, o).transpose(2, 3, 0, 4, 1, 5)  # [N, R, 2, TW, 2, O]
+        rr = min(oh, 2 * r1) - 2 * r0
+        block = out[:, 2 * r0: 2 * r0 + rr]
+        if rr == 2 * (r1 - r0) and ow == 2 * tw:
+            np.copyto(block.reshape(n, r1 - r0, 2, tw, 2, o), tiles_out)
+        else:
+            full = np.ascontiguousarray(tiles_out).reshape(n, 2 * (r1 - r0), 2 * tw, o)
+            np.copyto(block, full[:, :rr, :ow])
+        _finish_rows(block, b_rows, activation)
+    return out
+
+
+def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None):
+    """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]; ``out_size`` (OH, OW) is :func:`_conv_geometry`'s.
+    Bias and fused activation are applied in place (block by block where the convolution is blocked); ``out``,
+    when given, is the [N, OH, OW, O] array to write.
+
+    * depthwise (C/group = 1): :func:`_depthwise_core`;
+    * 1x1, group 1: one GEMM of the (strided) input rows with the weight matrix, no im2col;
+    * group 1: im2col of a block of output rows into a reused scratch array (padding read as zeros from a padded
+      scratch copy), GEMM of the block into its rows of the output, bias and activation while it is in cache;
+    * other groups: im2col + one batched matmul over the groups."""
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
-    if cg == 1 and group > 1 and np.isfinite(w).all():  # depthwise; non-finite weights: padded path below
-        return _depthwise_core(x, w, strides, dilation, pads, out_size)
+    oh, ow = out_size
+    if cg == 1 and group > 1:
+        return _depthwise_core(x, w, strides, dilation, pads, out_size, bias, activation, out)
     s_h, s_w = strides
     d_h, d_w = dilation
-    pt, pb, pl, pr = pads
-    if any(pads):
-        x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
-    oh, ow = out_size
-    og = o // group
-    if cg == 1 and group > 1:  # depthwise with a non-finite weight (0 * inf in the padding must stay NaN)
-        xs = x if og == 1 else np.repeat(x, og, axis=3)  # output channel k reads input channel k // og
-        out = np.zeros((n, oh, ow, o), dtype=x.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                out += xs[:, i * d_h: i * d_h + (oh - 1) * s_h + 1: s_h, j * d_w: j * d_w + (ow - 1) * s_w + 1: s_w] \
-                    * w[:, i, j, 0]
+    if out is None:
+        out = np.empty((n, oh, ow, o), dtype=x.dtype)
+    if group == 1 and kh == 1 and kw == 1 and not any(pads):
+        src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
+        rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
+        out2d = out.reshape(n * oh * ow, o)
+        np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
+        _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation)
         return out
-    win = sliding_window_view(x, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
-    win = win[:, : (oh - 1) * s_h + 1 : s_h, : (ow - 1) * s_w + 1 : s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
-    cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
-    cols = cols.reshape(group, n * oh * ow, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
-    wg = w.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)  # [G, K, Og]
-    out = np.matmul(cols, wg)  # [G, M, Og]
-    return out.transpose(1, 0, 2).reshape(n, oh, ow, o)
+    if _use_winograd(x, w, strides, dilation, group, out_size):
+        return _winograd_3x3(x, w, pads, out_size, bias, activation, out)
+    xp = _padded(x, pads)
+    ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
+    if group == 1:
+        k = kh * kw * c
+        if d_w == 1:  # a kernel row's kW * C values are contiguous in NHWC: copy them as one inner run
+            xp = np.ascontiguousarray(xp)
+            sn, sh, sw, sc = xp.strides
+            taps = as_strided(xp, (n, oh, ow, kh, kw * c), (sn, sh * s_h, sw * s_w, sh * d_h, sc), writeable=False)
+        else:
+            win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
+            win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]
+            taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
+        wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
+        b_rows = None if bias is None else _tiled_bias(bias, ow)
+        rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
+        cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
+        for r0 in range(0, oh, rows):
+            r1 = min(oh, r0 + rows)
+            cols = cols_full[:, : r1 - r0]
+            np.copyto(cols, taps[:, r0:r1])  # im2col of the block: one copy
+            block = out[:, r0:r1]
+            if n == 1:
+                np.matmul(cols.reshape((r1 - r0) * ow, k), wmat, out=block.reshape((r1 - r0) * ow, o))
+            else:
+                block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
+            _finish_rows(block, b_rows, activation)
+        return out
+    og = o // group
+    m = n * oh * ow
+    if kh == kw == 1 and xp is x:  # grouped 1x1: each group's rows are a strided [M, Cg] matrix BLAS reads as is
+        src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
+        cols = np.ascontiguousarray(src).reshape(m, group, cg).transpose(1, 0, 2)  # [G, M, Cg], a view
+    else:
+        win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
+        win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
+        cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
+        cols = cols.reshape(group, m, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
+    wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
+        a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
+    np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
+    _finish_rows(out, None if bias is None else _tiled_bias(bias, ow), activation)
+    return out
 
 
 def _conv_dims(op, x_shape, w_shape, group):
@@ -192,14 +371,17 @@ def _conv_shapes(op, x, weight, group):
     return cdtype, x_shape, w_shape, group
 
 
-def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group):
+def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None):
     cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
     s, d, (oh, ow, pads) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
     b = _real_bias(op, bias, o, ctx, cdtype)
-    out = _conv_core(x.astype(cdtype, copy=False), weight.astype(cdtype, copy=False), s, d, pads, group, (oh, ow))
-    # the bias tiled along the width, so the add runs over whole (W, C) rows rather than C-long pieces
-    np.add(out, np.tile(b, out.shape[2]).reshape(out.shape[2], o), out=out)
-    return out.astype(x.dtype, copy=False)
+    activation = _activation_code(activation)
+    if out is not None and (out.dtype != x.dtype or x.dtype != cdtype or out.shape != (n, oh, ow, o)
+                            or not out.flags.c_contiguous):
+        out = None  # float16 data computes in float32: the planned array does not fit
+    w_c = weight if weight.dtype == cdtype else _packed(weight, ("cast", cdtype.str), lambda a: a.astype(cdtype))
+    result = _conv_core(x.astype(cdtype, copy=False), w_c, s, d, pads, group, (oh, ow), b, activation, out)
+    return result.astype(x.dtype, copy=False)
 
 
 def _conv_output_shape(op, shapes, group, strides, pad_mode, pad_list, dilation):
@@ -220,17 +402,19 @@ def _conv2d_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, 
 
 
 @kernel("OH_NN_OPS_CONV2D")
-def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx):
-    return _conv_common("CONV2D", x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group)
+def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx, activation=0, out=None):
+    return _conv_common("CONV2D", x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation,
+                        out)
 
 
 @kernel("OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
-def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dilation, ctx):
+def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dilation, ctx, activation=0,
+                            out=None):
     op = "DEPTHWISE_CONV2D_NATIVE"
     _check_rank(op, x)
     _check_rank(op, weight, what="weight")
     return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation,
-                        _depthwise_group(op, x.shape, weight.shape))
+                        _depthwise_group(op, x.shape, weight.shape), activation, out)
 
 
 def _depthwise_group(op, x_shape, w_shape) -> int:

@@ -18,7 +18,16 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel, shape_rule
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _broadcast_dims, _known, _product, _work_dtype
+from ._common import (
+    _FLOAT_KINDS,
+    _INT_KINDS,
+    _axis_index,
+    _broadcast_dims,
+    _known,
+    _packed_matrix,
+    _product,
+    _work_dtype,
+)
 
 # Integer dtypes a matrix product accepts without quantization (ONNX MatMul's integer set); narrower integers are
 # only meaningful as quantized tensors, which the executor dequantizes before calling the kernel.
@@ -117,7 +126,7 @@ def full_connection(input: np.ndarray, weight: np.ndarray, *bias: np.ndarray, ha
     n_out, k = w.shape
     rows = x.reshape(prod(out_shape[:-1]), k) if use_axis else x.reshape(-1, k)
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
-    out = np.matmul(rows.astype(work, copy=False), w.astype(work, copy=False).T)
+    out = np.matmul(rows.astype(work, copy=False), _packed_matrix(w, n_out, work))
     if b is not None:
         _check_full_connection_bias(op, b.shape, w.shape)
         deq = _dequantized_bias(op, b, ctx, n_out, work)

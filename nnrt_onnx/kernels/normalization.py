@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
-from . import kernel, shape_rule
+from . import _accel, kernel, shape_rule
 from ._common import _FLOAT_KINDS, _axes_list, _axis_index, _compute_dtype, _known, _product, _scalar, _work_dtype
 
 
@@ -54,6 +54,10 @@ def softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
     x = np.asarray(input)
     _require_float(op, x)
     ax = _softmax_axis(op, axis, x.ndim)
+    if ax == x.ndim - 1:
+        fast = _accel.softmax_last_axis(x)  # one compiled loop per row (numba), when installed
+        if fast is not None:
+            return fast
     xw = x.astype(_work_dtype(x.dtype), copy=False)
     # one work buffer, updated in place: subtract the max, exp, divide by the sum (no further temporaries)
     e = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
@@ -167,6 +171,10 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
         if t.dtype.kind not in _FLOAT_KINDS:
             raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
         _check_layer_norm_param(op, name, t.shape, x.shape, bna, bpa)
+    if bpa == bna and x.size:
+        fast = _accel.layer_norm_rows(x.reshape(-1, prod(x.shape[bna:])), g, b, epsilon)  # numba, when installed
+        if fast is not None:
+            return fast.reshape(x.shape)
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     axes = tuple(range(bna, rank))

@@ -21,7 +21,7 @@ from ..geometry import (
     touched_end_padding,
     window_axis,
 )
-from . import kernel, shape_rule
+from . import _accel, kernel, shape_rule
 from ._common import _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
 
 
@@ -39,6 +39,17 @@ def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):
                 full = r0 == 0 and r1 == oh and q0 == 0 and q1 == ow
                 taps.append((full, (slice(None), slice(r0, r1), slice(q0, q1)), src))
     return taps
+
+
+def _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl) -> bool:
+    """Whether the first kernel tap (row-major) that reads any real cell reads one for every output position."""
+    for i in range(k_h):
+        r0, r1, _ = _tap_range(oh, h, s_h, i - pt)
+        for j in range(k_w):
+            q0, q1, _ = _tap_range(ow, w, s_w, j - pl)
+            if r1 > r0 and q1 > q0:
+                return r0 == 0 and r1 == oh and q0 == 0 and q1 == ow
+    return False
 
 
 def _max_1d(x, axis, out_size, k, s, p0, fill):
@@ -123,6 +134,12 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
     pb = touched_end_padding(h, oh, k_h, s_h, pt)
     pr = touched_end_padding(w, ow, k_w, s_w, pl)
     xc = x.astype(cdtype, copy=False)
+    # the first tap (0, 0) covers every output position unless padding clips it: the numpy path's sums then start
+    # from 0 (which turns a -0.0 sum into +0.0); the compiled loop does the same
+    first_full = _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl)
+    fast = _accel.pool(xc, kind, (k_h, k_w), (s_h, s_w), (pt, pl), (oh, ow), not first_full)  # numba, if installed
+    if fast is not None:
+        return fast.astype(x.dtype, copy=False)
     # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
     # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
     if kind == "max":  # max is exact and order-free: separable, the width taps first, then the height taps

@@ -29,18 +29,12 @@ import numpy as np
 from ..errors import invalid, unsupported
 from ..geometry import UNKNOWN
 from . import kernel, shape_rule
-from ._common import _known, _need_float
+from ._common import _known, _need_float, _packed
 
 _LSTM = "OH_NN_OPS_LSTM"
 
 # Position of each gate's block of `hidden` rows inside the 4*hidden axis (i, o, f, g = ONNX iofc / MindSpore Lite IOFG).
 GATE_ROWS = {"i": 0, "o": 1, "f": 2, "g": 3}
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # tanh form: no overflow in exp for large |x|, also in float16.
-    half = x.dtype.type(0.5)
-    return half * np.tanh(half * x) + half
 
 
 def _rate(name: str, value) -> float:
@@ -53,51 +47,92 @@ def _rate(name: str, value) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 # LSTM
 # ---------------------------------------------------------------------------------------------------------------
+def _transposed_stack(w: np.ndarray) -> np.ndarray:
+    """[D*L, 4H, in] -> contiguous [D*L, in, 4H]: OpenBLAS is up to 3.6x faster on a contiguous right operand
+    than on a transposed view at an LSTM step's small M."""
+    return np.ascontiguousarray(np.swapaxes(w, 1, 2))
+
+
 def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zoneout_cell: float = 0.0,
                  zoneout_hidden: float = 0.0, w_proj=None):
     """Stacked (bi)directional LSTM on validated arrays, all of one float dtype.
 
     x [T, B, I]; w_ih [D*L, 4H, I]; w_hh [D*L, 4H, R]; b [D*L, 4H] (input + hidden bias, or None);
     h0 [D*L, B, R]; c0 [D*L, B, H]; w_proj [D*L, R, H] or None (then R = H). Returns (output [T, B, D*R], hy, cy).
-    Per time step: one batched matmul over the directions for the recurrence (plus one for the projection).
+    The input projection of every time step is one GEMM outside the loop; per time step: one batched matmul over
+    the directions for the recurrence (plus one for the projection), then the gates in place in reused arrays
+    (one sigmoid over the i, o, f blocks together), each value computed by the same operations in the same order
+    as the textbook form (``c = f * c + i * g``, ``h = o * tanh(c)``, ``sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5``).
     """
     dtype = x.dtype
     steps, batch = x.shape[0], x.shape[1]
     hidden = w_ih.shape[1] // 4
     real = w_hh.shape[2]
-    one = dtype.type(1)
+    one, half = dtype.type(1), dtype.type(0.5)  # sigmoid in tanh form: no overflow in exp, also in float16
     zc, zh = dtype.type(zoneout_cell), dtype.type(zoneout_hidden)
-    rows = {g: slice(k * hidden, (k + 1) * hidden) for g, k in GATE_ROWS.items()}
+    gi, go, gf, gg = (slice(GATE_ROWS[g] * hidden, (GATE_ROWS[g] + 1) * hidden) for g in "iofg")
+    sigmoid_rows = slice(0, 3 * hidden)  # i, o, f are the first three blocks: one sigmoid over all three
+    assert (GATE_ROWS["g"], max(GATE_ROWS["i"], GATE_ROWS["o"], GATE_ROWS["f"])) == (3, 2)
     hy = np.empty((directions * layers, batch, real), dtype)
     cy = np.empty((directions * layers, batch, hidden), dtype)
     dirs = np.arange(directions)
+    # work arrays of one step, reused across steps and layers
+    gates = np.empty((directions, batch, 4 * hidden), dtype)
+    fc = np.empty((directions, batch, hidden), dtype)
+    ig = np.empty_like(fc)
+    tanh_c = np.empty_like(fc)
     seq = x
+    # the weights transposed to contiguous [D*L, in, 4H] (cached for a model's constants: kernels._packed)
+    w_ih_t = _packed(w_ih, "lstm_t", _transposed_stack)
+    w_hh_t = _packed(w_hh, "lstm_t", _transposed_stack)
     for layer in range(layers):
         idx = layer * directions + dirs
-        # Input contributions of every time step at once: [D, T*B, 4H].
-        pre = np.matmul(seq.reshape(steps * batch, -1), np.swapaxes(w_ih[idx], 1, 2))
+        here = slice(layer * directions, (layer + 1) * directions)
+        # Input contributions of every time step at once, outside the loop: [D, T*B, 4H].
+        pre = np.matmul(seq.reshape(steps * batch, -1), w_ih_t[here])
         if b is not None:
             pre += b[idx][:, None, :]
         pre = pre.reshape(directions, steps, batch, 4 * hidden)
-        recur = np.swapaxes(w_hh[idx], 1, 2)  # [D, R, 4H]
+        recur = w_hh_t[here]  # [D, R, 4H]
         proj = None if w_proj is None else np.swapaxes(w_proj[idx], 1, 2)  # [D, H, R]
         h = h0[idx].copy()
         c = c0[idx].copy()
+        c_new = np.empty_like(c)
         out = np.empty((steps, batch, directions, real), dtype)
+        h_new = np.empty((directions, batch, hidden), dtype)
         for s in range(steps):
-            times = np.array([s, steps - 1 - s][:directions])  # forward reads t = s, backward t = T-1-s
-            gates = pre[dirs, times] + np.matmul(h, recur)  # [D, B, 4H]
-            i = _sigmoid(gates[..., rows["i"]])
-            o = _sigmoid(gates[..., rows["o"]])
-            f = _sigmoid(gates[..., rows["f"]])
-            g = np.tanh(gates[..., rows["g"]])
-            c_new = f * c + i * g
-            h_new = o * np.tanh(c_new)
-            if proj is not None:
-                h_new = np.matmul(h_new, proj)
-            out[times, :, dirs, :] = h_new
-            c = c_new if zc == 0 else zc * c + (one - zc) * c_new
-            h = h_new if zh == 0 else zh * h + (one - zh) * h_new
+            # the recurrent product, then the step's input part (forward reads t = s, backward t = T-1-s)
+            np.matmul(h, recur, out=gates)
+            gates[0] += pre[0, s]
+            if directions == 2:
+                gates[1] += pre[1, steps - 1 - s]
+            sig = gates[..., sigmoid_rows]  # sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5, in place
+            sig *= half
+            np.tanh(sig, out=sig)
+            sig *= half
+            sig += half
+            g = gates[..., gg]
+            np.tanh(g, out=g)
+            np.multiply(gates[..., gf], c, out=fc)  # c_new = f * c + i * g
+            np.multiply(gates[..., gi], g, out=ig)
+            np.add(fc, ig, out=c_new)
+            np.tanh(c_new, out=tanh_c)
+            np.multiply(gates[..., go], tanh_c, out=h_new)  # h_new = o * tanh(c_new)
+            h_step = h_new if proj is None else np.matmul(h_new, proj)
+            out[s, :, 0, :] = h_step[0]
+            if directions == 2:
+                out[steps - 1 - s, :, 1, :] = h_step[1]
+            if zc == 0:
+                c, c_new = c_new, c
+            else:
+                c = zc * c + (one - zc) * c_new
+            if zh == 0:
+                if h_step is h_new:
+                    h, h_new = h_new, h
+                else:
+                    h = h_step
+            else:
+                h = zh * h + (one - zh) * h_step
         hy[idx] = h
         cy[idx] = c
         seq = out.reshape(steps, batch, directions * real)

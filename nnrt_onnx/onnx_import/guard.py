@@ -193,6 +193,7 @@ def guarded(load, opset_of):
 
 def _guard(convert, *, load, opset_of):
     accepts_limit = "max_constant_bytes" in inspect.signature(convert).parameters
+    accepts_owned = "_owned" in inspect.signature(convert).parameters
 
     @functools.wraps(convert)
     def wrapper(source, *args, max_constant_bytes: int | None = None, **kwargs):
@@ -207,6 +208,8 @@ def _guard(convert, *, load, opset_of):
                 issues = structural_issues(model, opset_of(model))
                 if issues:
                     raise ConversionError(issues)
+                if accepts_owned and not isinstance(source, onnx.ModelProto):
+                    kwargs["_owned"] = True  # loaded here from a file: convert may annotate it instead of a copy
                 return convert(model, *args, **kwargs)
         except ConversionError as error:
             error.tracebacks = list(_state.tracebacks)

@@ -28,7 +28,7 @@ from ..model import Model
 from .conversion import DEFAULT_DOMAINS, GraphConversion, onnx_dtype, shape_of, value_infos
 from .diagnosis import declared_input
 from .guard import guarded
-from .limits import infer_shapes
+from .shapes import infer_shapes_without_weights
 
 __all__ = ["DEFAULT_DOMAINS", "ImportOptions", "ImportResult", "emit_model", "from_onnx", "load_onnx", "opset_of"]
 
@@ -105,7 +105,7 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
               max_constant_bytes: int = DEFAULT_MAX_CONSTANT_BYTES, fold_qdq: bool = True,
-              dynamic_quantization: str = "float") -> ImportResult:
+              dynamic_quantization: str = "float", _owned: bool = False) -> ImportResult:
     """Convert an ONNX model (path or ModelProto) to a finished NNRt :class:`Model`.
 
     ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to fixed values (NNRt needs
@@ -119,8 +119,11 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
                             fuse_activations, optimize_layout, max_constant_bytes, fold_qdq, dynamic_quantization)
     started = time.perf_counter()
     model = load_onnx(source)
+    # _owned (set by the guard when it loaded the model from a file): nobody else sees this ModelProto, so pinning
+    # and shape annotations go into it instead of into a copy of every weight
+    owned = _owned or not isinstance(source, onnx.ModelProto)
     if options.input_shapes:
-        model = onnx.ModelProto.FromString(model.SerializeToString()) if isinstance(source, onnx.ModelProto) else model
+        model = model if owned else onnx.ModelProto.FromString(model.SerializeToString())
         _pin_shapes(model, options.input_shapes)
     opset = opset_of(model)
     dynamic: dict[str, Any] = {}
@@ -132,7 +135,8 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         dynamic = {"form": "exact"}
     model = _with_initializer_inputs(model)
     try:
-        model = infer_shapes(model)  # with data propagation, its cost bounded (limits.py)
+        # limits.infer_shapes (data propagation with its cost bounded) on a copy without the large weights
+        model = infer_shapes_without_weights(model, in_place=owned or model is not source)
     except Exception:  # partial information is still useful; missing shapes surface per node
         pass
     graph = Graph()

@@ -1,12 +1,23 @@
 """The native CPU device (id 1): runs a finished model through the numpy kernels.
 
+Compiling a model builds an **execution plan** once (:class:`NativePreparedModel`): every operation bound to its
+kernel with validated, decoded parameters (``runtime.invoke.bind``), a list-indexed tensor store (constants
+pre-placed, already in the compute dtype), each tensor's declared dtype and static shape for the one check of
+every value that flows, the tensors to drop after each step, reshape-like steps (RESHAPE, SQUEEZE, UNSQUEEZE,
+EXPAND_DIMS, FLATTEN with static shapes) turned into numpy views, and **memory planning**: kernels that accept
+``out=`` write into buffers of a per-run arena whose slots are reused by tensor lifetime (the shapes come from the
+model's declared dims, checked against the kernels' shape rules; see :mod:`.memory`).
+
 Cross-cutting work happens here once for every op: default parameters and the fused activation (through
-runtime.invoke, which constant folding shares), (de)quantization around kernels, EnableFloat16, the check of each
-output's dtype and shape, and capturing intermediate tensors (``run(inputs, capture)``).
+runtime.invoke, which constant folding shares; applied in place when the kernel's output is its own),
+(de)quantization around kernels, EnableFloat16, the check of each output's dtype and shape, capturing
+intermediate tensors (``run(inputs, capture)``), the BLAS thread count of a run (:mod:`.threads`) and the
+per-step timing of ``run(..., profile=...)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import time
 from typing import Any, MutableMapping, Sequence
 
 import numpy as np
@@ -14,12 +25,24 @@ import numpy as np
 from ..dtypes import dequantize, quantize
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
+from ..kernels import register_constant
 from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
-from .invoke import BoundKernel, bind
+from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
+from .memory import plan_arena, slot_is_free
+from .threads import blas_threads, thread_count
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
+_OP = OH_NN_OperationType
+# ops whose output is their input's data with another shape: a view when both shapes are static
+_VIEW_OPS = frozenset({_OP.OH_NN_OPS_RESHAPE, _OP.OH_NN_OPS_SQUEEZE, _OP.OH_NN_OPS_UNSQUEEZE,
+                       _OP.OH_NN_OPS_EXPAND_DIMS, _OP.OH_NN_OPS_FLATTEN})
+_KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError)
+# float arithmetic (and MATMUL) whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
+_UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
+              _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
+_FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def _quant_args(q, ndim):
@@ -30,32 +53,57 @@ def _quant_args(q, ndim):
     return q.scales, q.zero_points, axis
 
 
-@dataclass
 class _Step:
-    number: int  # operation index in the model
-    label: str
-    kernel: BoundKernel
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    dequantize_inputs: tuple[Any, ...]  # QuantParam or None per input
-    quantize_outputs: tuple[Any, ...]
-    release: tuple[int, ...]  # tensors dead after this step
+    """One operation of the plan."""
+
+    __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
+                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc")
+
+    def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
+        self.number = number
+        self.label = label
+        self.op = op
+        self.fn = fn
+        self.kwargs = kwargs
+        self.fuse = fuse
+        self.inputs = inputs
+        self.outputs = outputs
+        self.dequantize_inputs = dequantize_inputs if any(q is not None for q in dequantize_inputs) else None
+        self.quantize_outputs = quantize_outputs if any(q is not None for q in quantize_outputs) else None
+        self.release: tuple[int, ...] = ()
+        self.view_shape: tuple[int, ...] | None = None  # a reshape-like step done as a view
+        self.out_slot: int | None = None  # arena slot of the first output (kernels that accept ``out``)
+        self.checks: tuple = ()
+        self.accepts_out = False
+        self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
 
 
 class NativePreparedModel(PreparedModel):
-    """A model compiled for the CPU device."""
+    """A model compiled for the CPU device: its execution plan."""
 
     supports_capture = True
 
-    def __init__(self, model, options):
+    def __init__(self, model, options: CompileOptions | None = None):
+        options = options or CompileOptions()
         self.model = model
         self.float16 = options.float16
+        self.threads = thread_count(options.performance_mode, options.extensions)
         order = execution_order(model)
         tensors = model.tensors
+        count = len(tensors)
         # EnableFloat16: float32 work runs in float16; model IO stays float32.
-        self.compute_dtype = {i: (FLOAT16 if self.float16 and t.np_dtype == FLOAT32 and t.quant is None else t.np_dtype)
-                              for i, t in enumerate(tensors) if t.dtype != 0}
-        self.constants = {i: self._constant(i, t) for i, t in enumerate(tensors) if t.data is not None}
+        self.declared_dtype = [t.np_dtype if t.dtype != 0 else None for t in tensors]
+        self.compute_dtype = [None if d is None else (FLOAT16 if self.float16 and d == FLOAT32 and t.quant is None
+                                                      else d) for d, t in zip(self.declared_dtype, tensors)]
+        self.dims = [tuple(int(d) for d in t.dims) for t in tensors]
+        self.static = [dims if all(d >= 0 for d in dims) else None for dims in self.dims]
+        self._template: list[Any] = [None] * count
+        for i, t in enumerate(tensors):
+            if t.data is not None:
+                self._template[i] = self._constant(i, t)
+        self.constants = {i: self._template[i] for i, t in enumerate(tensors) if t.data is not None}
+        self.inputs = tuple(model.inputs)
+        self.outputs = tuple(model.outputs)
         last_use: dict[int, int] = {}
         for position, number in enumerate(order):
             for t in model.operations[number].inputs:
@@ -65,89 +113,191 @@ class NativePreparedModel(PreparedModel):
         for position, number in enumerate(order):
             operation = model.operations[number]
             label = f"operation #{number} {operation.op.name}"
-            kernel = bind(operation.op, operation.values,
-                          [self.compute_dtype.get(t) for t in operation.inputs],
-                          [self.compute_dtype.get(t) for t in operation.outputs],
-                          [tensors[t].dims for t in operation.outputs],
-                          [tensors[t].quant for t in operation.inputs],
-                          [tensors[t].quant for t in operation.outputs])
-            if kernel is None:
+            bound = bind(operation.op, operation.values,
+                         [self.compute_dtype[t] for t in operation.inputs],
+                         [self.compute_dtype[t] for t in operation.outputs],
+                         [self.dims[t] for t in operation.outputs],
+                         [tensors[t].quant for t in operation.inputs],
+                         [tensors[t].quant for t in operation.outputs])
+            if bound is None:
                 raise unsupported(f"{label}: the native CPU device has no kernel for {operation.op.name} yet")
             native_quant = operation.spec.quant == "native"
-            release = tuple(t for t in operation.inputs if last_use.get(t) == position and t not in keep)
-            self.steps.append(_Step(
-                number, label, kernel, operation.inputs, operation.outputs,
-                tuple(None if native_quant else tensors[t].quant for t in operation.inputs),
-                tuple(None if native_quant else tensors[t].quant for t in operation.outputs),
-                release))
+            step = _Step(number, label, operation.op, bound.kernel, bound.kwargs, bound.fuse,
+                         tuple(operation.inputs), tuple(operation.outputs),
+                         tuple(None if native_quant else tensors[t].quant for t in operation.inputs),
+                         tuple(None if native_quant else tensors[t].quant for t in operation.outputs))
+            step.release = tuple(t for t in operation.inputs if last_use.get(t) == position and t not in keep)
+            step.checks = tuple((t, self.compute_dtype[t], self.static[t]) for t in operation.outputs)
+            step.accepts_out = bound.accepts_out
+            self._plan_view(step)
+            self._plan_ufunc(step)
+            self.steps.append(step)
+        self._arena_sizes = plan_arena(self)
+        self._arenas: list[list[np.ndarray]] = []
+        self._arena_lock = threading.Lock()
 
     def _constant(self, index, tensor) -> np.ndarray:
+        """The constant in its compute dtype, as a read-only array registered with the kernels (which may then
+        keep pre-packed forms of it, see kernels.register_constant)."""
         data = tensor.data
-        target = self.compute_dtype.get(index)
-        return data.astype(target) if target is not None and data.dtype != target else data
+        target = self.compute_dtype[index]
+        value = (data.astype(target) if target is not None and data.dtype != target else data).view()
+        value.flags.writeable = False
+        register_constant(value)
+        return value
+
+    def _plan_view(self, step: _Step) -> None:
+        """A reshape-like step with static shapes, no quantization and the same dtype in and out becomes a view
+        (when the kernel's own shape rule gives the declared output shape)."""
+        if step.op not in _VIEW_OPS or step.dequantize_inputs or step.quantize_outputs or step.fuse:
+            return
+        if len(step.outputs) != 1 or not step.inputs:
+            return
+        source, target = step.inputs[0], step.outputs[0]
+        shape_in, shape_out = self.static[source], self.static[target]
+        if shape_in is None or shape_out is None or self.compute_dtype[source] != self.compute_dtype[target]:
+            return
+        from ..kernels import infer_output_shapes
+
+        values = [self._template[i] for i in step.inputs]
+        arguments = {k: v for k, v in step.kwargs.items() if k != "ctx"}
+        try:
+            (rule,) = infer_output_shapes(step.op, [self.dims[i] for i in step.inputs], values, arguments,
+                                          output_count=1)
+        except (NNRtError, ValueError, TypeError):
+            return  # the kernel raises its error at run time
+        if rule == shape_out and int(np.prod(shape_in)) == int(np.prod(shape_out)):
+            step.view_shape = shape_out
+
+    def _plan_ufunc(self, step: _Step) -> None:
+        """Float ADD/SUB/MUL/DIV (and MATMUL without transposes, float32/float64) with one dtype in and out and no
+        quantization: the kernel's dtype checks pass for every run, so the step calls the ufunc directly (shapes
+        that do not fit still get the kernel's own error: the kernel is called then)."""
+        ufunc = _UFUNC_OPS.get(step.op)
+        if ufunc is None or step.dequantize_inputs or step.quantize_outputs or len(step.inputs) != 2:
+            return
+        dtypes = {self.compute_dtype[i] for i in step.inputs + step.outputs}
+        if step.op == _OP.OH_NN_OPS_MATMUL:  # the kernel is np.matmul when nothing is transposed and not float16
+            if step.kwargs.get("transpose_a") or step.kwargs.get("transpose_b") or FLOAT16 in dtypes:
+                return
+        if len(dtypes) == 1 and dtypes <= _FLOATS and len(step.outputs) == 1:
+            step.ufunc = ufunc
+
+    # -- arenas ----------------------------------------------------------------------------------------------
+    def _take_arena(self) -> list[np.ndarray]:
+        with self._arena_lock:
+            if self._arenas:
+                return self._arenas.pop()
+        return [np.empty(shape, dtype) for shape, dtype in self._arena_sizes]
+
+    def _give_arena(self, arena: list[np.ndarray]) -> None:
+        with self._arena_lock:
+            self._arenas.append(arena)
 
     # -- running ---------------------------------------------------------------------------------------------
-    def run(self, inputs: Sequence[np.ndarray], capture: MutableMapping[int, np.ndarray | None] | None = None
-            ) -> list[np.ndarray]:
+    def run(self, inputs: Sequence[np.ndarray], capture: MutableMapping[int, np.ndarray | None] | None = None,
+            profile: list | None = None) -> list[np.ndarray]:
         """Run once. ``capture`` (optional) maps the indices of the tensors to keep to anything (None); each
-        entry is set to that tensor's value (declared dtype) once it is known -- intermediates included."""
-        model = self.model
-        if len(inputs) != len(model.inputs):
-            raise invalid(f"the model has {len(model.inputs)} inputs, got {len(inputs)}")
-        env: dict[int, np.ndarray] = dict(self.constants)
-        for position, (index, array) in enumerate(zip(model.inputs, inputs)):
+        entry is set to that tensor's value (declared dtype) once it is known -- intermediates included.
+        ``profile`` (optional, a list): one ``(operation number, op name, seconds)`` is appended per step."""
+        if len(inputs) != len(self.inputs):
+            raise invalid(f"the model has {len(self.inputs)} inputs, got {len(inputs)}")
+        env = self._template.copy()
+        for position, (index, array) in enumerate(zip(self.inputs, inputs)):
             array = np.asarray(array)
-            self._check_value(index, array, f"input #{position}", model.tensors[index].np_dtype)
+            self._check_value(index, array, f"input #{position}", self.declared_dtype[index])
             target = self.compute_dtype[index]
             env[index] = array.astype(target) if array.dtype != target else array
+        sources = [env[i] for i in self.inputs]  # (the plan releases inputs after their last use)
         if capture is not None:
-            self._capture(capture, env, [i for i in capture if i in env])
-        for step in self.steps:
-            self._run_step(step, env)
-            if capture is not None:
-                self._capture(capture, env, [i for i in step.outputs if i in capture])
+            self._capture(capture, env, [i for i in capture if env[i] is not None])
+        arena = self._take_arena() if self._arena_sizes else None
+        try:
+            with blas_threads(self.threads), np.errstate(all="ignore"):
+                for step in self.steps:
+                    if profile is not None:
+                        started = time.perf_counter()
+                    self._run_step(step, env, arena)
+                    if profile is not None:
+                        profile.append((step.number, step.op.name, time.perf_counter() - started))
+                    if capture is not None:
+                        self._capture(capture, env, [i for i in step.outputs if i in capture])
+        finally:
+            if arena is not None:
+                self._give_arena(arena)
         results = []
-        for index in model.outputs:
+        for index in self.outputs:
             value = env[index]
-            declared = model.tensors[index].np_dtype
-            results.append(value.astype(declared) if value.dtype != declared else value)
+            declared = self.declared_dtype[index]
+            if value.dtype != declared:
+                value = value.astype(declared)
+            elif not value.flags.writeable or any(np.may_share_memory(value, s) for s in sources):
+                value = value.copy()  # never hand out a constant or a view of the caller's input
+            results.append(value)
         return results
 
-    def _capture(self, capture: MutableMapping[int, np.ndarray | None], env: dict[int, np.ndarray],
-                 indices: Sequence[int]) -> None:
+    def _capture(self, capture: MutableMapping[int, np.ndarray | None], env: list, indices: Sequence[int]) -> None:
         for index in indices:
-            value, declared = env[index], self.model.tensors[index].np_dtype
+            value, declared = env[index], self.declared_dtype[index]
             capture[index] = value.astype(declared) if value.dtype != declared else value
 
-    def _run_step(self, step: _Step, env: dict[int, np.ndarray]) -> None:
-        tensors = self.model.tensors
-        args = []
-        for index, quant in zip(step.inputs, step.dequantize_inputs):
-            value = env[index]
-            if quant is not None:
-                value = dequantize(value, *_quant_args(quant, value.ndim), out_dtype=FLOAT16 if self.float16 else FLOAT32)
-            args.append(value)
+    def _run_step(self, step: _Step, env: list, arena) -> None:
+        if step.view_shape is not None:
+            env[step.outputs[0]] = env[step.inputs[0]].reshape(step.view_shape)
+            for index in step.release:
+                env[index] = None
+            return
+        args = [env[i] for i in step.inputs]
+        if step.dequantize_inputs is not None:
+            out_dtype = FLOAT16 if self.float16 else FLOAT32
+            args = [a if q is None else dequantize(a, *_quant_args(q, a.ndim), out_dtype=out_dtype)
+                    for a, q in zip(args, step.dequantize_inputs)]
         try:
-            results = step.kernel(*args)
+            if step.ufunc is not None:
+                try:
+                    result = step.ufunc(args[0], args[1])
+                except ValueError:  # does not broadcast: the kernel raises its own error
+                    result = step.fn(*args, **step.kwargs)
+            elif arena is not None and step.out_slot is not None:
+                buffer = arena[step.out_slot]
+                if not slot_is_free(buffer):  # still referenced (a view, a capture, an output): a new array
+                    buffer = arena[step.out_slot] = np.empty_like(buffer)
+                result = step.fn(*args, **step.kwargs, out=buffer)
+                buffer = None
+            else:
+                result = step.fn(*args, **step.kwargs)
         except NNRtError as exc:
             raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError) as exc:
+        except _KERNEL_ERRORS as exc:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{step.label} failed: {exc}") from exc
+        if isinstance(result, tuple):
+            results = tuple(r if type(r) is np.ndarray else np.asarray(r) for r in result)
+        else:
+            results = (result if type(result) is np.ndarray else np.asarray(result),)
         if len(results) != len(step.outputs):
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED,
                             f"{step.label} produced {len(results)} outputs, the model declares {len(step.outputs)}")
-        for position, (index, value, quant) in enumerate(zip(step.outputs, results, step.quantize_outputs)):
-            if quant is not None:
+        if step.fuse and results:
+            first = results[0]
+            if first.flags.writeable and not any(np.may_share_memory(first, a) for a in args):
+                apply_fused_activation_inplace(first, step.fuse)
+            else:
+                results = (apply_fused_activation(first, step.fuse),) + results[1:]
+        quantize_outputs = step.quantize_outputs
+        for position, (value, (index, dtype, static)) in enumerate(zip(results, step.checks)):
+            if quantize_outputs is not None and quantize_outputs[position] is not None:
+                quant = quantize_outputs[position]
                 scales, zero_points, axis = _quant_args(quant, value.ndim)
-                value = quantize(value, tensors[index].np_dtype, scales, zero_points, quant.num_bits[0], axis)
-            self._check_value(index, value, f"{step.label} output #{position}", self.compute_dtype[index])
+                value = quantize(value, self.declared_dtype[index], scales, zero_points, quant.num_bits[0], axis)
+            if value.dtype != dtype or (value.shape != static if static is not None else True):
+                self._check_value(index, value, f"{step.label} output #{position}", dtype)
             env[index] = value
         for index in step.release:
-            env.pop(index, None)
+            env[index] = None
 
     def _check_value(self, index: int, value: np.ndarray, what: str, dtype: np.dtype) -> None:
         """The one dtype/shape check of every tensor that flows: declared dims (-1 = any) and dtype."""
-        declared = self.model.tensors[index].dims
+        declared = self.dims[index]
         if value.dtype != dtype:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER,
                             f"{what} (tensor {index}) has dtype {value.dtype}, the model declares {dtype}")

@@ -12,17 +12,29 @@ import numpy as np
 
 from ..enums import OH_NN_FuseType, OH_NN_OperationType
 from ..errors import invalid
-from ..kernels import OpContext, get_kernel, wants_context
+from ..kernels import OpContext, accepts_out, applies_activation, get_kernel, wants_context
 from ..optable import op_spec
 
 
 def apply_fused_activation(x: np.ndarray, fuse_type: int) -> np.ndarray:
+    """The fused activation of ``x`` as a new array."""
     if fuse_type == OH_NN_FuseType.OH_NN_FUSED_NONE:
         return x
     if fuse_type == OH_NN_FuseType.OH_NN_FUSED_RELU:
         return np.maximum(x, x.dtype.type(0))
     if fuse_type == OH_NN_FuseType.OH_NN_FUSED_RELU6:
         return np.clip(x, x.dtype.type(0), x.dtype.type(6))
+    raise invalid(f"fused activation {fuse_type} is not an OH_NN_FuseType (0..2)")
+
+
+def apply_fused_activation_inplace(x: np.ndarray, fuse_type: int) -> np.ndarray:
+    """:func:`apply_fused_activation` written into ``x`` itself (the caller owns ``x``, a writeable array)."""
+    if fuse_type == OH_NN_FuseType.OH_NN_FUSED_NONE:
+        return x
+    if fuse_type == OH_NN_FuseType.OH_NN_FUSED_RELU:
+        return np.maximum(x, x.dtype.type(0), out=x)
+    if fuse_type == OH_NN_FuseType.OH_NN_FUSED_RELU6:
+        return np.clip(x, x.dtype.type(0), x.dtype.type(6), out=x)
     raise invalid(f"fused activation {fuse_type} is not an OH_NN_FuseType (0..2)")
 
 
@@ -35,6 +47,7 @@ class BoundKernel:
     kernel: Callable[..., Any]
     kwargs: dict[str, Any]  # every kernel keyword: parameters (op table defaults filled in) and ``ctx`` when wanted
     fuse: int
+    accepts_out: bool = False  # the kernel takes ``out=``: an array of its first output's shape and dtype to fill
 
     def __call__(self, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         with np.errstate(all="ignore"):  # inf/nan results are values (as in onnxruntime), not warnings
@@ -57,6 +70,11 @@ def bind(op: OH_NN_OperationType, values: Mapping[str, Any], input_dtypes: Seque
     spec = op_spec(op)
     arguments = {**spec.defaults, **values}
     fuse = int(arguments.pop(spec.fuse, 0)) if spec.fuse else 0
+    if fuse and applies_activation(fn):  # the kernel applies it itself, block by block while in cache
+        if fuse not in (OH_NN_FuseType.OH_NN_FUSED_RELU, OH_NN_FuseType.OH_NN_FUSED_RELU6):
+            raise invalid(f"fused activation {fuse} is not an OH_NN_FuseType (0..2)")
+        arguments["activation"] = fuse
+        fuse = 0
     if wants_context(fn):
         arguments["ctx"] = OpContext(
             op=op,
@@ -66,7 +84,7 @@ def bind(op: OH_NN_OperationType, values: Mapping[str, Any], input_dtypes: Seque
             input_quant=tuple(input_quant) if input_quant is not None else tuple(None for _ in input_dtypes),
             output_quant=tuple(output_quant) if output_quant is not None else tuple(None for _ in output_dtypes),
         )
-    return BoundKernel(op, fn, arguments, fuse)
+    return BoundKernel(op, fn, arguments, fuse, accepts_out(fn))
 
 
 def call(op: OH_NN_OperationType, values: Mapping[str, Any], inputs: Sequence[np.ndarray], input_dtypes: Sequence[Any],
@@ -76,4 +94,4 @@ def call(op: OH_NN_OperationType, values: Mapping[str, Any], inputs: Sequence[np
     return None if bound is None else bound(*inputs)
 
 
-__all__ = ["BoundKernel", "apply_fused_activation", "bind", "call"]
+__all__ = ["BoundKernel", "apply_fused_activation", "apply_fused_activation_inplace", "bind", "call"]

@@ -226,15 +226,17 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
     Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session (fed ``bound`` too: the
     inputs the conversion bound to constants).
 
-    ``threads``: the onnxruntime sessions' intra-op threads and the native side's thread cap
-    (``workflows/threads.py``); None leaves both at their defaults.
+    ``threads``: the onnxruntime sessions' intra-op threads and the native device's BLAS thread count (its thread
+    policy's ``nnrt_onnx.threads`` extension config, runtime/threads.py); None leaves both at their defaults
+    (onnxruntime's own, one thread natively).
     A device that cannot build the model gets a result with ``error`` set. ``progress(items, label)`` may wrap
     the timing loops (a context manager yielding the items).
     """
     import contextlib
 
     from ..errors import NNRtError
-    from .threads import ORT_THREADS_EXTENSION, thread_limit
+    from ..runtime.ort import THREADS_EXTENSION as ORT_THREADS_EXTENSION
+    from ..runtime.threads import THREADS_EXTENSION as NATIVE_THREADS_EXTENSION
 
     progress = progress or (lambda items, label: contextlib.nullcontext(items))
     candidates = []
@@ -245,8 +247,9 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             start = time.perf_counter()
             compilation = Compilation(model)
             compilation.set_device(device_id)
-            if threads and device.name.startswith("onnxruntime"):
-                compilation.add_extension_config(ORT_THREADS_EXTENSION, str(threads).encode())
+            if threads:  # each device reads its own key (the native one sets BLAS per run, so no cap from outside)
+                key = ORT_THREADS_EXTENSION if device.name.startswith("onnxruntime") else NATIVE_THREADS_EXTENSION
+                compilation.add_extension_config(key, str(threads).encode())
             compilation.build()
             executor = Executor(compilation)
             result.compile_seconds = time.perf_counter() - start
@@ -277,7 +280,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
         if run is None:
             continue
         times = []
-        with thread_limit(threads), progress(range(warmup + runs), result.name) as steps:
+        with progress(range(warmup + runs), result.name) as steps:
             for step in steps:
                 start = time.perf_counter()
                 run()
@@ -285,6 +288,48 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
                     times.append(time.perf_counter() - start)
         result.times = times
     return [result for result, _ in candidates]
+
+
+@dataclass
+class OpTime:
+    """Time spent in one operation type over the profiled runs."""
+
+    op: str  # OH_NN_OPS_ name without the prefix
+    count: int  # operations of this type in the model
+    seconds: float  # mean seconds per run, all operations of this type together
+    share: float  # of the total step time
+
+
+def profile_model(model: Model, inputs: Sequence[np.ndarray], runs: int = 10, warmup: int = 2,
+                  float16: bool = False, threads: int | None = None) -> tuple[list[OpTime], float]:
+    """Per-operation-type time of ``model`` on the native device: the execution plan's own per-step timing
+    (``NativePreparedModel.run(..., profile=...)``) over ``runs`` runs after ``warmup``. Returns the op types,
+    most expensive first, and the mean total seconds per run of the steps. ``threads``: as in :func:`benchmark`."""
+    from ..runtime.threads import THREADS_EXTENSION
+
+    compilation = Compilation(model)
+    compilation.set_device(1)
+    compilation.enable_float16(float16)
+    if threads:
+        compilation.add_extension_config(THREADS_EXTENSION, str(threads).encode())
+    compilation.build()
+    executor = Executor(compilation)
+    prepared = executor.prepared
+    for _ in range(warmup):
+        executor.run_arrays(list(inputs))
+    records: list = []
+    for _ in range(runs):
+        prepared.run(list(inputs), profile=records)
+    totals: dict[str, float] = {}
+    numbers: dict[str, set] = {}
+    for number, op, seconds in records:
+        name = op[len("OH_NN_OPS_"):] if op.startswith("OH_NN_OPS_") else op
+        totals[name] = totals.get(name, 0.0) + seconds
+        numbers.setdefault(name, set()).add(number)
+    total = sum(totals.values())
+    table = [OpTime(name, len(numbers[name]), seconds / runs, seconds / total if total else 0.0)
+             for name, seconds in sorted(totals.items(), key=lambda item: -item[1])]
+    return table, total / runs
 
 
 def safe_file_name(name: str) -> str:
@@ -373,6 +418,6 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["BenchResult", "RunResult", "benchmark", "check_value_ranges", "complete_inputs", "decode_file_stem",
-           "device_id_by_name", "encode_file_stem", "load_any", "output_file_names", "parse_value_ranges",
-           "random_inputs", "run_model", "safe_file_name", "save_outputs"]
+__all__ = ["BenchResult", "OpTime", "RunResult", "benchmark", "check_value_ranges", "complete_inputs",
+           "decode_file_stem", "device_id_by_name", "encode_file_stem", "load_any", "output_file_names",
+           "parse_value_ranges", "profile_model", "random_inputs", "run_model", "safe_file_name", "save_outputs"]

@@ -350,3 +350,90 @@ def test_conv2d_transpose_errors(case):
         expect_error(RC.OH_NN_UNSUPPORTED, "OH_NN_OPS_CONV2D_TRANSPOSE",
                      [x.astype(bool), w.astype(bool), b.astype(bool)],
                      output_dtypes=[np.bool_], output_shapes=[(1, 5, 5, 2)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): the 3x3 stride-1 float32 path for wide layers, against a float64 direct convolution written
+# here (no library code in the oracle)
+
+
+def _direct_conv_f64(x, w, b, pads):
+    """NHWC stride-1 convolution in float64 by explicit taps: sum over (i, j) of shifted input @ w[:, i, j, :].T."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    pt, pb, pl, pr = pads
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh, ow = xp.shape[1] - 2, xp.shape[2] - 2
+    out = np.zeros(x.shape[:1] + (oh, ow, w.shape[0]))
+    for i in range(3):
+        for j in range(3):
+            out += xp[:, i:i + oh, j:j + ow, :] @ w[:, i, j, :].T
+    return out + b
+
+
+@pytest.mark.parametrize("shape,out_c,pads,fuse", [
+    ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
+    ((2, 10, 10, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
+    ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
+])
+def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, fuse):
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels.conv import conv2d
+
+    rng = np.random.default_rng(sum(shape) + out_c)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_c, 3, 3, shape[3])) / np.sqrt(9 * shape[3])).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    oh, ow = shape[1] + pads[0] + pads[1] - 2, shape[2] + pads[2] + pads[3] - 2
+    assert conv_kernels._use_winograd(x, w, (1, 1), (1, 1), 1, (oh, ow))  # the path under test is taken
+    got = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
+                 activation=fuse)
+    want = _direct_conv_f64(x, w, b, pads)
+    if fuse:
+        want = np.maximum(want, 0) if fuse == 1 else np.clip(want, 0, 6)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the compiled depthwise loop (numba, optional) against the numpy path: the same float operations in the same order
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.conv import _depthwise_core
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    rng = np.random.default_rng(11)
+    cases = 0
+    for k in range(40):
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 13)), int(rng.integers(1, 13))
+        c, mult = int(rng.integers(1, 20)), int(rng.integers(1, 3))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        strides, dilation = tuple(int(v) for v in rng.integers(1, 3, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        oh = (h + pads[0] + pads[1] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
+        ow = (w + pads[2] + pads[3] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+        if oh < 1 or ow < 1:
+            continue
+        x = rng.standard_normal((n, h, w, c)).astype(dtype)
+        x.flat[::7] = 0.0
+        x.flat[::11] *= -0.0
+        if k % 5 == 0:
+            x.flat[3] = np.nan
+        wt = rng.standard_normal((c * mult, kh, kw, 1)).astype(dtype)
+        if k % 6 == 0:
+            wt.flat[0] = np.inf
+        bias = rng.standard_normal(c * mult).astype(dtype) if k % 3 else None
+        activation = k % 3
+        args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
+        with np.errstate(all="ignore"):
+            compiled = _depthwise_core(*args)
+            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+            plain = _depthwise_core(*args)
+            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        assert compiled.dtype == plain.dtype == dtype and compiled.shape == plain.shape
+        assert compiled.tobytes() == plain.tobytes(), f"case {k}: {args[2:6]} activation {activation}"
+        cases += 1
+    assert cases > 25

@@ -581,3 +581,77 @@ def test_cast_fp16_mode(rng):
 def test_cast_errors():
     raises(INVALID, run_cast, i32(1), OH_NN_DataType.OH_NN_INT8, np.float32, match="disagrees")
     raises(INVALID, run_cast, i32(1), 40, np.float32, match="CAST")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ERF's float32 approximation against math.erf (the oracle: Python's libm erf in double precision)
+
+
+def _ulp_errors(x32: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """|got - erf(x)| in units of the float32 spacing at erf(x) (math.erf in double as the exact value)."""
+    exact = np.array([math.erf(v) for v in x32.astype(F64).tolist()])
+    spacing = np.spacing(np.abs(exact.astype(F32))).astype(F64)
+    spacing[spacing == 0] = np.spacing(F32(0))
+    return np.abs(got.astype(F64) - exact) / spacing
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def erf_path(request, monkeypatch):
+    """Both implementations of the float32 erf: the numba loop (when installed) and the numpy blocks."""
+    from nnrt_onnx.kernels import _accel
+
+    if request.param == "numpy":
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+    elif not _accel.enabled():
+        pytest.skip("numba is not installed")
+    return request.param
+
+
+def test_erf_float32_within_one_ulp_of_math_erf_on_a_dense_grid(erf_path):
+    from nnrt_onnx.kernels.elementwise import erf
+
+    rng = np.random.default_rng(20240611)
+    grid = np.concatenate([
+        np.linspace(-4.5, 4.5, 400_001, dtype=F32),  # every region of the approximation, step ~2e-5
+        (rng.standard_normal(200_000) * 2).astype(F32),
+        (F32(10.0) ** rng.uniform(-38, 0.7, 100_000)).astype(F32) * rng.choice(np.array([-1, 1], F32), 100_000),
+        np.nextafter(F32(3.9), F32(5), dtype=F32) + np.arange(-2000, 2000, dtype=F32) * F32(1e-4),  # where erf -> 1
+    ])
+    got = erf(grid)
+    assert got.dtype == F32 and got.shape == grid.shape
+    errors = _ulp_errors(grid, got)
+    worst = int(np.argmax(errors))
+    assert errors.max() <= 1.0, f"erf({grid[worst]!r}) = {got[worst]!r}: {errors.max():.2f} ulp from math.erf"
+    # not a fluke of a loose bound: most values are the correctly rounded float32 of math.erf
+    exact32 = np.array([math.erf(v) for v in grid[:20_000].astype(F64).tolist()]).astype(F32)
+    assert np.mean(got[:20_000] == exact32) > 0.99
+
+
+def test_erf_float32_edge_values(erf_path):
+    from nnrt_onnx.kernels.elementwise import erf
+
+    tiny = np.array([np.finfo(F32).smallest_subnormal, np.finfo(F32).tiny, 1e-30, 1e-8], F32)
+    x = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, 3.9, -3.9, 4.0, 10.0, -10.0, 1e30, -1e30], F32),
+                        tiny, -tiny])
+    got = erf(x)
+    exact = np.array([math.erf(v) for v in x.astype(F64).tolist()])
+    finite = ~np.isnan(exact)
+    assert np.all(_ulp_errors(x[finite], got[finite]) <= 1.0)
+    assert np.signbit(got[1]) and got[0] == 0 and not np.signbit(got[0])  # erf(-0) = -0, erf(0) = +0
+    assert got[2] == 1 and got[3] == -1 and got[7] == 1 and got[8] == -1
+    assert np.isnan(erf(np.array([np.nan], F32)))[0]
+    half = erf(np.array([0.5, -1.25, 2.0], np.float16))
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, np.array([math.erf(0.5), math.erf(-1.25), math.erf(2.0)], np.float16))
+
+
+def test_erf_compiled_and_numpy_paths_are_bit_identical(monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.elementwise import erf
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed")
+    x = np.concatenate([np.linspace(-6, 6, 100_001, dtype=F32), np.array([np.nan, np.inf, -np.inf, -0.0], F32)])
+    compiled = erf(x)
+    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+    assert compiled.tobytes() == erf(x).tobytes()

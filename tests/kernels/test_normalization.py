@@ -369,3 +369,49 @@ def test_lrn_errors():
                  output_dtypes=[np.int32], output_shapes=[(1, 2, 2, 3)])
     expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_LRN", [np.zeros((1, 2, 2, 3), np.float32)],
                  {T.OH_NN_LRN_DEPTH_RADIUS: -1}, output_dtypes=[np.float32], output_shapes=[(1, 2, 2, 3)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the compiled row loops (numba, optional) of SOFTMAX and LAYER_NORM against the numpy path they replace
+
+
+def test_softmax_and_layer_norm_compiled_loops_agree_with_the_numpy_path(monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.normalization import layer_norm, softmax
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        x = (rng.standard_normal((3, 5, 37)) * 4).astype(dtype)
+        x[0, 1, 3] = np.nan
+        x[1, 2, :] = np.inf
+        x[2, 0, 5] = -np.inf
+        g = rng.standard_normal(37).astype(dtype)
+        b = rng.standard_normal(37).astype(dtype)
+        with np.errstate(all="ignore"):
+            compiled = (softmax(x, axis=-1), layer_norm(x, g, b, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2))
+            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+            plain = (softmax(x, axis=-1), layer_norm(x, g, b, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2))
+            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        for got, want in zip(compiled, plain):
+            assert got.dtype == want.dtype == dtype and got.shape == want.shape
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
+
+
+def test_layer_norm_compiled_loop_divides_like_numpy_by_a_zero_deviation(monkeypatch):
+    # a constant row with epsilon 0 divides 0 by 0: NaN as in numpy, not a ZeroDivisionError from the compiled loop
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.normalization import layer_norm
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed")
+    x = np.array([[2.0, 2.0, 2.0, 2.0], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    g, b = np.ones(4, np.float32), np.zeros(4, np.float32)
+    with np.errstate(all="ignore"):
+        got = layer_norm(x, g, b, begin_norm_axis=1, epsilon=0.0, begin_param_axis=1)
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+        want = layer_norm(x, g, b, begin_norm_axis=1, epsilon=0.0, begin_param_axis=1)
+    assert np.isnan(want[0]).all() and np.isnan(got[0]).all()
+    np.testing.assert_allclose(got[1], want[1], rtol=4e-7)

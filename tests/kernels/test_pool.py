@@ -27,6 +27,7 @@ from kernels.kernel_support import (
     run,
 )
 
+from nnrt_onnx import NNRtError
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 
@@ -191,3 +192,41 @@ def test_pool_errors(case):
     else:  # round mode 2 is rejected by validation (range 0..1)
         expect_error(RC.OH_NN_INVALID_PARAMETER, "OH_NN_OPS_AVG_POOL", [x], pool_params("avg", kernel=[2, 2], round_mode=2),
                      output_dtypes=[np.float32], output_shapes=[(1, 3, 3, 2)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the compiled pooling loop (numba, optional) against the numpy path: same values, same signs of zeros
+
+
+def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.pool import avg_pool, max_pool
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    rng = np.random.default_rng(3)
+    compared = 0
+    for k in range(120):
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 6)))
+        params = dict(kernel_size=[int(v) for v in rng.integers(1, 4, 2)], stride=[int(v) for v in rng.integers(1, 3, 2)],
+                      pad_mode=int(rng.integers(-1, 2)), pad_list=[int(v) for v in rng.integers(0, 3, 4)],
+                      round_mode=int(rng.integers(0, 2)), global_pool=False)
+        x = rng.standard_normal(shape).astype([np.float32, np.float64][k % 2])
+        x.flat[::5] = -0.0
+        if k % 7 == 0:
+            x.flat[1] = np.nan
+        for fn in (avg_pool, max_pool):
+            try:
+                with np.errstate(all="ignore"):
+                    compiled = fn(x, **params)
+                    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+                    plain = fn(x, **params)
+            except NNRtError:
+                continue  # an invalid geometry: both paths share the checks that raise
+            finally:
+                monkeypatch.delenv("NNRT_ONNX_NUMBA", raising=False)
+            assert compiled.dtype == plain.dtype and compiled.shape == plain.shape, params
+            np.testing.assert_array_equal(compiled, plain)  # NaN where NaN
+            np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
+            compared += 1
+    assert compared > 100

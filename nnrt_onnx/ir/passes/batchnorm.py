@@ -15,6 +15,7 @@ def fold_batchnorms(graph: Graph) -> int:
     folded = 0
     producers = graph.producers()
     consumers = graph.consumers()
+    removed: set[int] = set()
     for bn in list(graph.nodes):
         if bn.op != OP.OH_NN_OPS_BATCH_NORM:
             continue
@@ -34,9 +35,13 @@ def fold_batchnorms(graph: Graph) -> int:
         new_bias = ((bias.astype(np.float64) - mean) * factor + offset).astype(bias.dtype)
         conv.inputs[1] = graph.constant(new_weight, f"{conv.inputs[1]}.bnfolded")
         conv.inputs[2] = graph.constant(new_bias, f"{conv.inputs[2]}.bnfolded")
+        # the maps are updated in place (recomputing them per fold was quadratic: densenet has 120 batch norms)
+        producers.pop(conv.outputs[0], None)
+        consumers.pop(conv.outputs[0], None)
         conv.outputs = [bn.outputs[0]]
-        graph.nodes.remove(bn)
+        producers[bn.outputs[0]] = conv
+        removed.add(id(bn))
         folded += 1
-        producers = graph.producers()
-        consumers = graph.consumers()
+    if removed:
+        graph.nodes[:] = [n for n in graph.nodes if id(n) not in removed]
     return folded

@@ -1,0 +1,318 @@
+"""Optional compiled loops (numba) for the kernels numpy cannot fuse, each with a pure-numpy path beside it.
+
+numba is a dependency (it pays 3-12x on depthwise convolution and 6x on average pooling, docs/performance.md), but
+never a requirement: when it cannot be imported (a platform without wheels), or with the environment variable
+``NNRT_ONNX_NUMBA=0``, every function here returns False and the kernel takes its numpy path. The compiled loops
+use no fast-math (no FMA contraction, no reassociation), and numpy's error model: a float division is just the
+division (numba's default checks each divisor for zero to raise ZeroDivisionError, which kept the ERF loop from
+vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
+
+* :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
+  row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
+  numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
+  Bit-identical.
+* :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
+* :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
+  Identical values and signs of zero.
+* :func:`softmax_last_axis`, :func:`layer_norm_rows` -- row loops instead of five to nine numpy passes (numpy's
+  SIMD exp kept: a compiled loop calling libm's exp was 2x slower); their sums accumulate in float64, so they
+  agree with the numpy path to an ulp or two (well inside the kernel tolerances), not bit for bit.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_LOCK = threading.Lock()
+_COMPILED: dict[str, object] = {}
+_DISABLED = object()
+
+
+def enabled() -> bool:
+    """numba is importable and not switched off (``NNRT_ONNX_NUMBA=0``)."""
+    return _get("depthwise") is not None
+
+
+def _get(name: str):
+    if os.environ.get("NNRT_ONNX_NUMBA", "").strip() == "0":
+        return None
+    fn = _COMPILED.get(name)
+    if fn is None:
+        with _LOCK:
+            fn = _COMPILED.get(name)
+            if fn is None:
+                fn = _COMPILED[name] = _build(name)
+    return None if fn is _DISABLED else fn
+
+
+def _build(name: str):
+    try:
+        import numba
+    except ImportError:
+        return _DISABLED
+    if name == "erf":
+        return _build_erf(numba)
+    if name == "softmax":
+        return _build_softmax(numba)
+    if name == "layer_norm":
+        return _build_layer_norm(numba)
+    if name == "pool":
+        return _build_pool(numba)
+    if name != "depthwise":
+        raise KeyError(name)
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def depthwise_loop(xp, wt, bias, out, s_h, s_w, d_h, d_w, activation, has_bias):  # pragma: no cover (compiled)
+        n, oh, ow, c = out.shape
+        kh, kw = wt.shape[0], wt.shape[1]
+        zero = out.dtype.type(0)
+        six = out.dtype.type(6)
+        for b in range(n):
+            for r in range(oh):
+                for q in range(ow):
+                    acc = out[b, r, q]
+                    row, col = r * s_h, q * s_w
+                    for ch in range(c):
+                        acc[ch] = xp[b, row, col, ch] * wt[0, 0, ch]
+                    for i in range(kh):
+                        for j in range(kw):
+                            if i == 0 and j == 0:
+                                continue
+                            src = xp[b, row + i * d_h, col + j * d_w]
+                            wij = wt[i, j]
+                            for ch in range(c):
+                                acc[ch] = acc[ch] + src[ch] * wij[ch]
+                    if has_bias:
+                        for ch in range(c):
+                            acc[ch] = acc[ch] + bias[ch]
+                    if activation == 1:
+                        for ch in range(c):
+                            v = acc[ch]
+                            acc[ch] = v if v > zero else (zero if v <= zero else v)  # NaN stays NaN
+                    elif activation == 2:
+                        for ch in range(c):
+                            v = acc[ch]
+                            if v < zero:
+                                v = zero
+                            elif v > six:
+                                v = six
+                            acc[ch] = v
+        return out
+
+    return depthwise_loop
+
+
+def _build_erf(numba):
+    from ._common import _ERF_P, _ERF_Q
+
+    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
+    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def erf_loop(x, out):  # pragma: no cover (compiled)
+        for k in range(x.size):
+            v = np.float64(x[k])
+            if v < -4.0:
+                v = -4.0
+            elif v > 4.0:
+                v = 4.0
+            t = v * v
+            p = t * p6
+            p = (p + p5) * t
+            p = (p + p4) * t
+            p = (p + p3) * t
+            p = (p + p2) * t
+            p = (p + p1) * t
+            p = p + p0
+            q = t * q5
+            q = (q + q4) * t
+            q = (q + q3) * t
+            q = (q + q2) * t
+            q = (q + q1) * t
+            q = q + 1.0
+            out[k] = np.float32((p * v) / q)
+        return out
+
+    return erf_loop
+
+
+def _build_softmax(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def shift_rows(x, out):  # pragma: no cover (compiled): out = x - max(x) per row (NaN wins, as in np.max)
+        rows, n = x.shape
+        for r in range(rows):
+            m = x[r, 0]
+            for k in range(1, n):
+                v = x[r, k]
+                if v > m or v != v:
+                    m = v
+                    if v != v:
+                        break
+            for k in range(n):
+                out[r, k] = x[r, k] - m
+        return out
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def normalise_rows(e):  # pragma: no cover (compiled): e /= sum(e) per row (the sum in float64)
+        rows, n = e.shape
+        for r in range(rows):
+            total = 0.0
+            for k in range(n):
+                total += e[r, k]
+            inv = e.dtype.type(total)
+            for k in range(n):
+                e[r, k] = e[r, k] / inv
+        return e
+
+    def softmax_rows(x, out):
+        shift_rows(x, out)
+        np.exp(out, out=out)  # numpy's SIMD exp: faster than a compiled scalar loop calling libm
+        return normalise_rows(out)
+
+    return softmax_rows
+
+
+def _build_layer_norm(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
+        rows, n = x.shape
+        for r in range(rows):
+            total = 0.0
+            for k in range(n):
+                total += x[r, k]
+            mean = out.dtype.type(total / n)
+            squares = 0.0
+            for k in range(n):
+                d = x[r, k] - mean
+                out[r, k] = d
+                squares += np.float64(d) * d
+            std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
+            for k in range(n):
+                out[r, k] = out[r, k] / std * gamma[k] + beta[k]
+        return out
+
+    return layer_norm_rows
+
+
+def _build_pool(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
+        n, h, w, c = x.shape
+        _, oh, ow, _ = out.shape
+        for b in range(n):
+            for r in range(oh):
+                top = r * s_h - pt
+                i0, i1 = max(0, -top), min(k_h, h - top)
+                for q in range(ow):
+                    left = q * s_w - pl
+                    j0, j1 = max(0, -left), min(k_w, w - left)
+                    acc = out[b, r, q]
+                    if i1 <= i0 or j1 <= j0:  # no cell inside: the max's fill, an average of nothing (0 / 0)
+                        for ch in range(c):
+                            acc[ch] = fill
+                        continue
+                    first = True
+                    for i in range(i0, i1):
+                        for j in range(j0, j1):
+                            src = x[b, top + i, left + j]
+                            if first:
+                                if is_max or not start_at_zero:
+                                    for ch in range(c):
+                                        acc[ch] = src[ch]
+                                else:
+                                    for ch in range(c):
+                                        acc[ch] = out.dtype.type(0) + src[ch]
+                                first = False
+                            elif is_max:
+                                for ch in range(c):
+                                    v = src[ch]
+                                    if v > acc[ch] or v != v:
+                                        acc[ch] = v
+                            else:
+                                for ch in range(c):
+                                    acc[ch] = acc[ch] + src[ch]
+                    if not is_max:
+                        count = out.dtype.type((i1 - i0) * (j1 - j0))
+                        for ch in range(c):
+                            acc[ch] = acc[ch] / count
+        return out
+
+    return pool_loop
+
+
+def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool) -> np.ndarray | None:
+    """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
+    cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
+    Max is exact, so identical to the numpy path (NaN propagates); the average adds a window's cells in row-major
+    order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when its first tap is
+    clipped anywhere), then divides by the clipped count: also identical."""
+    loop = _get("pool") if x.dtype in (np.float32, np.float64) and x.size else None
+    if loop is None:
+        return None
+    out = np.empty((x.shape[0], out_size[0], out_size[1], x.shape[3]), x.dtype)
+    return loop(np.ascontiguousarray(x), out, int(kernel[0]), int(kernel[1]), int(strides[0]), int(strides[1]),
+                int(pads[0]), int(pads[1]), kind == "max", bool(start_at_zero),
+                x.dtype.type(-np.inf if kind == "max" else np.nan))
+
+
+def erf(x: np.ndarray) -> np.ndarray | None:
+    """The float32 erf of ``_common._erf_float32`` (the same float64 operations in the same order: bit-identical)
+    for a float16/float32 array; None without numba."""
+    loop = _get("erf") if x.dtype in (np.float16, np.float32) else None
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x, np.float32).reshape(-1)  # float16 is exact in float32 (numba has no float16)
+    return loop(flat, np.empty(flat.shape, np.float32)).reshape(x.shape)
+
+
+_SOFTMAX_MAX_ROW = 256  # longer rows: numpy's vectorised reductions win (measured 0.65x at 1000)
+
+
+def softmax_last_axis(x: np.ndarray) -> np.ndarray | None:
+    """softmax over the last axis of a float32/float64 array: one compiled loop per row for the max and the
+    shift, numpy's exp in place, one compiled loop per row for the sum (accumulated in float64) and the division;
+    None without numba. Within an ulp or two of the numpy path (another summation order), not bit-identical."""
+    short_rows = x.ndim >= 1 and 0 < x.shape[-1] <= _SOFTMAX_MAX_ROW and x.size
+    loop = _get("softmax") if x.dtype in (np.float32, np.float64) and short_rows else None
+    if loop is None:
+        return None
+    rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    return loop(rows, np.empty_like(rows)).reshape(x.shape)
+
+
+def layer_norm_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon: float) -> np.ndarray | None:
+    """Layer norm of each row of the 2-D float32/float64 ``x`` (mean and variance accumulated in float64, then the
+    numpy path's float operations: centre, divide by sqrt(var + eps), scale, shift); None without numba."""
+    loop = _get("layer_norm") if x.dtype in (np.float32, np.float64) and x.ndim == 2 and x.shape[1] else None
+    if loop is None:
+        return None
+    dtype = x.dtype
+    return loop(np.ascontiguousarray(x), np.ascontiguousarray(gamma, dtype).reshape(-1),
+                np.ascontiguousarray(beta, dtype).reshape(-1), dtype.type(epsilon), np.empty_like(x))
+
+
+def _cache_ok() -> bool:
+    """Cache compiled code next to this file when that is writable (else compile once per process)."""
+    return os.access(os.path.dirname(os.path.abspath(__file__)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
+
+
+def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.ndarray, strides, dilation,
+              activation: int) -> bool:
+    """Depthwise convolution of the zero-padded NHWC ``xp`` (channels already repeated for a multiplier) with
+    taps ``wt`` [kH, kW, C] into ``out`` [N, OH, OW, C], then bias and activation (0 none, 1 RELU, 2 RELU6);
+    False (``out`` untouched) when numba is unavailable or the dtypes are not one float32/float64."""
+    if out.dtype not in (np.float32, np.float64) or xp.dtype != out.dtype or wt.dtype != out.dtype:
+        return False
+    loop = _get("depthwise")
+    if loop is None:
+        return False
+    has_bias = bias is not None
+    b = bias.astype(out.dtype, copy=False) if has_bias else np.zeros(1, out.dtype)
+    loop(np.ascontiguousarray(xp), np.ascontiguousarray(wt), b, out, int(strides[0]), int(strides[1]),
+         int(dilation[0]), int(dilation[1]), int(activation), has_bias)
+    return True
+
+
+__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "pool", "softmax_last_axis"]
