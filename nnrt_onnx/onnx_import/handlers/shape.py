@@ -235,7 +235,10 @@ def reshape(ctx: NodeContext) -> None:
     out = ctx.value(ctx.output(0))
     inferred = out.shape
     if ctx.opset < 5:
-        target = _target_shape(ctx, x, ctx.attr("shape"))
+        requested = ctx.attr("shape")
+        if requested is None:  # (an attribute before opset 5; the schema does not mark it required)
+            raise ConversionIssue(INVALID_MODEL, "Reshape (opset < 5) needs its shape attribute")
+        target = _target_shape(ctx, x, requested)
     elif ctx.input_value(1).data is None and _runtime_target(ctx) is not None:
         target = _runtime_target(ctx)
     elif ctx.input_value(1).data is None and inferred is not None and sum(d < 0 for d in inferred) <= 1:
