@@ -10,8 +10,8 @@ others, the first line of the reason.
 
     python bench/real_models.py [--cache DIR] [--only NAME,...] [--markdown] [--json FILE] [--timeout S]
 
-Models that need onnxruntime's contrib operators (com.microsoft) are listed with ``needs = "com.microsoft"``:
-they are run and reported like the others, and expected to fail until the importer converts those ops.
+A model checked with more than the default tolerance says so in the table (``check_args`` and ``why``): the
+wider tolerance and the reason are part of the result, not hidden in it.
 """
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ class RealModel:
     inputs: dict[str, Callable[[], np.ndarray]]
     constants: dict[str, str] = field(default_factory=dict)  # --constant-input NAME=VALUE
     described: str = ""  # the inputs, for the table
-    needs: str = ""  # what the importer lacks by design (com.microsoft: the contrib ops)
+    check_args: tuple[str, ...] = ()  # beyond the inputs: a wider tolerance, with ``why``
+    why: str = ""
 
 
 MODELS = [
@@ -133,7 +134,9 @@ MODELS = [
               {"images": lambda: (_photo(416) * 255)[None]}, described="image 1x3x416x416 (0-255)"),
     RealModel("ddddocr common_old", "ddddocr", "1.6.1", "ddddocr/common_old.onnx",
               {"input1": lambda: _ocr_normalized(_text_line(64, 160))[None, None]},
-              described="text line 1x1x64x160", needs="com.microsoft"),
+              described="text line 1x1x64x160", check_args=("--atol", "5e-3"),
+              why="onnxruntime's DynamicQuantizeLSTM quantizes activations at run time: values on a rounding "
+                  "boundary land one step apart on the two sides (cosine 0.99998)"),
     RealModel("faster-whisper silero_vad_v6", "faster_whisper", "1.2.1", "faster_whisper/assets/silero_vad_v6.onnx",
               {"input": lambda: _speech(4 * 576).reshape(4, 576), "h": lambda: np.zeros((1, 1, 128), np.float32),
                "c": lambda: np.zeros((1, 1, 128), np.float32)}, described="4 windows of 576 samples, h, c"),
@@ -248,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         model, arguments = prepare(entry, args.cache)
         result = {"name": entry.name, "package": f"{entry.package} {entry.version}", "inputs": entry.described,
-                  "needs": entry.needs, **run_check(model, arguments, args.timeout)}
+                  "check_args": list(entry.check_args), "why": entry.why,
+                  **run_check(model, [*arguments, *entry.check_args], args.timeout)}
         results.append(result)
         print(f"{result['status']:<7} {entry.name:<30} {result['seconds']:6.1f} s  {result['detail']}", flush=True)
     passed = sum(r["status"] == "pass" for r in results)
@@ -256,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print("\n| model | package | inputs | result |\n|---|---|---|---|")
         for r in results:
-            needs = f" (needs {r['needs']})" if r["needs"] and r["status"] != "pass" else ""
-            print(f"| {r['name']} | {r['package']} | {r['inputs']} | {r['status']}{needs}: {r['detail']} |")
+            wider = f" (with `{' '.join(r['check_args'])}`: {r['why']})" if r["check_args"] else ""
+            print(f"| {r['name']} | {r['package']} | {r['inputs']} | {r['status']}{wider}: {r['detail']} |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
