@@ -534,6 +534,15 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
                 "detail": f"{stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
 
 
+def _reset_peak_rss() -> None:
+    """Reset this process's VmHWM to its current RSS (Linux >= 4.0: "5" to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
 def _peak_rss_mb() -> float | None:
     """This process's peak resident memory so far (VmHWM), MiB."""
     try:
@@ -587,6 +596,7 @@ def _worker(memory_mb: int, timeout: float) -> None:
             continue
         out.write(json.dumps({"id": task["id"], "start": True}) + "\n")
         out.flush()
+        _reset_peak_rss()  # so that VmHWM after the mutant is this mutant's peak
         started = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
@@ -663,7 +673,8 @@ class Report:
     details: Counter = field(default_factory=Counter)  # clean reasons, build refusals
     sites: dict = field(default_factory=dict)  # "outcome site" -> {"count", "example": {...}}
     by_family: dict = field(default_factory=dict)  # mutation family -> Counter of outcomes (a mutant counts in each)
-    peak_rss_mb: float = 0.0  # the largest peak RSS of a worker process (one worker runs up to --batch mutants)
+    peak_rss_mb: float = 0.0  # the largest peak RSS of a worker during one mutant (its start-up included)
+    peak_rss_example: dict = field(default_factory=dict)  # which mutant that was
 
     @property
     def bad(self) -> int:
@@ -672,6 +683,7 @@ class Report:
     def to_dict(self) -> dict:
         return {"seed": self.seed, "tried": self.tried, "seconds": round(self.seconds, 1),
                 "outcomes": dict(self.outcomes), "peak_rss_mb": round(self.peak_rss_mb, 1),
+                "peak_rss_example": self.peak_rss_example,
                 "by_family": {f: dict(c) for f, c in self.by_family.items()},
                 "details": dict(self.details.most_common(40)), "sites": self.sites}
 
@@ -759,7 +771,11 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         report.outcomes[outcome] += 1
         for family in result.get("families") or ():
             report.by_family.setdefault(family, Counter())[outcome] += 1
-        report.peak_rss_mb = max(report.peak_rss_mb, result.get("peak_rss_mb") or 0.0)
+        if (result.get("peak_rss_mb") or 0.0) > report.peak_rss_mb:
+            report.peak_rss_mb = result["peak_rss_mb"]
+            name, _, applied = mutant(seeds, seed, index)
+            report.peak_rss_example = {"index": index, "seed_model": name, "mutations": applied,
+                                       "outcome": outcome}
         if outcome in ("clean", "converted") and result.get("detail"):
             report.details[f"{outcome}: {result['detail']}"] += 1
         if outcome in BAD:
@@ -890,7 +906,10 @@ def _print_report(report: Report) -> None:
     print(f"fuzz seed {report.seed}: {report.tried} mutants in {report.seconds:.0f} s")
     for outcome in ("converted", "clean", *BAD):
         print(f"  {outcome:<10} {report.outcomes.get(outcome, 0)}")
-    print(f"  peak RSS of a worker: {report.peak_rss_mb:.0f} MiB")
+    example = report.peak_rss_example
+    print(f"  peak RSS of a worker during one mutant: {report.peak_rss_mb:.0f} MiB"
+          + (f" (mutant {example['index']} of {example['seed_model']}: {'; '.join(example['mutations'])}, "
+             f"{example['outcome']})" if example else ""))
     if report.by_family:
         columns = ("converted", "clean", *BAD)
         print(f"  {'mutation family':<28} {'tried':>7} " + " ".join(f"{c:>9}" for c in columns))

@@ -227,6 +227,8 @@ def scatter_nd(ctx: NodeContext) -> None:
         raise ConversionIssue(DYNAMIC_SHAPE, f"ScatterND needs the last dim of the indices, got {index_shape}")
     _index_dtype(ctx, indices, "ScatterND indices")
     k = index_shape[-1]
+    if not 1 <= k <= len(shape):
+        raise ConversionIssue(INVALID_MODEL, f"ScatterND indices are {k}-tuples, the data has rank {len(shape)}")
     if len(index_shape) == 1:  # one tuple: SCATTER_ND wants rank >= 2 indices
         indices = ctx.reshape(indices, [1, k])
         update_shape = ctx.value(updates).shape

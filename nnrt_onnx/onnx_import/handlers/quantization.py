@@ -310,6 +310,10 @@ def dequantize_linear(ctx: NodeContext) -> None:
     args = _quant_args(ctx, "x")
     out_code = int(ctx.attr("output_dtype", 0))
     out_dtype = _onnx_elem_dtype(out_code) if out_code else args.scale_dtype
+    try:
+        from_numpy(out_dtype)
+    except ValueError:
+        raise ConversionIssue(UNSUPPORTED_DTYPE, f"output_dtype {np.dtype(out_dtype)} has no NNRt data type") from None
     _dequantize(ctx, args, ctx.input(0), ctx.output(0), np.dtype(out_dtype))
 
 
