@@ -131,6 +131,19 @@ def _emit(graph: Graph, op: OP, inputs: list[str], dtype, shape, hint: str, para
     return Node(op, inputs, [name], params or {}, origin), name
 
 
+def quant_param_constant(graph: Graph, quant, values, rank: int, dtype, name: str) -> str:
+    """A constant of a tensor's scales or zero points shaped to broadcast against it: a scalar per tensor, a
+    [1, ..., count, ..., 1] line along the quantization axis per channel."""
+    array = np.asarray(values, np.float64).astype(dtype)
+    if quant.count > 1:
+        line = [1] * rank
+        line[(quant.axis or 0) % rank] = quant.count
+        array = array.reshape(line)
+    else:
+        array = array.reshape(())
+    return graph.constant(array, name)
+
+
 def raw_view(graph: Graph, name: str, origin: str = "") -> tuple[list[Node], str]:
     """The integers of the quantized tensor ``name`` as a plain tensor (no quant params): QUANT_DTYPE_CAST to
     float32 (exact: (q - z) * s), DIV s, ADD z, ROUND, CAST back (exact: q within float32 rounding). The nodes to
@@ -145,14 +158,7 @@ def raw_view(graph: Graph, name: str, origin: str = "") -> tuple[list[Node], str
     f32 = np.dtype(np.float32)
 
     def parameter(values, hint):
-        array = np.asarray(values, np.float64).astype(f32)
-        if quant.count > 1:
-            line = [1] * rank
-            line[(quant.axis or 0) % rank] = quant.count
-            array = array.reshape(line)
-        else:
-            array = array.reshape(())
-        return graph.constant(array, f"{name}.{hint}")
+        return quant_param_constant(graph, quant, values, rank, f32, f"{name}.{hint}")
 
     from ..enums import OH_NN_TensorType as TT
 

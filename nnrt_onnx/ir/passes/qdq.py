@@ -37,7 +37,7 @@ from ...enums import OH_NN_TensorType
 from ...optable import op_spec, param_array
 from ...tensor import QuantParam
 from ..graph import Graph, IntegerForm, Node, Value
-from ..quantized import TRANSPARENT, per_tensor, same_quant
+from ..quantized import TRANSPARENT, per_tensor, quant_param_constant, same_quant
 from .reshape_algebra import _merge_reshapes
 
 QDC = OP.OH_NN_OPS_QUANT_DTYPE_CAST
@@ -507,14 +507,8 @@ def absorb_restored(graph: Graph) -> int:
 # -- exact ONNX rounding for the Qs no quantized op reads ------------------------------------------------------------
 
 def _params_tensor(graph: Graph, quant: QuantParam, which: str, rank: int, dtype, hint: str) -> str:
-    values = np.asarray(quant.scales if which == "scale" else quant.zero_points, np.float64).astype(dtype)
-    if quant.count > 1:
-        shape = [1] * rank
-        shape[(quant.axis or 0) % rank] = quant.count
-        values = values.reshape(shape)
-    else:
-        values = values.reshape(())
-    return graph.constant(values, hint)
+    return quant_param_constant(graph, quant, quant.scales if which == "scale" else quant.zero_points, rank, dtype,
+                                hint)
 
 
 def exact_quantize(graph: Graph) -> int:
