@@ -11,6 +11,8 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
+* :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
+  about ten numpy calls on small arrays). Bit-identical.
 * :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
 * :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
   Identical values and signs of zero.
@@ -60,6 +62,8 @@ def _build(name: str):
         return _build_layer_norm(numba)
     if name == "pool":
         return _build_pool(numba)
+    if name == "lstm":
+        return _build_lstm(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -242,6 +246,45 @@ def _build_pool(numba):
     return pool_loop
 
 
+def _build_lstm(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def gates_in(gates, pre, s, scale):  # pragma: no cover (compiled): (recurrent + input part) * scale
+        d_count, batch, width = gates.shape
+        steps = pre.shape[1]
+        for d in range(d_count):
+            t = s if d == 0 else steps - 1 - s  # the backward direction reads the sequence from its end
+            for b in range(batch):
+                g = gates[d, b]
+                p = pre[d, t, b]
+                for k in range(width):
+                    g[k] = (g[k] + p[k]) * scale[k]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def cell(gates, c, gi, go, gf, gg):  # pragma: no cover (compiled): sigmoids from tanh, c = f * c + i * g
+        d_count, batch, hidden = c.shape
+        half = c.dtype.type(0.5)
+        for d in range(d_count):
+            for b in range(batch):
+                g = gates[d, b]
+                cc = c[d, b]
+                for k in range(hidden):
+                    i = g[gi + k] * half + half
+                    f = g[gf + k] * half + half
+                    cc[k] = f * cc[k] + i * g[gg + k]
+                    g[go + k] = g[go + k] * half + half
+
+    return gates_in, cell
+
+
+def lstm_steps(dtype):
+    """The two compiled parts of an LSTM step for float32/float64 (None without numba): ``gates_in(gates, pre, s,
+    scale)`` adds the step's input part to the recurrent product and scales (0.5 on the sigmoid blocks, 1 on g)
+    ahead of one tanh over all gates; ``cell(gates, c, gi, go, gf, gg)`` turns the i, f, o tanh values into
+    sigmoids (``0.5 * t + 0.5``, o written back in place) and updates ``c = f * c + i * g`` in place. The same
+    float operations in the same order as the numpy step (tanh stays numpy's): bit-identical."""
+    return _get("lstm") if np.dtype(dtype) in (np.float32, np.float64) else None
+
+
 def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool) -> np.ndarray | None:
     """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
     cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
@@ -315,4 +358,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "pool", "softmax_last_axis"]
+__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]
