@@ -212,15 +212,37 @@ def _build_layer_norm(numba):
     def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
         rows, n = x.shape
         for r in range(rows):
-            total = 0.0
+            xr = x[r]
+            o = out[r]
+            # four float64 partial sums per pass: no serial chain of dependent adds
+            t0 = t1 = t2 = t3 = 0.0
+            k = 0
+            while k + 4 <= n:
+                t0 += xr[k]
+                t1 += xr[k + 1]
+                t2 += xr[k + 2]
+                t3 += xr[k + 3]
+                k += 4
+            while k < n:
+                t0 += xr[k]
+                k += 1
+            mean = out.dtype.type(((t0 + t1) + (t2 + t3)) / n)
             for k in range(n):
-                total += x[r, k]
-            mean = out.dtype.type(total / n)
-            squares = 0.0
-            for k in range(n):
-                d = x[r, k] - mean
-                out[r, k] = d
-                squares += np.float64(d) * d
+                o[k] = xr[k] - mean
+            t0 = t1 = t2 = t3 = 0.0
+            k = 0
+            while k + 4 <= n:
+                d0, d1, d2, d3 = np.float64(o[k]), np.float64(o[k + 1]), np.float64(o[k + 2]), np.float64(o[k + 3])
+                t0 += d0 * d0
+                t1 += d1 * d1
+                t2 += d2 * d2
+                t3 += d3 * d3
+                k += 4
+            while k < n:
+                d0 = np.float64(o[k])
+                t0 += d0 * d0
+                k += 1
+            squares = (t0 + t1) + (t2 + t3)
             std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
             for k in range(n):
                 out[r, k] = out[r, k] / std * gamma[k] + beta[k]
