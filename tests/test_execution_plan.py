@@ -243,3 +243,73 @@ def test_blas_threads_sets_and_restores_the_count():
     assert [c.num_threads for c in controller.lib_controllers] == before
     with blas_threads(0):  # 0: leave BLAS alone
         assert [c.num_threads for c in controller.lib_controllers] == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a convolution's following MUL/ADD by per-channel constants run inside the convolution step
+
+
+def conv_scale_shift(kind, k, channels, seed=0, scale_shape=None, expose_scaled=False):
+    """x [1, 9, 9, C] -> CONV2D (k x k, SAME; kind "conv") or DEPTHWISE_CONV2D_NATIVE (3x3, kind "depthwise")
+    -> MUL by a constant -> ADD of a [1, 1, 1, C] constant with fused RELU6 -> y (also the scaled tensor as an
+    output when ``expose_scaled``). Returns the model and the float64 oracle of y."""
+    rng = np.random.default_rng(seed)
+    m = Model()
+    cin = channels if kind == "depthwise" or channels >= 64 else 5  # 64 in and out: the Winograd path
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 9, 9, cin]))
+    w = rng.standard_normal((channels, k, k, 1 if kind == "depthwise" else cin)).astype(np.float32)
+    b = rng.standard_normal(channels).astype(np.float32)
+    scale = rng.standard_normal(scale_shape or (channels,)).astype(np.float32)
+    shift = (rng.standard_normal((1, 1, 1, channels)) * 2).astype(np.float32)
+    conv_out, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 9, 9, channels])) for _ in range(3))
+    if kind == "depthwise":
+        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
+                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    else:
+        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)],
+                    [m.add_constant(scale), conv_out], [scaled])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 2)],
+                    [scaled, m.add_constant(shift)], [y])
+    m.specify_inputs_and_outputs([x], [y, scaled] if expose_scaled else [y])
+    m.finish()
+
+    def reference(xv):
+        x64 = np.pad(xv.astype(np.float64), ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+        acc = np.zeros((1, 9, 9, channels))
+        for i in range(k):
+            for j in range(k):
+                tap = x64[:, i:i + 9, j:j + 9]
+                acc += tap * w[:, i, j, 0] if kind == "depthwise" else tap @ w[:, i, j, :].T.astype(np.float64)
+        return np.clip((acc + b) * scale.astype(np.float64) + shift, 0, 6)
+
+    return m, reference
+
+
+@pytest.mark.parametrize("kind, k, channels", [("conv", 3, 6), ("conv", 1, 6), ("conv", 3, 64),
+                                               ("depthwise", 3, 6)])
+def test_mul_add_by_channel_constants_fuse_into_the_convolution(kind, k, channels):
+    """The fused step (one instead of three) gives exactly the unfused steps' values (a run with capture takes
+    the unfused steps) and the float64 oracle's within float32 rounding; 64 channels take the Winograd path."""
+    model, reference = conv_scale_shift(kind, k, channels)
+    ex = executor(model)
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 3
+    x = np.random.default_rng(1).standard_normal(model.tensors[0].dims).astype(np.float32)
+    (fused,) = ex.run_arrays([x])
+    (plain,) = ex.run_arrays([x], capture={})
+    assert np.array_equal(fused, plain)
+    np.testing.assert_allclose(fused, reference(x), rtol=1e-4, atol=1e-4)
+    assert fused.min() == 0 and fused.max() == 6  # the ADD's RELU6 applied
+
+
+@pytest.mark.parametrize("scale_shape, expose", [((1, 9, 9, 6), False), ((6,), True)], ids=["spatial", "output"])
+def test_mul_add_not_fused_when_the_constant_is_not_per_channel_or_the_tensor_is_an_output(scale_shape, expose):
+    model, _ = conv_scale_shift("conv", 3, 6, scale_shape=scale_shape, expose_scaled=expose)
+    ex = executor(model)
+    assert len(ex.prepared.steps) == 3 - (1 if expose else 0)  # exposed: the MUL still fuses, the ADD not
+    x = np.random.default_rng(2).standard_normal((1, 9, 9, 5)).astype(np.float32)
+    got = ex.run_arrays([x])
+    want = ex.run_arrays([x], capture={})
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))

@@ -42,6 +42,8 @@ _KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, Floating
 # float arithmetic (and MATMUL) whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
 _UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
               _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
+_CONV_OPS = frozenset({_OP.OH_NN_OPS_CONV2D, _OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE})
+_POST_OPS = {_OP.OH_NN_OPS_MUL: "mul", _OP.OH_NN_OPS_ADD: "add"}
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
 
@@ -132,6 +134,8 @@ class NativePreparedModel(PreparedModel):
             self._plan_view(step)
             self._plan_ufunc(step)
             self.steps.append(step)
+        self._plain_steps = self.steps  # every operation on its own: for runs that capture intermediates
+        self.steps = self._fuse_conv_post_ops(self.steps, set(model.outputs))
         self._arena_sizes = plan_arena(self)
         self._arenas: list[list[np.ndarray]] = []
         self._arena_lock = threading.Lock()
@@ -183,6 +187,82 @@ class NativePreparedModel(PreparedModel):
         if len(dtypes) == 1 and dtypes <= _FLOATS and len(step.outputs) == 1:
             step.ufunc = ufunc
 
+    def _fuse_conv_post_ops(self, steps: list[_Step], outputs: set[int]) -> list[_Step]:
+        """A float32 convolution followed by MUL/ADD steps with a per-channel constant (a batch norm exported as
+        Mul + Add after the conv: inception_v2, densenet121) becomes one step: the convolution applies them to
+        each block of output rows while it is in cache (kernels.conv ``post``), then the last one's fused
+        activation. The same float operations in the same order: bit-identical, minus two passes over the
+        output and two steps. Runs with ``capture`` use the unfused steps (the intermediates exist there)."""
+        readers: dict[int, int] = {}
+        for step in steps:
+            for t in step.inputs:
+                readers[t] = readers.get(t, 0) + 1
+        absorbed: set[int] = set()
+        fused: dict[int, _Step] = {}
+        for position, step in enumerate(steps):
+            if step.op not in _CONV_OPS or not self._fusable_conv(step):
+                continue
+            post, chain, activation, tensor = [], [], 0, step.outputs[0]
+            channels = self.static[tensor][-1] if self.static[tensor] else None
+            while channels and tensor not in outputs and readers.get(tensor) == 1:
+                reader = next((i for i in range(position + 1, len(steps)) if tensor in steps[i].inputs), None)
+                vector = None if reader is None else self._post_vector(steps[reader], tensor, channels)
+                if vector is None:
+                    break
+                post.append(vector)
+                chain.append(reader)
+                tensor = steps[reader].outputs[0]
+                if steps[reader].fuse:
+                    activation = steps[reader].fuse
+                    break
+            if not post:
+                continue
+            last = steps[chain[-1]]
+            kwargs = dict(step.kwargs, post=tuple(post))
+            if activation:
+                kwargs["activation"] = activation
+            merged = _Step(step.number, step.label, step.op, step.fn, kwargs, 0, step.inputs, last.outputs,
+                           (None,) * len(step.inputs), (None,) * len(last.outputs))
+            merged.release = step.release + tuple(t for i in chain for t in steps[i].release)
+            merged.checks = last.checks
+            merged.accepts_out = step.accepts_out
+            fused[position] = merged
+            absorbed.update(chain)
+        if not fused:
+            return steps
+        return [fused.get(position, step) for position, step in enumerate(steps) if position not in absorbed]
+
+    def _fusable_conv(self, step: _Step) -> bool:
+        return (step.dequantize_inputs is None and step.quantize_outputs is None and not step.fuse
+                and not step.kwargs.get("activation") and not step.kwargs.get("post") and len(step.outputs) == 1
+                and all(self.compute_dtype[t] == FLOAT32 for t in step.inputs + step.outputs))
+
+    def _post_vector(self, step: _Step, tensor: int, channels: int):
+        """("mul" | "add", [channels] float32 vector) when ``step`` is a plain float32 MUL/ADD of ``tensor`` by a
+        constant that broadcasts along the channels only (the result keeps ``tensor``'s shape); else None."""
+        name = _POST_OPS.get(step.op)
+        if name is None or step.ufunc is None or step.fuse not in (0, 1, 2) or len(step.outputs) != 1:
+            return None
+        others = [t for t in step.inputs if t != tensor]
+        if len(others) != 1 or len(step.inputs) != 2:
+            return None
+        constant = self.constants.get(others[0])
+        shape = self.static[tensor]
+        if constant is None or constant.dtype != FLOAT32 or self.static[step.outputs[0]] != shape:
+            return None
+        if constant.ndim > len(shape) or constant.size not in (1, channels):
+            return None
+        if constant.size == channels and constant.shape[-1] != channels:
+            return None  # e.g. [C, 1, 1]: broadcasts along another axis
+        try:
+            if np.broadcast_shapes(shape, constant.shape) != shape:
+                return None
+        except ValueError:
+            return None
+        vector = np.ascontiguousarray(np.broadcast_to(constant.reshape(-1), (channels,)))
+        vector.flags.writeable = False
+        return name, vector
+
     # -- arenas ----------------------------------------------------------------------------------------------
     def _take_arena(self) -> list[np.ndarray]:
         with self._arena_lock:
@@ -214,7 +294,7 @@ class NativePreparedModel(PreparedModel):
         arena = self._take_arena() if self._arena_sizes else None
         try:
             with blas_threads(self.threads), np.errstate(all="ignore"):
-                for step in self.steps:
+                for step in (self.steps if capture is None else self._plain_steps):
                     if profile is not None:
                         started = time.perf_counter()
                     self._run_step(step, env, arena)
