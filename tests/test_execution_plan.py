@@ -313,3 +313,35 @@ def test_mul_add_not_fused_when_the_constant_is_not_per_channel_or_the_tensor_is
     got = ex.run_arrays([x])
     want = ex.run_arrays([x], capture={})
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_mul_add_by_channel_constants_fuse_into_batch_norm():
+    """BATCH_NORM -> MUL -> ADD (RELU): one step, exactly the unfused steps' values, the float64 oracle's within
+    float32 rounding; the kernel's row blocks (128 KiB) cut this input into several."""
+    rng = np.random.default_rng(4)
+    c = 48
+    shape = [1, 30, 30, c]
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape))
+    normed, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape)) for _ in range(3))
+    scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    variance = rng.uniform(0.5, 2, c).astype(np.float32)
+    mul, add = rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    m.add_operation(OP.OH_NN_OPS_BATCH_NORM, [m.add_param(TT.OH_NN_BATCH_NORM_EPSILON, np.float32(1e-3))],
+                    [x] + [m.add_constant(a) for a in (scale, offset, mean, variance)], [normed])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)], [normed, m.add_constant(mul)],
+                    [scaled])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [m.add_constant(add), scaled],
+                    [y])
+    m.specify_inputs_and_outputs([x], [y])
+    m.finish()
+    ex = executor(m)
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 3
+    xv = rng.standard_normal(shape).astype(np.float32)
+    (fused,) = ex.run_arrays([xv])
+    (plain,) = ex.run_arrays([xv], capture={})
+    assert np.array_equal(fused, plain)
+    f64 = np.float64
+    want = np.maximum(((xv - f64(mean)) / np.sqrt(f64(variance) + 1e-3) * scale + offset) * mul + add, 0)
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+    assert (fused == 0).any()

@@ -42,7 +42,8 @@ _KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, Floating
 # float arithmetic (and MATMUL) whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
 _UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
               _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
-_CONV_OPS = frozenset({_OP.OH_NN_OPS_CONV2D, _OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE})
+# ops whose kernel takes ``post`` (and ``activation``): following MUL/ADD by per-channel constants fuse into them
+_CONV_OPS = frozenset({_OP.OH_NN_OPS_CONV2D, _OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE, _OP.OH_NN_OPS_BATCH_NORM})
 _POST_OPS = {_OP.OH_NN_OPS_MUL: "mul", _OP.OH_NN_OPS_ADD: "add"}
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -188,9 +189,9 @@ class NativePreparedModel(PreparedModel):
             step.ufunc = ufunc
 
     def _fuse_conv_post_ops(self, steps: list[_Step], outputs: set[int]) -> list[_Step]:
-        """A float32 convolution followed by MUL/ADD steps with a per-channel constant (a batch norm exported as
-        Mul + Add after the conv: inception_v2, densenet121) becomes one step: the convolution applies them to
-        each block of output rows while it is in cache (kernels.conv ``post``), then the last one's fused
+        """A float32 convolution (or BATCH_NORM) followed by MUL/ADD steps with a per-channel constant (a batch
+        norm exported as BatchNormalization + Mul + Add: inception_v2, densenet121) becomes one step: the kernel
+        applies them to each block of output rows while it is in cache (its ``post``), then the last one's fused
         activation. The same float operations in the same order: bit-identical, minus two passes over the
         output and two steps. Runs with ``capture`` use the unfused steps (the intermediates exist there)."""
         readers: dict[int, int] = {}
