@@ -60,7 +60,7 @@ class _Step:
     """One operation of the plan."""
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
-                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc")
+                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -79,6 +79,7 @@ class _Step:
         self.checks: tuple = ()
         self.accepts_out = False
         self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
+        self.plain = False  # one output, no (de)quantization, no fused activation left: run by _run_plain
 
 
 class NativePreparedModel(PreparedModel):
@@ -138,6 +139,9 @@ class NativePreparedModel(PreparedModel):
         self._plain_steps = self.steps  # every operation on its own: for runs that capture intermediates
         self.steps = self._fuse_conv_post_ops(self.steps, set(model.outputs))
         self._arena_sizes = plan_arena(self)
+        for step in self.steps + self._plain_steps:
+            step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None
+                          and not step.fuse and len(step.outputs) == 1)
         self._arenas: list[list[np.ndarray]] = []
         self._arena_lock = threading.Lock()
 
@@ -295,10 +299,11 @@ class NativePreparedModel(PreparedModel):
         arena = self._take_arena() if self._arena_sizes else None
         try:
             with blas_threads(self.threads), np.errstate(all="ignore"):
+                run_plain, run_step = self._run_plain, self._run_step
                 for step in (self.steps if capture is None else self._plain_steps):
                     if profile is not None:
                         started = time.perf_counter()
-                    self._run_step(step, env, arena)
+                    (run_plain if step.plain else run_step)(step, env, arena)
                     if profile is not None:
                         profile.append((step.number, step.op.name, time.perf_counter() - started))
                     if capture is not None:
@@ -322,7 +327,46 @@ class NativePreparedModel(PreparedModel):
             value, declared = env[index], self.declared_dtype[index]
             capture[index] = value.astype(declared) if value.dtype != declared else value
 
+    def _run_plain(self, step: _Step, env: list, arena) -> None:
+        """:meth:`_run_step` for the common step (``step.plain``): the same work with fewer branches -- the plan's
+        own overhead was ~3 us of a small op's ~7 us."""
+        args = [env[i] for i in step.inputs]
+        try:
+            if step.ufunc is not None:
+                try:
+                    result = step.ufunc(args[0], args[1])
+                except ValueError:  # does not broadcast: the kernel raises its own error
+                    result = step.fn(*args, **step.kwargs)
+            elif arena is not None and step.out_slot is not None:
+                buffer = arena[step.out_slot]
+                if not slot_is_free(buffer):
+                    buffer = arena[step.out_slot] = np.empty_like(buffer)
+                result = step.fn(*args, **step.kwargs, out=buffer)
+                buffer = None
+            else:
+                result = step.fn(*args, **step.kwargs)
+        except NNRtError as exc:
+            raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
+        except _KERNEL_ERRORS as exc:
+            raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{step.label} failed: {exc}") from exc
+        if type(result) is not np.ndarray:
+            if isinstance(result, tuple):
+                if len(result) != 1:
+                    raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED,
+                                    f"{step.label} produced {len(result)} outputs, the model declares 1")
+                result = result[0]
+            if type(result) is not np.ndarray:
+                result = np.asarray(result)
+        index, dtype, static = step.checks[0]
+        if result.dtype != dtype or result.shape != static:
+            self._check_value(index, result, f"{step.label} output #0", dtype)
+        env[index] = result
+        for index in step.release:
+            env[index] = None
+
     def _run_step(self, step: _Step, env: list, arena) -> None:
+        if step.plain:
+            return self._run_plain(step, env, arena)
         if step.view_shape is not None:
             env[step.outputs[0]] = env[step.inputs[0]].reshape(step.view_shape)
             for index in step.release:
