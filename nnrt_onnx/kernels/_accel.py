@@ -11,7 +11,6 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
-* :func:`bias_activation` -- a convolution's bias and fused activation in one pass instead of two. Bit-identical.
 * :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
   about ten numpy calls on small arrays). Bit-identical.
 * :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
@@ -65,8 +64,6 @@ def _build(name: str):
         return _build_pool(numba)
     if name == "lstm":
         return _build_lstm(numba)
-    if name == "bias_activation":
-        return _build_bias_activation(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -330,45 +327,6 @@ def _build_lstm(numba):
     return gates_in, cell
 
 
-def _build_bias_activation(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def bias_activation_rows(x, bias, has_bias, activation):  # pragma: no cover (compiled), in place
-        rows, width = x.shape
-        zero = x.dtype.type(0)
-        six = x.dtype.type(6)
-        for r in range(rows):
-            row = x[r]
-            for k in range(width):
-                v = row[k] + bias[k] if has_bias else row[k]
-                if activation == 1:  # np.maximum(v, 0): -0.0 -> +0.0, NaN stays
-                    v = v if v > zero else (zero if v <= zero else v)
-                elif activation == 2:  # np.clip(v, 0, 6): -0.0 and NaN stay
-                    if v < zero:
-                        v = zero
-                    elif v > six:
-                        v = six
-                row[k] = v
-
-    return bias_activation_rows
-
-
-def bias_activation(x: np.ndarray, bias_rows: np.ndarray | None, activation: int) -> bool:
-    """In place on the C-contiguous float32/float64 ``x`` [..., *bias_rows.shape]: ``x + bias_rows`` (broadcast
-    over the leading dims) then the activation (0 none, 1 RELU as np.maximum, 2 RELU6 as np.clip) in one pass
-    instead of two; False (``x`` untouched) without numba or for other dtypes/layouts. Bit-identical."""
-    if x.dtype not in (np.float32, np.float64) or not x.flags.c_contiguous or not x.size:
-        return False
-    if bias_rows is not None and (bias_rows.dtype != x.dtype or x.shape[x.ndim - bias_rows.ndim:] != bias_rows.shape):
-        return False
-    loop = _get("bias_activation")
-    if loop is None:
-        return False
-    width = x.size // x.shape[0] if bias_rows is None else bias_rows.size
-    b = np.ascontiguousarray(bias_rows).reshape(-1) if bias_rows is not None else np.zeros(1, x.dtype)
-    loop(x.reshape(-1, width), b, bias_rows is not None, int(activation))
-    return True
-
-
 def lstm_steps(dtype):
     """The two compiled parts of an LSTM step for float32/float64 (None without numba): ``gates_in(gates, pre, s,
     scale)`` adds the step's input part to the recurrent product and scales (0.5 on the sigmoid blocks, 1 on g)
@@ -451,4 +409,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["bias_activation", "depthwise", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]
+__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]

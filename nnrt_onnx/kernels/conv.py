@@ -104,8 +104,6 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
 def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int, post=()) -> None:
     """Bias (pre-tiled to the block's trailing dims), the ``post`` operations ((ufunc, rows) pairs, rows tiled like
     the bias) and the fused activation, in place, on a block still in cache."""
-    if not post and (bias_rows is not None or activation) and _accel.bias_activation(block, bias_rows, activation):
-        return  # one compiled pass (1x1 convolutions finish their whole output at once: it is not in cache)
     if bias_rows is not None:
         np.add(block, bias_rows, out=block)
     for ufunc, rows in post:

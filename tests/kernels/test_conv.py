@@ -437,30 +437,3 @@ def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monke
         assert compiled.tobytes() == plain.tobytes(), f"case {k}: {args[2:6]} activation {activation}"
         cases += 1
     assert cases > 25
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_compiled_bias_activation_is_bit_identical_to_numpy(dtype):
-    """The one-pass bias + activation of a convolution's finish (kernels._accel.bias_activation) against np.add
-    followed by np.maximum (RELU) / np.clip (RELU6), including signed zeros, NaN and infinities."""
-    from nnrt_onnx.kernels import _accel
-
-    if not _accel.enabled():
-        pytest.skip("numba is not installed: the numpy path is the only one")
-    rng = np.random.default_rng(12)
-    specials = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 6.0, 6.5, -1e-30], dtype)
-    for shape, bias_shape in [((3, 5, 7), (5, 7)), ((40, 9), (9,)), ((2, 4, 6, 8), (6, 8)), ((17,), None)]:
-        x = rng.standard_normal(shape).astype(dtype) * 4
-        x.flat[: specials.size] = specials
-        bias = None if bias_shape is None else rng.standard_normal(bias_shape).astype(dtype)
-        if bias is not None:
-            bias.flat[:3] = [-0.0, 0.0, np.nan]
-        for activation in (0, 1, 2):
-            if bias is None and activation == 0:
-                continue
-            want = x if bias is None else np.add(x, bias)
-            want = {0: want, 1: np.maximum(want, dtype(0)), 2: np.clip(want, dtype(0), dtype(6))}[activation]
-            got = x.copy()
-            assert _accel.bias_activation(got, bias, activation)
-            assert got.tobytes() == want.tobytes(), (shape, activation)
-    assert not _accel.bias_activation(np.ones((4, 4), dtype)[:, ::2], None, 1)  # not contiguous: numpy path
