@@ -345,3 +345,53 @@ def test_mul_add_by_channel_constants_fuse_into_batch_norm():
     want = np.maximum(((xv - f64(mean)) / np.sqrt(f64(variance) + 1e-3) * scale + offset) * mul + add, 0)
     np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
     assert (fused == 0).any()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the exported exact GELU (DIV, ERF, ADD, MUL, MUL) as one step
+
+
+def erf_gelu_model(expose_erf=False):
+    """x [2, 3, 50] -> y = (x * (erf(x / sqrt(2)) + 1)) * 0.5 as BERT's export writes it (also erf's output as a
+    model output when ``expose_erf``)."""
+    m = Model()
+    shape = [2, 3, 50]
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape))
+    scaled, erf_out, plus, prod, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape)) for _ in range(5))
+    m.add_operation(OP.OH_NN_OPS_DIV, [m.add_param(TT.OH_NN_DIV_ACTIVATIONTYPE, 0)],
+                    [x, m.add_constant(np.array([np.sqrt(2)], np.float32))], [scaled])
+    m.add_operation(OP.OH_NN_OPS_ERF, [], [scaled], [erf_out])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 0)],
+                    [erf_out, m.add_constant(np.array(1, np.float32))], [plus])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)], [x, plus], [prod])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)],
+                    [prod, m.add_constant(np.array([0.5], np.float32))], [y])
+    m.specify_inputs_and_outputs([x], [y, erf_out] if expose_erf else [y])
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("numba_env", [None, "0"], ids=["compiled", "numpy"])
+def test_erf_gelu_steps_fuse_into_one(numba_env, monkeypatch):
+    """One step instead of five, exactly the unfused steps' values on both paths (signed zeros, NaN, inf and
+    values past the erf clamp included), and math.erf's GELU in float64 within float32 rounding."""
+    import math
+
+    if numba_env is not None:
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", numba_env)
+    ex = executor(erf_gelu_model())
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 5
+    x = (np.random.default_rng(6).standard_normal((2, 3, 50)) * 4).astype(np.float32)
+    x.flat[:7] = [-0.0, 0.0, np.nan, np.inf, -np.inf, 40.0, -1e-30]
+    with np.errstate(all="ignore"):
+        (fused,) = ex.run_arrays([x])
+        (plain,) = ex.run_arrays([x], capture={})
+    assert fused.tobytes() == plain.tobytes()
+    finite = np.isfinite(x)
+    want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x[finite].astype(np.float64)])
+    np.testing.assert_allclose(fused[finite], want, rtol=1e-6, atol=1e-6)
+
+
+def test_erf_gelu_not_fused_when_an_intermediate_is_an_output():
+    ex = executor(erf_gelu_model(expose_erf=True))
+    assert len(ex.prepared.steps) == 5

@@ -11,6 +11,8 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
+* :func:`erf_gelu` -- the exported exact GELU (Div, Erf, Add, Mul, Mul) that the plan fuses, in one loop.
+  Bit-identical.
 * :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
   about ten numpy calls on small arrays). Bit-identical.
 * :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
@@ -64,6 +66,8 @@ def _build(name: str):
         return _build_pool(numba)
     if name == "lstm":
         return _build_lstm(numba)
+    if name == "gelu":
+        return _build_gelu(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -297,6 +301,55 @@ def _build_pool(numba):
     return pool_loop
 
 
+def _build_gelu(numba):
+    from ._common import _ERF_P, _ERF_Q
+
+    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
+    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
+        for k in range(x.size):
+            xk = x[k]
+            v = np.float64(xk / d)  # the DIV in float32, then erf_loop's evaluation verbatim
+            if v < -4.0:
+                v = -4.0
+            elif v > 4.0:
+                v = 4.0
+            t = v * v
+            p = t * p6
+            p = (p + p5) * t
+            p = (p + p4) * t
+            p = (p + p3) * t
+            p = (p + p2) * t
+            p = (p + p1) * t
+            p = p + p0
+            q = t * q5
+            q = (q + q4) * t
+            q = (q + q3) * t
+            q = (q + q2) * t
+            q = (q + q1) * t
+            q = q + 1.0
+            e = np.float32((p * v) / q)
+            out[k] = (xk * (e + a)) * m
+        return out
+
+    return gelu_loop
+
+
+def erf_gelu(x: np.ndarray, divisor, addend, factor) -> np.ndarray | None:
+    """``(x * (erf(x / divisor) + addend)) * factor`` for float32 ``x`` and float32 scalars (the exact-erf GELU
+    as exported: Div, Erf, Add, Mul, Mul) in one compiled loop, with the ERF loop's float64 evaluation verbatim:
+    bit-identical to the five steps; None without numba."""
+    loop = _get("gelu") if x.dtype == np.float32 and x.size else None
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    loop(flat, out, np.float32(divisor), np.float32(addend), np.float32(factor))
+    return out.reshape(x.shape)
+
+
 def _build_lstm(numba):
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def gates_in(gates, pre, s, scale):  # pragma: no cover (compiled): (recurrent + input part) * scale
@@ -409,4 +462,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]
+__all__ = ["depthwise", "erf_gelu", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]

@@ -26,6 +26,7 @@ from ..dtypes import dequantize, quantize
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from ..kernels import register_constant
+from ..kernels.elementwise import erf_gelu
 from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
@@ -79,6 +80,11 @@ class _Step:
         self.checks: tuple = ()
         self.accepts_out = False
         self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
+
+    def plain_candidate(self) -> bool:
+        """No (de)quantization and no fused activation: the step is its kernel (or ufunc) alone."""
+        return self.dequantize_inputs is None and self.quantize_outputs is None and not self.fuse \
+            and self.view_shape is None
         self.plain = False  # one output, no (de)quantization, no fused activation left: run by _run_plain
 
 
@@ -138,6 +144,7 @@ class NativePreparedModel(PreparedModel):
             self.steps.append(step)
         self._plain_steps = self.steps  # every operation on its own: for runs that capture intermediates
         self.steps = self._fuse_conv_post_ops(self.steps, set(model.outputs))
+        self.steps = self._fuse_erf_gelu(self.steps, set(model.outputs))
         self._arena_sizes = plan_arena(self)
         for step in self.steps + self._plain_steps:
             step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None
@@ -236,6 +243,73 @@ class NativePreparedModel(PreparedModel):
         if not fused:
             return steps
         return [fused.get(position, step) for position, step in enumerate(steps) if position not in absorbed]
+
+    def _fuse_erf_gelu(self, steps: list[_Step], outputs: set[int]) -> list[_Step]:
+        """The exact GELU as exported (BERT): ``y = (x * (erf(x / c1) + c2)) * c3`` as DIV, ERF, ADD, MUL, MUL
+        steps on float32 with scalar constants, each intermediate read only by the next step, becomes one step
+        (kernels._accel.erf_gelu: one compiled loop; the same steps' kernels in order without numba):
+        bit-identical, four steps and passes fewer. Runs with capture keep the unfused steps."""
+        readers: dict[int, int] = {}
+        for step in steps:
+            for t in step.inputs:
+                readers[t] = readers.get(t, 0) + 1
+        consumer: dict[int, int] = {}
+        for position, step in enumerate(steps):
+            for t in step.inputs:
+                consumer.setdefault(t, position)
+        absorbed: set[int] = set()
+        fused: dict[int, _Step] = {}
+        for position, div in enumerate(steps):
+            if div.op != _OP.OH_NN_OPS_DIV or div.ufunc is None or len(div.inputs) != 2 or div.fuse:
+                continue
+            x, divisor = div.inputs[0], self._scalar_constant(div.inputs[1])
+            shape = self.static[x]
+            if divisor is None or shape is None or self.compute_dtype[x] != FLOAT32:
+                continue
+            chain, tensor = [position], div.outputs[0]
+            ops = (_OP.OH_NN_OPS_ERF, _OP.OH_NN_OPS_ADD, _OP.OH_NN_OPS_MUL, _OP.OH_NN_OPS_MUL)
+            scalars = []
+            for op in ops:
+                if tensor in outputs or readers.get(tensor) != 1 or self.static[tensor] != shape:
+                    break
+                nxt = steps[consumer[tensor]]
+                if nxt.op != op or not nxt.plain_candidate() or len(nxt.outputs) != 1:
+                    break
+                others = [t for t in nxt.inputs if t != tensor]
+                if op == _OP.OH_NN_OPS_ERF:
+                    if len(nxt.inputs) != 1:
+                        break
+                elif len(nxt.inputs) != 2 or len(others) != 1 or nxt.ufunc is None:
+                    break
+                elif len(chain) == 3:  # MUL by x itself
+                    if others[0] != x:
+                        break
+                else:
+                    value = self._scalar_constant(others[0])
+                    if value is None:
+                        break
+                    scalars.append(value)
+                chain.append(consumer[tensor])
+                tensor = nxt.outputs[0]
+            if len(chain) != 5 or self.static[tensor] != shape:
+                continue
+            last = steps[chain[-1]]
+            kwargs = {"divisor": divisor, "addend": scalars[0], "factor": scalars[1]}
+            merged = _Step(div.number, div.label + " (+ ERF, ADD, MUL, MUL: GELU)", div.op, erf_gelu, kwargs,
+                           0, (x,), last.outputs, (None,), (None,))
+            merged.release = tuple(t for i in chain for t in steps[i].release)
+            merged.checks = last.checks
+            fused[position] = merged
+            absorbed.update(chain[1:])
+        if not fused:
+            return steps
+        return [fused.get(position, step) for position, step in enumerate(steps) if position not in absorbed]
+
+    def _scalar_constant(self, index: int):
+        value = self.constants.get(index)
+        if value is None or value.dtype != FLOAT32 or value.size != 1 or value.ndim > 1:
+            return None
+        return np.float32(value.reshape(()))
 
     def _fusable_conv(self, step: _Step) -> bool:
         return (step.dequantize_inputs is None and step.quantize_outputs is None and not step.fuse
