@@ -243,3 +243,155 @@ def test_blas_threads_sets_and_restores_the_count():
     assert [c.num_threads for c in controller.lib_controllers] == before
     with blas_threads(0):  # 0: leave BLAS alone
         assert [c.num_threads for c in controller.lib_controllers] == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a convolution's following MUL/ADD by per-channel constants run inside the convolution step
+
+
+def conv_scale_shift(kind, k, channels, seed=0, scale_shape=None, expose_scaled=False):
+    """x [1, 9, 9, C] -> CONV2D (k x k, SAME; kind "conv") or DEPTHWISE_CONV2D_NATIVE (3x3, kind "depthwise")
+    -> MUL by a constant -> ADD of a [1, 1, 1, C] constant with fused RELU6 -> y (also the scaled tensor as an
+    output when ``expose_scaled``). Returns the model and the float64 oracle of y."""
+    rng = np.random.default_rng(seed)
+    m = Model()
+    cin = channels if kind == "depthwise" or channels >= 64 else 5  # 64 in and out: the Winograd path
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 9, 9, cin]))
+    w = rng.standard_normal((channels, k, k, 1 if kind == "depthwise" else cin)).astype(np.float32)
+    b = rng.standard_normal(channels).astype(np.float32)
+    scale = rng.standard_normal(scale_shape or (channels,)).astype(np.float32)
+    shift = (rng.standard_normal((1, 1, 1, channels)) * 2).astype(np.float32)
+    conv_out, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 9, 9, channels])) for _ in range(3))
+    if kind == "depthwise":
+        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
+                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    else:
+        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)],
+                    [m.add_constant(scale), conv_out], [scaled])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 2)],
+                    [scaled, m.add_constant(shift)], [y])
+    m.specify_inputs_and_outputs([x], [y, scaled] if expose_scaled else [y])
+    m.finish()
+
+    def reference(xv):
+        x64 = np.pad(xv.astype(np.float64), ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+        acc = np.zeros((1, 9, 9, channels))
+        for i in range(k):
+            for j in range(k):
+                tap = x64[:, i:i + 9, j:j + 9]
+                acc += tap * w[:, i, j, 0] if kind == "depthwise" else tap @ w[:, i, j, :].T.astype(np.float64)
+        return np.clip((acc + b) * scale.astype(np.float64) + shift, 0, 6)
+
+    return m, reference
+
+
+@pytest.mark.parametrize("kind, k, channels", [("conv", 3, 6), ("conv", 1, 6), ("conv", 3, 64),
+                                               ("depthwise", 3, 6)])
+def test_mul_add_by_channel_constants_fuse_into_the_convolution(kind, k, channels):
+    """The fused step (one instead of three) gives exactly the unfused steps' values (a run with capture takes
+    the unfused steps) and the float64 oracle's within float32 rounding; 64 channels take the Winograd path."""
+    model, reference = conv_scale_shift(kind, k, channels)
+    ex = executor(model)
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 3
+    x = np.random.default_rng(1).standard_normal(model.tensors[0].dims).astype(np.float32)
+    (fused,) = ex.run_arrays([x])
+    (plain,) = ex.run_arrays([x], capture={})
+    assert np.array_equal(fused, plain)
+    np.testing.assert_allclose(fused, reference(x), rtol=1e-4, atol=1e-4)
+    assert fused.min() == 0 and fused.max() == 6  # the ADD's RELU6 applied
+
+
+@pytest.mark.parametrize("scale_shape, expose", [((1, 9, 9, 6), False), ((6,), True)], ids=["spatial", "output"])
+def test_mul_add_not_fused_when_the_constant_is_not_per_channel_or_the_tensor_is_an_output(scale_shape, expose):
+    model, _ = conv_scale_shift("conv", 3, 6, scale_shape=scale_shape, expose_scaled=expose)
+    ex = executor(model)
+    assert len(ex.prepared.steps) == 3 - (1 if expose else 0)  # exposed: the MUL still fuses, the ADD not
+    x = np.random.default_rng(2).standard_normal((1, 9, 9, 5)).astype(np.float32)
+    got = ex.run_arrays([x])
+    want = ex.run_arrays([x], capture={})
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_mul_add_by_channel_constants_fuse_into_batch_norm():
+    """BATCH_NORM -> MUL -> ADD (RELU): one step, exactly the unfused steps' values, the float64 oracle's within
+    float32 rounding; the kernel's row blocks (128 KiB) cut this input into several."""
+    rng = np.random.default_rng(4)
+    c = 48
+    shape = [1, 30, 30, c]
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape))
+    normed, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape)) for _ in range(3))
+    scale, offset, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    variance = rng.uniform(0.5, 2, c).astype(np.float32)
+    mul, add = rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    m.add_operation(OP.OH_NN_OPS_BATCH_NORM, [m.add_param(TT.OH_NN_BATCH_NORM_EPSILON, np.float32(1e-3))],
+                    [x] + [m.add_constant(a) for a in (scale, offset, mean, variance)], [normed])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)], [normed, m.add_constant(mul)],
+                    [scaled])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [m.add_constant(add), scaled],
+                    [y])
+    m.specify_inputs_and_outputs([x], [y])
+    m.finish()
+    ex = executor(m)
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 3
+    xv = rng.standard_normal(shape).astype(np.float32)
+    (fused,) = ex.run_arrays([xv])
+    (plain,) = ex.run_arrays([xv], capture={})
+    assert np.array_equal(fused, plain)
+    f64 = np.float64
+    want = np.maximum(((xv - f64(mean)) / np.sqrt(f64(variance) + 1e-3) * scale + offset) * mul + add, 0)
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+    assert (fused == 0).any()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the exported exact GELU (DIV, ERF, ADD, MUL, MUL) as one step
+
+
+def erf_gelu_model(expose_erf=False):
+    """x [2, 3, 50] -> y = (x * (erf(x / sqrt(2)) + 1)) * 0.5 as BERT's export writes it (also erf's output as a
+    model output when ``expose_erf``)."""
+    m = Model()
+    shape = [2, 3, 50]
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape))
+    scaled, erf_out, plus, prod, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape)) for _ in range(5))
+    m.add_operation(OP.OH_NN_OPS_DIV, [m.add_param(TT.OH_NN_DIV_ACTIVATIONTYPE, 0)],
+                    [x, m.add_constant(np.array([np.sqrt(2)], np.float32))], [scaled])
+    m.add_operation(OP.OH_NN_OPS_ERF, [], [scaled], [erf_out])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 0)],
+                    [erf_out, m.add_constant(np.array(1, np.float32))], [plus])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)], [x, plus], [prod])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)],
+                    [prod, m.add_constant(np.array([0.5], np.float32))], [y])
+    m.specify_inputs_and_outputs([x], [y, erf_out] if expose_erf else [y])
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("numba_env", [None, "0"], ids=["compiled", "numpy"])
+def test_erf_gelu_steps_fuse_into_one(numba_env, monkeypatch):
+    """One step instead of five, exactly the unfused steps' values on both paths (signed zeros, NaN, inf and
+    values past the erf clamp included), and math.erf's GELU in float64 within float32 rounding."""
+    import math
+
+    if numba_env is not None:
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", numba_env)
+    ex = executor(erf_gelu_model())
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 5
+    x = (np.random.default_rng(6).standard_normal((2, 3, 50)) * 4).astype(np.float32)
+    x.flat[:7] = [-0.0, 0.0, np.nan, np.inf, -np.inf, 40.0, -1e-30]
+    with np.errstate(all="ignore"):
+        (fused,) = ex.run_arrays([x])
+        (plain,) = ex.run_arrays([x], capture={})
+    assert fused.tobytes() == plain.tobytes()
+    finite = np.isfinite(x)
+    want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x[finite].astype(np.float64)])
+    np.testing.assert_allclose(fused[finite], want, rtol=1e-6, atol=1e-6)
+
+
+def test_erf_gelu_not_fused_when_an_intermediate_is_an_output():
+    ex = executor(erf_gelu_model(expose_erf=True))
+    assert len(ex.prepared.steps) == 5

@@ -11,6 +11,10 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
+* :func:`erf_gelu` -- the exported exact GELU (Div, Erf, Add, Mul, Mul) that the plan fuses, in one loop.
+  Bit-identical.
+* :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
+  about ten numpy calls on small arrays). Bit-identical.
 * :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
 * :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
   Identical values and signs of zero.
@@ -60,6 +64,10 @@ def _build(name: str):
         return _build_layer_norm(numba)
     if name == "pool":
         return _build_pool(numba)
+    if name == "lstm":
+        return _build_lstm(numba)
+    if name == "gelu":
+        return _build_gelu(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -143,27 +151,56 @@ def _build_softmax(numba):
     def shift_rows(x, out):  # pragma: no cover (compiled): out = x - max(x) per row (NaN wins, as in np.max)
         rows, n = x.shape
         for r in range(rows):
-            m = x[r, 0]
-            for k in range(1, n):
-                v = x[r, k]
-                if v > m or v != v:
-                    m = v
-                    if v != v:
-                        break
+            xr = x[r]
+            # four independent running maxima and a NaN flag instead of one branchy chain (1.5x faster)
+            m0 = m1 = m2 = m3 = xr[0]
+            nan = False
+            k = 0
+            while k + 4 <= n:
+                a, b, c, d = xr[k], xr[k + 1], xr[k + 2], xr[k + 3]
+                m0 = a if a > m0 else m0
+                m1 = b if b > m1 else m1
+                m2 = c if c > m2 else m2
+                m3 = d if d > m3 else m3
+                nan |= (a != a) | (b != b) | (c != c) | (d != d)
+                k += 4
+            while k < n:
+                a = xr[k]
+                m0 = a if a > m0 else m0
+                nan |= a != a
+                k += 1
+            m = max(max(m0, m1), max(m2, m3))
+            if nan or m != m:
+                m = xr.dtype.type(np.nan)
+            o = out[r]
             for k in range(n):
-                out[r, k] = x[r, k] - m
+                o[k] = xr[k] - m
         return out
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def normalise_rows(e):  # pragma: no cover (compiled): e /= sum(e) per row (the sum in float64)
         rows, n = e.shape
         for r in range(rows):
-            total = 0.0
+            er = e[r]
+            # eight float64 partial sums: no serial chain of dependent adds (the chain was half the softmax)
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+            k = 0
+            while k + 8 <= n:
+                t0 += er[k]
+                t1 += er[k + 1]
+                t2 += er[k + 2]
+                t3 += er[k + 3]
+                t4 += er[k + 4]
+                t5 += er[k + 5]
+                t6 += er[k + 6]
+                t7 += er[k + 7]
+                k += 8
+            while k < n:
+                t0 += er[k]
+                k += 1
+            inv = e.dtype.type(((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)))
             for k in range(n):
-                total += e[r, k]
-            inv = e.dtype.type(total)
-            for k in range(n):
-                e[r, k] = e[r, k] / inv
+                er[k] = er[k] / inv
         return e
 
     def softmax_rows(x, out):
@@ -179,15 +216,37 @@ def _build_layer_norm(numba):
     def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
         rows, n = x.shape
         for r in range(rows):
-            total = 0.0
+            xr = x[r]
+            o = out[r]
+            # four float64 partial sums per pass: no serial chain of dependent adds
+            t0 = t1 = t2 = t3 = 0.0
+            k = 0
+            while k + 4 <= n:
+                t0 += xr[k]
+                t1 += xr[k + 1]
+                t2 += xr[k + 2]
+                t3 += xr[k + 3]
+                k += 4
+            while k < n:
+                t0 += xr[k]
+                k += 1
+            mean = out.dtype.type(((t0 + t1) + (t2 + t3)) / n)
             for k in range(n):
-                total += x[r, k]
-            mean = out.dtype.type(total / n)
-            squares = 0.0
-            for k in range(n):
-                d = x[r, k] - mean
-                out[r, k] = d
-                squares += np.float64(d) * d
+                o[k] = xr[k] - mean
+            t0 = t1 = t2 = t3 = 0.0
+            k = 0
+            while k + 4 <= n:
+                d0, d1, d2, d3 = np.float64(o[k]), np.float64(o[k + 1]), np.float64(o[k + 2]), np.float64(o[k + 3])
+                t0 += d0 * d0
+                t1 += d1 * d1
+                t2 += d2 * d2
+                t3 += d3 * d3
+                k += 4
+            while k < n:
+                d0 = np.float64(o[k])
+                t0 += d0 * d0
+                k += 1
+            squares = (t0 + t1) + (t2 + t3)
             std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
             for k in range(n):
                 out[r, k] = out[r, k] / std * gamma[k] + beta[k]
@@ -240,6 +299,94 @@ def _build_pool(numba):
         return out
 
     return pool_loop
+
+
+def _build_gelu(numba):
+    from ._common import _ERF_P, _ERF_Q
+
+    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
+    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
+        for k in range(x.size):
+            xk = x[k]
+            v = np.float64(xk / d)  # the DIV in float32, then erf_loop's evaluation verbatim
+            if v < -4.0:
+                v = -4.0
+            elif v > 4.0:
+                v = 4.0
+            t = v * v
+            p = t * p6
+            p = (p + p5) * t
+            p = (p + p4) * t
+            p = (p + p3) * t
+            p = (p + p2) * t
+            p = (p + p1) * t
+            p = p + p0
+            q = t * q5
+            q = (q + q4) * t
+            q = (q + q3) * t
+            q = (q + q2) * t
+            q = (q + q1) * t
+            q = q + 1.0
+            e = np.float32((p * v) / q)
+            out[k] = (xk * (e + a)) * m
+        return out
+
+    return gelu_loop
+
+
+def erf_gelu(x: np.ndarray, divisor, addend, factor) -> np.ndarray | None:
+    """``(x * (erf(x / divisor) + addend)) * factor`` for float32 ``x`` and float32 scalars (the exact-erf GELU
+    as exported: Div, Erf, Add, Mul, Mul) in one compiled loop, with the ERF loop's float64 evaluation verbatim:
+    bit-identical to the five steps; None without numba."""
+    loop = _get("gelu") if x.dtype == np.float32 and x.size else None
+    if loop is None:
+        return None
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    loop(flat, out, np.float32(divisor), np.float32(addend), np.float32(factor))
+    return out.reshape(x.shape)
+
+
+def _build_lstm(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def gates_in(gates, pre, s, scale):  # pragma: no cover (compiled): (recurrent + input part) * scale
+        d_count, batch, width = gates.shape
+        steps = pre.shape[1]
+        for d in range(d_count):
+            t = s if d == 0 else steps - 1 - s  # the backward direction reads the sequence from its end
+            for b in range(batch):
+                g = gates[d, b]
+                p = pre[d, t, b]
+                for k in range(width):
+                    g[k] = (g[k] + p[k]) * scale[k]
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def cell(gates, c, gi, go, gf, gg):  # pragma: no cover (compiled): sigmoids from tanh, c = f * c + i * g
+        d_count, batch, hidden = c.shape
+        half = c.dtype.type(0.5)
+        for d in range(d_count):
+            for b in range(batch):
+                g = gates[d, b]
+                cc = c[d, b]
+                for k in range(hidden):
+                    i = g[gi + k] * half + half
+                    f = g[gf + k] * half + half
+                    cc[k] = f * cc[k] + i * g[gg + k]
+                    g[go + k] = g[go + k] * half + half
+
+    return gates_in, cell
+
+
+def lstm_steps(dtype):
+    """The two compiled parts of an LSTM step for float32/float64 (None without numba): ``gates_in(gates, pre, s,
+    scale)`` adds the step's input part to the recurrent product and scales (0.5 on the sigmoid blocks, 1 on g)
+    ahead of one tanh over all gates; ``cell(gates, c, gi, go, gf, gg)`` turns the i, f, o tanh values into
+    sigmoids (``0.5 * t + 0.5``, o written back in place) and updates ``c = f * c + i * g`` in place. The same
+    float operations in the same order as the numpy step (tanh stays numpy's): bit-identical."""
+    return _get("lstm") if np.dtype(dtype) in (np.float32, np.float64) else None
 
 
 def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool) -> np.ndarray | None:
@@ -315,4 +462,4 @@ def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.n
     return True
 
 
-__all__ = ["depthwise", "enabled", "erf", "layer_norm_rows", "pool", "softmax_last_axis"]
+__all__ = ["depthwise", "erf_gelu", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]

@@ -87,6 +87,7 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
 _IM2COL_BLOCK_BYTES = 1 << 21  # im2col rows per GEMM call
 _DEPTHWISE_BLOCK_BYTES = 1 << 18  # output rows a depthwise tap loop keeps in cache
 _SCRATCH = threading.local()
+_POST_UFUNCS = {"mul": np.multiply, "add": np.add}
 
 
 def _scratch(name: str, shape, dtype) -> np.ndarray:
@@ -100,10 +101,13 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
     return buffer[:size].view(dtype).reshape(shape)
 
 
-def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int) -> None:
-    """Bias (pre-tiled to the block's trailing dims) and fused activation, in place, on a block still in cache."""
+def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int, post=()) -> None:
+    """Bias (pre-tiled to the block's trailing dims), the ``post`` operations ((ufunc, rows) pairs, rows tiled like
+    the bias) and the fused activation, in place, on a block still in cache."""
     if bias_rows is not None:
         np.add(block, bias_rows, out=block)
+    for ufunc, rows in post:
+        ufunc(block, rows, out=block)
     if activation == 1:
         np.maximum(block, block.dtype.type(0), out=block)
     elif activation == 2:  # one pass (as fast as one np.maximum when given scalars of the array's dtype)
@@ -137,7 +141,7 @@ def _padded(x, pads, name="pad"):
     return xp
 
 
-def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activation=0, out=None):
+def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activation=0, out=None, post=()):
     """Depthwise convolution (weight [C * mult, kH, kW, 1]) in blocks of output rows that stay in cache: for each
     block, the kernel taps in row-major order (``acc = x_tap0 * w_tap0; acc += x_tap * w_tap``), then the bias and
     the fused activation while the block is still in cache. The input is zero-padded once into a reused scratch
@@ -156,7 +160,9 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
     if out is None:
         out = np.empty((n, oh, ow, c), dtype=x.dtype)
     taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
-    if _accel.depthwise(xp, taps, bias, out, strides, dilation, activation):  # numba, when installed
+    if _accel.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # numba, when installed
+        if post:
+            _finish_rows(out, None, activation, post)
         return out
     wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
     b_rows = None if bias is None else _tiled_bias(bias, ow)
@@ -178,7 +184,7 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
                 else:
                     np.multiply(src, wt[i, j], out=tmp)
                     np.add(acc, tmp, out=acc)
-        _finish_rows(acc, b_rows, activation)
+        _finish_rows(acc, b_rows, activation, post)
     return out
 
 
@@ -225,7 +231,7 @@ def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
 _WINO_MIN_CHANNELS = 64
 
 
-def _winograd_3x3(x, w, pads, out_size, bias, activation, out):
+def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     """Stride-1 3x3 convolution by F(2x2, 3x3), in blocks of tile rows; bias and activation per block."""
     n, h, wd, c = x.shape
     o = w.shape[0]
@@ -265,14 +271,16 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out):
         else:
             full = np.ascontiguousarray(tiles_out).reshape(n, 2 * (r1 - r0), 2 * tw, o)
             np.copyto(block, full[:, :rr, :ow])
-        _finish_rows(block, b_rows, activation)
+        _finish_rows(block, b_rows, activation, post)
     return out
 
 
-def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None):
+def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None, post=()):
     """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]; ``out_size`` (OH, OW) is :func:`_conv_geometry`'s.
     Bias and fused activation are applied in place (block by block where the convolution is blocked); ``out``,
-    when given, is the [N, OH, OW, O] array to write.
+    when given, is the [N, OH, OW, O] array to write. ``post``: elementwise operations by per-channel vectors
+    (("mul" | "add", [O] array) pairs) applied after the bias and before the activation, in order -- the plan's
+    fusion of a following MUL/ADD by a constant (runtime/cpu.py), the same float operations as those steps.
 
     * depthwise (C/group = 1): :func:`_depthwise_core`;
     * 1x1, group 1: one GEMM of the (strided) input rows with the weight matrix, no im2col;
@@ -282,8 +290,9 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
     oh, ow = out_size
+    post = tuple((_POST_UFUNCS[name], _tiled_bias(vector, ow)) for name, vector in post)
     if cg == 1 and group > 1:
-        return _depthwise_core(x, w, strides, dilation, pads, out_size, bias, activation, out)
+        return _depthwise_core(x, w, strides, dilation, pads, out_size, bias, activation, out, post)
     s_h, s_w = strides
     d_h, d_w = dilation
     if out is None:
@@ -293,10 +302,10 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
-        _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation)
+        _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation, post)
         return out
     if _use_winograd(x, w, strides, dilation, group, out_size):
-        return _winograd_3x3(x, w, pads, out_size, bias, activation, out)
+        return _winograd_3x3(x, w, pads, out_size, bias, activation, out, post)
     xp = _padded(x, pads)
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
     if group == 1:
@@ -322,7 +331,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
                 np.matmul(cols.reshape((r1 - r0) * ow, k), wmat, out=block.reshape((r1 - r0) * ow, o))
             else:
                 block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
-            _finish_rows(block, b_rows, activation)
+            _finish_rows(block, b_rows, activation, post)
         return out
     og = o // group
     m = n * oh * ow
@@ -337,7 +346,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
         a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
     np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
-    _finish_rows(out, None if bias is None else _tiled_bias(bias, ow), activation)
+    _finish_rows(out, None if bias is None else _tiled_bias(bias, ow), activation, post)
     return out
 
 
@@ -371,7 +380,8 @@ def _conv_shapes(op, x, weight, group):
     return cdtype, x_shape, w_shape, group
 
 
-def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None):
+def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None,
+                 post=()):
     cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
     s, d, (oh, ow, pads) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
     b = _real_bias(op, bias, o, ctx, cdtype)
@@ -380,7 +390,9 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
                             or not out.flags.c_contiguous):
         out = None  # float16 data computes in float32: the planned array does not fit
     w_c = weight if weight.dtype == cdtype else _packed(weight, ("cast", cdtype.str), lambda a: a.astype(cdtype))
-    result = _conv_core(x.astype(cdtype, copy=False), w_c, s, d, pads, group, (oh, ow), b, activation, out)
+    if post and (x.dtype != cdtype or any(v.dtype != cdtype or v.shape != (o,) for _, v in post)):
+        raise invalid(f"{op}: post operations need per-channel vectors of the compute dtype")  # (plan guards)
+    result = _conv_core(x.astype(cdtype, copy=False), w_c, s, d, pads, group, (oh, ow), b, activation, out, post)
     return result.astype(x.dtype, copy=False)
 
 
@@ -402,19 +414,19 @@ def _conv2d_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, 
 
 
 @kernel("OH_NN_OPS_CONV2D")
-def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx, activation=0, out=None):
+def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx, activation=0, out=None, post=()):
     return _conv_common("CONV2D", x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation,
-                        out)
+                        out, post)
 
 
 @kernel("OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
 def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dilation, ctx, activation=0,
-                            out=None):
+                            out=None, post=()):
     op = "DEPTHWISE_CONV2D_NATIVE"
     _check_rank(op, x)
     _check_rank(op, weight, what="weight")
     return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation,
-                        _depthwise_group(op, x.shape, weight.shape), activation, out)
+                        _depthwise_group(op, x.shape, weight.shape), activation, out, post)
 
 
 def _depthwise_group(op, x_shape, w_shape) -> int:

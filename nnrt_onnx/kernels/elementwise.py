@@ -370,6 +370,16 @@ def erf(input):
     return _unary_float("ERF", x, _erf_float32) if fast is None else fast.astype(x.dtype, copy=False)
 
 
+def erf_gelu(x, *, divisor, addend, factor):
+    """``(x * (erf(x / divisor) + addend)) * factor`` on float32 with float32 scalars: the exported exact GELU
+    (DIV, ERF, ADD, MUL, MUL) that the native plan fuses into one step (runtime/cpu.py). The compiled loop, or
+    those steps' own operations in order (ERF by its kernel): bit-identical to the five steps either way."""
+    fast = _accel.erf_gelu(x, divisor, addend, factor)
+    if fast is not None:
+        return fast
+    return np.multiply(np.multiply(x, np.add(erf(np.divide(x, divisor)), addend)), factor)
+
+
 @kernel("OH_NN_OPS_CEIL")
 def ceil(input):
     return _unary_float("CEIL", input, np.ceil)

@@ -131,8 +131,11 @@ def _instance_norm_shape(op, shapes, values, **_):
 
 @kernel("OH_NN_OPS_BATCH_NORM")
 def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray, variance: np.ndarray, *,
-               epsilon: float) -> np.ndarray:
-    """Inference batch norm, channel last: ``(x - mean) / sqrt(variance + epsilon) * scale + offset``."""
+               epsilon: float, activation=0, out=None, post=()) -> np.ndarray:
+    """Inference batch norm, channel last: ``(x - mean) / sqrt(variance + epsilon) * scale + offset``, computed as
+    ``x * inv + (offset - mean * inv)``. ``post`` (("mul" | "add", [C] vector) pairs) and ``activation`` (0, 1
+    RELU, 2 RELU6): the plan's fusion of following MUL/ADD steps by per-channel constants (runtime/cpu.py), the
+    same float operations in the same order; float32/float64 work runs in blocks of rows that stay in cache."""
     op = "BATCH_NORM"
     x = np.asarray(input)
     _require_float(op, x)
@@ -142,7 +145,31 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     s, o, m, v = (_per_channel(op, n, t, c, work) for n, t in
                   (("scale", scale), ("offset", offset), ("mean", mean), ("variance", variance)))
     inv = s / np.sqrt(v + work.type(epsilon))
-    return (x.astype(work, copy=False) * inv + (o - m * inv)).astype(x.dtype, copy=False)
+    shift = o - m * inv
+    if work != x.dtype or x.size == 0 or c == 0:
+        if post or activation:
+            raise invalid(f"{op}: post operations need float32/float64 data")  # (the plan guards this)
+        return (x.astype(work, copy=False) * inv + shift).astype(x.dtype, copy=False)
+    if out is None or out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
+        out = np.empty(x.shape, x.dtype)
+    rows_in, rows_out = x.reshape(-1, c), out.reshape(-1, c)
+    post = tuple(({"mul": np.multiply, "add": np.add}[name], vector) for name, vector in post)
+    step = max(1, _BN_BLOCK_BYTES // (c * x.dtype.itemsize))
+    zero, six = x.dtype.type(0), x.dtype.type(6)
+    for r0 in range(0, rows_in.shape[0], step):  # one block through every operation while it is in cache
+        block = rows_out[r0:r0 + step]
+        np.multiply(rows_in[r0:r0 + step], inv, out=block)
+        np.add(block, shift, out=block)
+        for ufunc, vector in post:
+            ufunc(block, vector, out=block)
+        if activation == 1:
+            np.maximum(block, zero, out=block)
+        elif activation == 2:
+            np.clip(block, zero, six, out=block)
+    return out
+
+
+_BN_BLOCK_BYTES = 1 << 17
 
 
 def _mean(a: np.ndarray, axes: tuple[int, ...], count: np.intp) -> np.ndarray:

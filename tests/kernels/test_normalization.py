@@ -7,6 +7,8 @@ defaults). Ids start with the op's short name (``pytest -k softmax``).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from kernels.kernel_support import (
@@ -382,13 +384,15 @@ def test_softmax_and_layer_norm_compiled_loops_agree_with_the_numpy_path(monkeyp
     if not _accel.enabled():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(5)
-    for dtype in (np.float32, np.float64):
-        x = (rng.standard_normal((3, 5, 37)) * 4).astype(dtype)
-        x[0, 1, 3] = np.nan
+    # row lengths around the compiled loops' 4- and 8-way unrolling (tails of 1..3 and 5; exact multiples)
+    for dtype, n in itertools.product((np.float32, np.float64), (3, 37, 128)):
+        x = (rng.standard_normal((3, 5, n)) * 4).astype(dtype)
+        x[0, 1, 2] = np.nan
         x[1, 2, :] = np.inf
-        x[2, 0, 5] = -np.inf
-        g = rng.standard_normal(37).astype(dtype)
-        b = rng.standard_normal(37).astype(dtype)
+        x[2, 0, n - 1] = -np.inf
+        x[2, 1, 0] = np.nan  # NaN in the first cell (the running maxima start from it)
+        g = rng.standard_normal(n).astype(dtype)
+        b = rng.standard_normal(n).astype(dtype)
         with np.errstate(all="ignore"):
             compiled = (softmax(x, axis=-1), layer_norm(x, g, b, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2))
             monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
@@ -398,6 +402,10 @@ def test_softmax_and_layer_norm_compiled_loops_agree_with_the_numpy_path(monkeyp
             assert got.dtype == want.dtype == dtype and got.shape == want.shape
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
             np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
+        finite = x[2, 2].astype(np.float64)  # a row with only finite values: against float64 directly
+        e = np.exp(finite - finite.max())
+        # (rounding of x - max, about |x| ulps, carries into exp: a few tens of eps)
+        np.testing.assert_allclose(compiled[0][2, 2], e / e.sum(), rtol=32 * np.finfo(dtype).eps, atol=0)
 
 
 def test_layer_norm_compiled_loop_divides_like_numpy_by_a_zero_deviation(monkeypatch):
