@@ -38,11 +38,16 @@ class _Graph:
             for name in node.input:
                 if name:
                     self.consumers.setdefault(name, []).append(node)
-        self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
-        for node in self.graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute \
-                    and node.attribute[0].name == "value":
-                self.constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+        self.constants = {}
+        tensors = [(t.name, t) for t in self.graph.initializer]
+        tensors += [(node.output[0], node.attribute[0].t) for node in self.graph.node
+                    if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute
+                    and node.attribute[0].name == "value" and node.output]
+        for name, tensor in tensors:
+            try:
+                self.constants[name] = numpy_helper.to_array(tensor)
+            except Exception:  # (an unreadable tensor: its own node's conversion reports it)
+                continue
         self.outputs = {o.name for o in self.graph.output}
 
     def constant(self, name: str) -> np.ndarray | None:

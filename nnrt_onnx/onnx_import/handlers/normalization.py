@@ -21,6 +21,7 @@ import numpy as np
 from ...enums import OH_NN_OperationType as OP
 from ...ir.graph import Value
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -147,6 +148,7 @@ def _affine_operand(ctx: NodeContext, position: int, norm_shape: tuple[int, ...]
                     what: str) -> tuple[str, str | None]:
     """gamma/beta for LAYER_NORM (exact shape ``norm_shape``) and, when the ONNX operand cannot be that (a
     non-constant tensor of another shape), the tensor to apply afterwards with MUL/ADD."""
+    limits.require_shape(norm_shape, dtype, f"the {what} constant")  # built below, before anything can check it
     if not ctx.has_input(position):
         return ctx.constant(np.full(norm_shape, fill, dtype), f"{ctx.name}.{what}"), None
     name = ctx.input(position)
@@ -274,6 +276,7 @@ def group_normalization(ctx: NodeContext) -> None:
     if groups <= 0 or c % groups:
         raise ConversionIssue(INVALID_MODEL, f"num_groups={groups} does not divide the {c} channels")
     m = c // groups * int(prod(shape[2:]))
+    limits.require_shape([2, m], value.dtype, "GroupNormalization's unit scale and zero bias")  # built below
     grouped = ctx.reshape(x, (n, groups, m))
     normalized = ctx.new_value(value.dtype, (n, groups, m), f"{out}.grouped")
     ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [grouped, ctx.constant(np.ones((m,), value.dtype), f"{ctx.name}.ones"),

@@ -21,6 +21,7 @@ from ... import geometry
 from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
+from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -64,6 +65,7 @@ def _tap_counts(size, k, s, d, p0, p1, out, include_pad) -> np.ndarray:
 
 
 def _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, include_pad) -> np.ndarray:
+    limits.require_shape(list(out_sizes), np.float64, "the pooling windows' tap counts")  # one per output position
     counts = np.ones((), np.float64)
     for size, k, s, d, (p0, p1), out in zip(in_sizes, kernel, strides, dilations, pads, out_sizes):
         counts = np.multiply.outer(counts, _tap_counts(size, k, s, d, p0, p1, out, include_pad))
