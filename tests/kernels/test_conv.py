@@ -441,8 +441,9 @@ def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monke
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeypatch):
-    """The 3x3 compiled loop (one channel through all nine taps): bit-identical to the numpy path, and within
-    rounding of a float64 direct sum over the taps (NaN/inf cases only against the numpy path)."""
+    """The 3x3 compiled loop (one channel through all nine taps, reading the unpadded input: padded taps read
+    +0.0): bit-identical to the numpy path on the padded copy, and within rounding of a float64 direct sum over the
+    taps (NaN/inf cases only against the numpy path)."""
     from nnrt_onnx.kernels import _accel
     from nnrt_onnx.kernels.conv import _depthwise_core
 
@@ -464,6 +465,8 @@ def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeyp
             x.flat[2] = np.nan
             x.flat[::13] = -0.0
         wt = rng.standard_normal((c, 3, 3, 1)).astype(dtype)
+        if special:
+            wt.flat[0] = np.inf  # a padded tap gives 0 * inf = NaN, as on the padded copy
         bias = rng.standard_normal(c).astype(dtype) if k % 2 else None
         activation = k % 3
         args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
