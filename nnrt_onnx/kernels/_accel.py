@@ -9,7 +9,7 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
 
 * :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
-  numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md). 
+  numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
 * :func:`depthwise_3x3` -- 3x3 kernels: one channel at a time through all nine taps (the sum in a register, the
   channel loop vectorised: 0.6-0.9x the general loop's time), reading the unpadded input (padded taps read +0.0,
