@@ -156,10 +156,14 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
     s_h, s_w = strides
     d_h, d_w = dilation
     oh, ow = out_size
-    xp = _padded(x, pads, "dw_pad")
     if out is None:
         out = np.empty((n, oh, ow, c), dtype=x.dtype)
     taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
+    if _accel.depthwise_3x3(x, taps, bias, out, strides, dilation, pads, 0 if post else activation):  # no pad copy
+        if post:
+            _finish_rows(out, None, activation, post)
+        return out
+    xp = _padded(x, pads, "dw_pad")
     if _accel.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # numba, when installed
         if post:
             _finish_rows(out, None, activation, post)

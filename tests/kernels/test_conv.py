@@ -437,3 +437,59 @@ def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monke
         assert compiled.tobytes() == plain.tobytes(), f"case {k}: {args[2:6]} activation {activation}"
         cases += 1
     assert cases > 25
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeypatch):
+    """The 3x3 compiled loop (one channel through all nine taps, reading the unpadded input: padded taps read
+    +0.0): bit-identical to the numpy path on the padded copy, and within rounding of a float64 direct sum over the
+    taps (NaN/inf cases only against the numpy path)."""
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.conv import _depthwise_core
+
+    if not _accel.enabled():
+        pytest.skip("numba is not installed: the numpy path is the only one")
+    rng = np.random.default_rng(13)
+    for k in range(24):
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(3, 15)), int(rng.integers(3, 15))
+        c = int(rng.integers(1, 70))
+        strides, dilation = tuple(int(v) for v in rng.integers(1, 3, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        oh = (h + pads[0] + pads[1] - 2 * dilation[0] - 1) // strides[0] + 1
+        ow = (w + pads[2] + pads[3] - 2 * dilation[1] - 1) // strides[1] + 1
+        if oh < 1 or ow < 1:
+            continue
+        x = rng.standard_normal((n, h, w, c)).astype(dtype)
+        special = k % 6 == 5
+        if special:
+            x.flat[2] = np.nan
+            x.flat[::13] = -0.0
+        wt = rng.standard_normal((c, 3, 3, 1)).astype(dtype)
+        if special:
+            wt.flat[0] = np.inf  # a padded tap gives 0 * inf = NaN, as on the padded copy
+        bias = rng.standard_normal(c).astype(dtype) if k % 2 else None
+        activation = k % 3
+        args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
+        with np.errstate(all="ignore"):
+            compiled = _depthwise_core(*args)
+            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+            plain = _depthwise_core(*args)
+            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        assert compiled.tobytes() == plain.tobytes(), f"case {k}"
+        if special:
+            continue
+        xp = np.pad(x.astype(np.float64), ((0, 0), (pads[0], pads[1]), (pads[2], pads[3]), (0, 0)))
+        ref = np.zeros((n, oh, ow, c))
+        for i in range(3):
+            for j in range(3):
+                top, left = i * dilation[0], j * dilation[1]
+                ref += xp[:, top: top + (oh - 1) * strides[0] + 1: strides[0],
+                          left: left + (ow - 1) * strides[1] + 1: strides[1]] * wt[:, i, j, 0].astype(np.float64)
+        if bias is not None:
+            ref += bias
+        if activation == 1:
+            ref = np.maximum(ref, 0)
+        elif activation == 2:
+            ref = np.clip(ref, 0, 6)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(compiled, ref, rtol=tol, atol=tol)
