@@ -249,6 +249,14 @@ def _scan_with_batch(ctx: NodeContext, body, m: int) -> None:
     if batch < 0:
         raise ConversionIssue(DYNAMIC_SHAPE, "the batch size of the scan inputs is unknown: unrolling needs it static",
                               tensor=scan_inputs[0])
+    for name in [*states, *scan_inputs]:  # every state and scan input carries the batch on axis 0
+        shape = ctx.value(name).shape if name is not None else None
+        if shape and shape[0] < 0:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"the batch dim of {name!r} is unknown: unrolling needs it static",
+                                  tensor=name)
+        if not shape or shape[0] != batch:
+            raise ConversionIssue(INVALID_MODEL, f"{name!r} of shape {list(shape or [])} does not have the batch "
+                                                 f"size {batch} on axis 0", tensor=name)
     if inputs[0] is not None:
         lens = ctx.constant_input(0, "sequence_lens").reshape(-1)
         full = ctx.value(scan_inputs[0]).shape[1]
