@@ -171,35 +171,46 @@ def _build_depthwise_3x3(numba):
     return depthwise_3x3
 
 
-def _build_erf(numba):
+def _build_erf_value(numba):
+    """The float64 rational evaluation of erf on [-4, 4] (outside: clamped) that every compiled loop shares: the
+    numpy path's operations in the same order (bit-identical)."""
     from ._common import _ERF_P, _ERF_Q
 
     p0, p1, p2, p3, p4, p5, p6 = _ERF_P
     q1, q2, q3, q4, q5 = _ERF_Q[1:]
 
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
+    def erf_value(v):  # pragma: no cover (compiled)
+        if v < -4.0:
+            v = -4.0
+        elif v > 4.0:
+            v = 4.0
+        t = v * v
+        p = t * p6
+        p = (p + p5) * t
+        p = (p + p4) * t
+        p = (p + p3) * t
+        p = (p + p2) * t
+        p = (p + p1) * t
+        p = p + p0
+        q = t * q5
+        q = (q + q4) * t
+        q = (q + q3) * t
+        q = (q + q2) * t
+        q = (q + q1) * t
+        q = q + 1.0
+        return (p * v) / q
+
+    return erf_value
+
+
+def _build_erf(numba):
+    erf_value = _build_erf_value(numba)
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def erf_loop(x, out):  # pragma: no cover (compiled)
         for k in range(x.size):
-            v = np.float64(x[k])
-            if v < -4.0:
-                v = -4.0
-            elif v > 4.0:
-                v = 4.0
-            t = v * v
-            p = t * p6
-            p = (p + p5) * t
-            p = (p + p4) * t
-            p = (p + p3) * t
-            p = (p + p2) * t
-            p = (p + p1) * t
-            p = p + p0
-            q = t * q5
-            q = (q + q4) * t
-            q = (q + q3) * t
-            q = (q + q2) * t
-            q = (q + q1) * t
-            q = q + 1.0
-            out[k] = np.float32((p * v) / q)
+            out[k] = np.float32(erf_value(np.float64(x[k])))
         return out
 
     return erf_loop
@@ -361,35 +372,13 @@ def _build_pool(numba):
 
 
 def _build_gelu(numba):
-    from ._common import _ERF_P, _ERF_Q
-
-    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
-    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+    erf_value = _build_erf_value(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
         for k in range(x.size):
             xk = x[k]
-            v = np.float64(xk / d)  # the DIV in float32, then erf_loop's evaluation verbatim
-            if v < -4.0:
-                v = -4.0
-            elif v > 4.0:
-                v = 4.0
-            t = v * v
-            p = t * p6
-            p = (p + p5) * t
-            p = (p + p4) * t
-            p = (p + p3) * t
-            p = (p + p2) * t
-            p = (p + p1) * t
-            p = p + p0
-            q = t * q5
-            q = (q + q4) * t
-            q = (q + q3) * t
-            q = (q + q2) * t
-            q = (q + q1) * t
-            q = q + 1.0
-            e = np.float32((p * v) / q)
+            e = np.float32(erf_value(np.float64(xk / d)))  # the DIV in float32, then the ERF loop's evaluation
             out[k] = (xk * (e + a)) * m
         return out
 

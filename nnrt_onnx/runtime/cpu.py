@@ -401,28 +401,31 @@ class NativePreparedModel(PreparedModel):
             value, declared = env[index], self.declared_dtype[index]
             capture[index] = value.astype(declared) if value.dtype != declared else value
 
-    def _run_plain(self, step: _Step, env: list, arena) -> None:
-        """:meth:`_run_step` for the common step (``step.plain``): the same work with fewer branches -- the plan's
-        own overhead was ~3 us of a small op's ~7 us."""
-        args = [env[i] for i in step.inputs]
+    @staticmethod
+    def _call_kernel(step: _Step, args: list, arena):
+        """The step's kernel on ``args``: a direct ufunc, into its planned arena slot, or allocating; kernel failures
+        as NNRtErrors naming the step."""
         try:
             if step.ufunc is not None:
                 try:
-                    result = step.ufunc(args[0], args[1])
+                    return step.ufunc(args[0], args[1])
                 except ValueError:  # does not broadcast: the kernel raises its own error
-                    result = step.fn(*args, **step.kwargs)
-            elif arena is not None and step.out_slot is not None:
+                    return step.fn(*args, **step.kwargs)
+            if arena is not None and step.out_slot is not None:
                 buffer = arena[step.out_slot]
-                if not slot_is_free(buffer):
+                if not slot_is_free(buffer):  # still referenced (a view, a capture, an output): a new array
                     buffer = arena[step.out_slot] = np.empty_like(buffer)
-                result = step.fn(*args, **step.kwargs, out=buffer)
-                buffer = None
-            else:
-                result = step.fn(*args, **step.kwargs)
+                return step.fn(*args, **step.kwargs, out=buffer)
+            return step.fn(*args, **step.kwargs)
         except NNRtError as exc:
             raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
         except _KERNEL_ERRORS as exc:
             raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{step.label} failed: {exc}") from exc
+
+    def _run_plain(self, step: _Step, env: list, arena) -> None:
+        """:meth:`_run_step` for the common step (``step.plain``): the same work with fewer branches -- the plan's
+        own overhead was ~3 us of a small op's ~7 us."""
+        result = self._call_kernel(step, [env[i] for i in step.inputs], arena)
         if type(result) is not np.ndarray:
             if isinstance(result, tuple):
                 if len(result) != 1:
@@ -451,24 +454,7 @@ class NativePreparedModel(PreparedModel):
             out_dtype = FLOAT16 if self.float16 else FLOAT32
             args = [a if q is None else dequantize(a, *_quant_args(q, a.ndim), out_dtype=out_dtype)
                     for a, q in zip(args, step.dequantize_inputs)]
-        try:
-            if step.ufunc is not None:
-                try:
-                    result = step.ufunc(args[0], args[1])
-                except ValueError:  # does not broadcast: the kernel raises its own error
-                    result = step.fn(*args, **step.kwargs)
-            elif arena is not None and step.out_slot is not None:
-                buffer = arena[step.out_slot]
-                if not slot_is_free(buffer):  # still referenced (a view, a capture, an output): a new array
-                    buffer = arena[step.out_slot] = np.empty_like(buffer)
-                result = step.fn(*args, **step.kwargs, out=buffer)
-                buffer = None
-            else:
-                result = step.fn(*args, **step.kwargs)
-        except NNRtError as exc:
-            raise NNRtError(exc.code, f"{step.label}: {exc.message}") from None
-        except _KERNEL_ERRORS as exc:
-            raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"{step.label} failed: {exc}") from exc
+        result = self._call_kernel(step, args, arena)
         if isinstance(result, tuple):
             results = tuple(r if type(r) is np.ndarray else np.asarray(r) for r in result)
         else:
