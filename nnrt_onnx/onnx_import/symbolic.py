@@ -58,6 +58,9 @@ class ShapeValues:
         if node is None or depth > _MAX_DEPTH:
             return None
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if any(type(attrs.get(name, 0)) is not int for name in ("start", "axis", "to")) or \
+                type(attrs.get("end", 0)) not in (int, type(None)):
+            return None  # an attribute of the wrong type: the producer's own conversion reports it
         inputs = list(node.input)
         op = node.op_type
         if not inputs or not inputs[0] or (op == "Gather" and (len(inputs) < 2 or not inputs[1])):
@@ -74,7 +77,7 @@ class ShapeValues:
         if op == "Concat":
             parts = [self.value(i, depth + 1) for i in inputs]
             return None if any(p is None for p in parts) else [e for p in parts for e in p]
-        if op == "Gather" and int(attrs.get("axis", 0)) == 0:
+        if op == "Gather" and attrs.get("axis", 0) == 0:
             data, indices = self.value(inputs[0], depth + 1), self.value(inputs[1], depth + 1)
             if data is None or indices is None or any(isinstance(i, str) for i in indices):
                 return None
