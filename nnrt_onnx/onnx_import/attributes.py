@@ -183,6 +183,17 @@ CONSTRAINTS: dict[str, dict[str, Callable]] = {
 }
 
 
+
+def _one_value(node):
+    """Constant holds exactly one of its value attributes (onnx's own shape inference crashes on none)."""
+    if len(node.attribute) != 1:
+        return f"a Constant needs exactly one value attribute, the node has {len(node.attribute)}"
+    return None
+
+
+# Rules over a node's attributes together: op -> (node) -> an error message or None
+NODE_RULES: dict[str, Callable] = {"Constant": _one_value}
+
 # -- tensor attributes (and initializers) ------------------------------------------------------------------------------
 
 _TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
@@ -344,6 +355,11 @@ def problems(node: onnx.NodeProto, opset: int, rank_of: RankOf | None = None) ->
         if problem:
             yield problem
             return
+    node_rule = NODE_RULES.get(node.op_type)
+    problem = node_rule(node) if node_rule is not None else None
+    if problem:
+        yield f"{problem} ({node.op_type})"
+        return
     for name, rule in CONSTRAINTS.get(node.op_type, {}).items():
         if name in values:
             try:
