@@ -471,6 +471,7 @@ def affine_grid(ctx: NodeContext) -> None:
     if align and 1 in spatial:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"align_corners=1 with a spatial size of 1 (size {size}) has no "
                                                      "agreed meaning (ONNX reference -1, onnxruntime 1, PyTorch 0)")
+    limits.require_shape([*spatial, k + 1], np.float64, "AffineGrid's base grid")  # built below
     axes = [_grid_axis(n, bool(align)) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")  # D, H, W order; the grid lists x (W) first
     base = np.stack([m.reshape(-1) for m in reversed(mesh)] + [np.ones(mesh[0].size)], -1)
