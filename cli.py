@@ -193,13 +193,13 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs, max_b
     path = Path(model_path)
     constants = parse_constant_specs(constant_inputs, max_bytes=max_bytes)
     if path.suffix.lower() == ".onnx" and path.is_file():
-        from nnrt_onnx.onnx_import import load_onnx
+        from nnrt_onnx.onnx_import import load_structure
 
-        proto = load_onnx(path)
+        proto = load_structure(path)
         given = parse_input_specs(inputs, sorted(declared_inputs(proto)), max_bytes=max_bytes)
         model_inputs = ModelInputs(given, dict(input_shapes or {}), constants)
         model_inputs.constants = import_options(proto, model_inputs)["constant_inputs"]  # literals typed
-        return load_any(proto, model_inputs, max_constant_bytes=max_bytes), model_inputs
+        return load_any(path, model_inputs, max_constant_bytes=max_bytes), model_inputs
     model_inputs = ModelInputs({}, dict(input_shapes or {}), constants)
     model = load_any(model_path, model_inputs, max_constant_bytes=max_bytes)
     model_inputs.data = parse_input_specs(inputs, input_names(model), max_bytes=max_bytes)
@@ -349,7 +349,7 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     """
     from pathlib import Path
 
-    from nnrt_onnx.onnx_import import from_onnx, load_onnx
+    from nnrt_onnx.onnx_import import from_onnx, load_structure
     from nnrt_onnx.serialization import save_model
     from nnrt_onnx.workflows.model_inputs import ModelInputs, import_options, parse_constant_specs
 
@@ -363,10 +363,10 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
         return
     if direction != (".onnx", ".nnrt"):
         raise UserError("convert takes MODEL.onnx -o MODEL.nnrt, or MODEL.nnrt -o MODEL.onnx")
-    proto = load_onnx(src)
+    proto = load_structure(src)  # (its inputs; from_onnx reads the weights from the file itself)
     constants = parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes)
     pinned = import_options(proto, ModelInputs({}, dict(input_shapes or {}), constants))
-    result = from_onnx(proto, **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm,
+    result = from_onnx(str(src), **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm,
                        max_constant_bytes=max_constant_bytes)
     _must_compile(result.model)
     save_model(result.model, dst)

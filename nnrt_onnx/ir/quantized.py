@@ -19,6 +19,7 @@ import numpy as np
 from ..enums import OH_NN_OperationType as OP
 from ..tensor import QuantParam
 from .graph import Graph, IntegerForm, Node, Value
+from .mapped import drop_pages
 
 # ops whose result on a quantized tensor is the quantized result with the input's parameters, exactly: they move or
 # select elements (max / min by a monotone order), never combine them
@@ -84,6 +85,7 @@ def derive(graph: Graph, source: str, transform: Callable[[np.ndarray], np.ndarr
     dequantized constant, the new one keeps its integers, moved alike (:func:`carry`)."""
     value = graph.values[source]
     name = graph.constant(np.ascontiguousarray(transform(value.data)), hint)
+    drop_pages(value.data)  # (read from the model file: its pages need not stay in memory)
     if value.integer is not None:
         graph.values[name].integer = carry(value.integer, transform)
     if value.quant is not None:  # a quantized integer constant keeps its params, moved alike

@@ -25,6 +25,7 @@ import onnx
 from onnx import AttributeProto, defs, helper
 
 from ..ir.issues import INVALID_MODEL, ConversionIssue
+from .weights import external_problem
 
 __all__ = ["CONSTRAINTS", "check_node", "check_tensor_proto"]
 
@@ -209,8 +210,7 @@ def check_tensor_proto(tensor: onnx.TensorProto, what: str) -> str | None:
     if any(d < 0 for d in tensor.dims):
         return f"{what} has negative dims {list(tensor.dims)[:8]}"
     if tensor.data_location == onnx.TensorProto.EXTERNAL and not tensor.HasField("raw_data"):
-        # (onnx.load of a file loads external data next to it; a reference left is data nothing loaded)
-        return f"{what} refers to external data that was not loaded with the model"
+        return external_problem(tensor, what)
     try:
         field = helper.tensor_dtype_to_field(tensor.data_type)
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))

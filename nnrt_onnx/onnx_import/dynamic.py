@@ -25,6 +25,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .weights import to_array
+
 MS = "com.microsoft"
 
 
@@ -45,7 +47,7 @@ class _Graph:
                     and node.attribute[0].name == "value" and node.output]
         for name, tensor in tensors:
             try:
-                self.constants[name] = numpy_helper.to_array(tensor)
+                self.constants[name] = to_array(tensor)
             except Exception:  # (an unreadable tensor: its own node's conversion reports it)
                 continue
         self.outputs = {o.name for o in self.graph.output}

@@ -24,6 +24,7 @@ import onnx
 from ..errors import NNRtError
 from ..ir import budget
 from ..ir.issues import INTERNAL_ERROR, INVALID_MODEL, OUT_OF_MEMORY, TOO_LARGE, ConversionError, Issue
+from . import weights
 from .attributes import check_tensor_proto
 
 __all__ = ["guarded", "internal_issue", "site", "structural_issues"]
@@ -185,7 +186,8 @@ def structural_issues(model: onnx.ModelProto, opset: int) -> list[Issue]:
 # -- from_onnx, guarded ------------------------------------------------------------------------------------------------
 
 def guarded(load, opset_of):
-    """Decorator of ``from_onnx``: the model loaded by ``load`` (a path or ModelProto -> ModelProto), the budget
+    """Decorator of ``from_onnx``: the model loaded by ``load`` (a path or ModelProto -> (ModelProto, the
+    ``weights.WeightFile`` its large initializers are read from, or None)), the budget
     active (``max_constant_bytes``), the structure checked first (at ``opset_of(model)``), and every exception but
     ConversionError/OSError (and KeyboardInterrupt) turned into a ConversionError."""
     return functools.partial(_guard, load=load, opset_of=opset_of)
@@ -204,13 +206,14 @@ def _guard(convert, *, load, opset_of):
         _state.tracebacks = []
         try:
             with budget.active(limit):
-                model = load(source)
-                issues = structural_issues(model, opset_of(model))
-                if issues:
-                    raise ConversionError(issues)
-                if accepts_owned and not isinstance(source, onnx.ModelProto):
-                    kwargs["_owned"] = True  # loaded here from a file: convert may annotate it instead of a copy
-                return convert(model, *args, **kwargs)
+                model, weight_file = load(source)
+                with weights.active(weight_file):  # (large weights stay in the file until a converter reads them)
+                    issues = structural_issues(model, opset_of(model))
+                    if issues:
+                        raise ConversionError(issues)
+                    if accepts_owned and not isinstance(source, onnx.ModelProto):
+                        kwargs["_owned"] = True  # loaded here from a file: convert may annotate it, not a copy
+                    return convert(model, *args, **kwargs)
         except ConversionError as error:
             error.tracebacks = list(_state.tracebacks)
             raise

@@ -8,7 +8,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from ..dtypes import from_numpy
 from ..enums import OH_NN_OperationType
@@ -24,13 +23,16 @@ from ..ir.issues import (
     ConversionIssue,
     Issue,
 )
+from ..ir.mapped import detached
 from ..model import Model
 from .conversion import DEFAULT_DOMAINS, GraphConversion, onnx_dtype, shape_of, value_infos
 from .diagnosis import declared_input
 from .guard import guarded
 from .shapes import infer_shapes_without_weights
+from .weights import WeightFile, WireError, load_light, release, to_array
 
-__all__ = ["DEFAULT_DOMAINS", "ImportOptions", "ImportResult", "emit_model", "from_onnx", "load_onnx", "opset_of"]
+__all__ = ["DEFAULT_DOMAINS", "ImportOptions", "ImportResult", "emit_model", "from_onnx", "load_onnx", "load_structure",
+           "opset_of"]
 
 
 @dataclass
@@ -63,6 +65,26 @@ def load_onnx(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         return onnx.load(str(path))  # external data next to the file loads with it
     except Exception as exc:  # protobuf decode errors have no stable type
         raise ConversionError([Issue(str(path), "file", 0, INVALID_MODEL, f"not a readable ONNX model: {exc}")]) from None
+
+
+def load_for_conversion(source: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, WeightFile | None]:
+    """The model to convert, and where its large weights are read from: a file's large initializers stay in the
+    file (``weights.load_light``) unless the file is not wire format that scanner follows (then ``load_onnx``)."""
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return load_light(path)
+    except WireError:
+        return load_onnx(path), None
+
+
+def load_structure(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    """The model without paying for its weights (its large initializers are external references to the file): for
+    reading its inputs, nodes and attributes before converting it from the same path."""
+    return load_for_conversion(source)[0]
 
 
 def _pin_shapes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> None:
@@ -100,7 +122,7 @@ def opset_of(model: onnx.ModelProto) -> int:
     return 1
 
 
-@guarded(load_onnx, opset_of)  # only ConversionError/OSError escape; max_constant_bytes: the memory budget
+@guarded(load_for_conversion, opset_of)  # only ConversionError/OSError escape; max_constant_bytes: the memory budget
 def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
               constant_inputs: Mapping[str, np.ndarray] | None = None, nhwc_io: bool = False,
               fold_batchnorm: bool = True, fuse_activations: bool = True, optimize_layout: bool = True,
@@ -181,7 +203,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
     initializers = {t.name for t in model.graph.initializer}
     for tensor in model.graph.initializer:
         try:
-            array = numpy_helper.to_array(tensor)
+            array = to_array(tensor)  # (a large one: a view of the mapped file, nothing read yet)
             from_numpy(array.dtype)
         except (ValueError, TypeError) as exc:
             issues.append(Issue(tensor.name, "initializer", opset, UNSUPPORTED_DTYPE, str(exc)))
@@ -223,7 +245,7 @@ def _convert(model: onnx.ModelProto, graph: Graph, opset: int, options: ImportOp
 
     conversion = GraphConversion(graph, opset, options, declared, [o.name for o in model.graph.output],
                                  {entry.domain: entry.version for entry in model.opset_import})
-    conversion.convert_nodes(model.graph.node, value_infos(model.graph))
+    conversion.convert_nodes(_releasing(model.graph.node), value_infos(model.graph))
     graph.outputs = [graph.resolve(o.name) for o in model.graph.output]
     issues += conversion.issues
     if not issues:
@@ -249,6 +271,14 @@ def _unknown_ranks(graph: Graph, conversion: GraphConversion) -> list[Issue]:
         found[name] = Issue(onnx_name, op_type, opset, DYNAMIC_SHAPE,
                             f"the rank of {name!r} is unknown" + (f"; {hint}" if hint else ""), name, domain)
     return list(found.values())
+
+
+def _releasing(nodes):
+    """The nodes, the pages of the file's weights a node read dropped from memory once it is converted (a converter
+    that permutes or scales a weight has its own copy; the file's view pages in again if anything reads it)."""
+    for node in nodes:
+        yield node
+        release(node.input)
 
 
 def _materialize_passthrough_outputs(graph: Graph) -> None:
@@ -319,8 +349,11 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
             dims = tuple(max(d, 1) if d >= 0 else d for d in dims)
             value = Value(value_name, value.dtype, dims, None, value.quant)
         i = model.add_tensor_legacy(dtype, dims, value.quant, name=value_name)
-        if value.data is not None:  # attached, not copied: the importer owns these arrays
-            model.attach_tensor_data(i, np.ascontiguousarray(value.data.astype(value.dtype, copy=False)))
+        if value.data is not None:  # attached, not copied: the importer owns these arrays (or copies of the file's)
+            attached = detached(np.ascontiguousarray(value.data.astype(value.dtype, copy=False)))
+            if value_name in graph.values:
+                graph.values[value_name].data = attached  # (so nothing of the result keeps the file mapped)
+            model.attach_tensor_data(i, attached)
         index[value_name] = i
         return i
 

@@ -22,8 +22,9 @@ def _element_count(tensor: onnx.TensorProto) -> int:
 
 
 def light_copy(model: onnx.ModelProto, large: int = LARGE_ELEMENTS) -> onnx.ModelProto:
-    """``model`` without the data of its initializers of more than ``large`` elements: each becomes a graph input
-    of its type and shape (unless it is listed as one already, as IR version 3 requires)."""
+    """``model`` without the data of its initializers of more than ``large`` elements (or whose data stays in the
+    file, ``weights``): each becomes a graph input of its type and shape (unless it is listed as one already, as IR
+    version 3 requires)."""
     light = onnx.ModelProto()
     light.ir_version = max(model.ir_version, 4)  # IR >= 4: graph inputs need not have initializers and vice versa
     light.opset_import.extend(model.opset_import)
@@ -36,7 +37,7 @@ def light_copy(model: onnx.ModelProto, large: int = LARGE_ELEMENTS) -> onnx.Mode
     graph.value_info.extend(source.value_info)
     listed = {i.name for i in source.input}
     for tensor in source.initializer:
-        if _element_count(tensor) <= large:
+        if _element_count(tensor) <= large and tensor.data_location != onnx.TensorProto.EXTERNAL:
             graph.initializer.append(tensor)
         elif tensor.name not in listed:
             graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))

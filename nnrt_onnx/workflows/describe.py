@@ -67,12 +67,14 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
     where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted) and
     ``quantization`` the conversion's quantization summary (quantized share, float fallbacks; None for a float model).
     """
+    from pathlib import Path
+
     from ..ir.rows import domain_versions, route
-    from ..onnx_import import ConversionError, from_onnx, load_onnx
+    from ..onnx_import import ConversionError, from_onnx, load_structure
     from ..onnx_import.handlers import handler_for
     from ..onnx_import.importer import opset_of
 
-    model = load_onnx(path)
+    model = load_structure(path)  # (nodes and attributes; from_onnx reads the weights from the file itself)
     opset = opset_of(model)
     versions = domain_versions(model.opset_import)
     nodes = []
@@ -91,7 +93,8 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
     nnrt = None
     quantization = None
     try:
-        result = from_onnx(model, input_shapes=input_shapes, max_constant_bytes=max_constant_bytes)
+        result = from_onnx(str(path) if isinstance(path, (str, Path)) else model, input_shapes=input_shapes,
+                           max_constant_bytes=max_constant_bytes)
     except ConversionError as exc:
         for issue in exc.issues:
             target = by_name.get(issue.node)

@@ -41,10 +41,10 @@ def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model
                             f"shapes are fixed when it is converted)")
         return load_model(path)
     if suffix == ".onnx":
-        from ..onnx_import import from_onnx, load_onnx
+        from ..onnx_import import from_onnx, load_structure
 
-        model = load_onnx(path)
-        return from_onnx(model, **import_options_for(model, inputs), **import_options).model
+        structure = load_structure(path)  # (its inputs; from_onnx reads the weights from the file itself)
+        return from_onnx(str(path), **import_options_for(structure, inputs), **import_options).model
     raise UserError(f"{path}: unknown model type {suffix!r} (expected .nnrt or .onnx)")
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ..graph import Graph
+from ..mapped import drop_pages
 
 _CONVS = {OP.OH_NN_OPS_CONV2D, OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE}
 
@@ -33,6 +34,7 @@ def fold_batchnorms(graph: Graph) -> int:
         factor = scale / np.sqrt(variance + eps)
         new_weight = (weight.astype(np.float64) * factor.reshape(-1, 1, 1, 1)).astype(weight.dtype)
         new_bias = ((bias.astype(np.float64) - mean) * factor + offset).astype(bias.dtype)
+        drop_pages(weight)  # (read from the model file: its pages need not stay in memory)
         conv.inputs[1] = graph.constant(new_weight, f"{conv.inputs[1]}.bnfolded")
         conv.inputs[2] = graph.constant(new_bias, f"{conv.inputs[2]}.bnfolded")
         # the maps are updated in place (recomputing them per fold was quadratic: densenet has 120 batch norms)
