@@ -9,10 +9,13 @@ Seeds are real models: every case of the ONNX backend node suite (``collect_test
 Mutant ``i`` of seed ``s`` is a pure function of (s, i): 1-4 mutations of one seed model -- attribute values and
 types (ints <-> lists, strings that are not UTF-8, huge and negative numbers), dims and element types of tensors,
 edges (inputs rewired, dropped, written twice), initializers (dims against data, values, element types), opsets,
-op types, domains, nodes dropped, duplicated and reordered, constants that make shapes huge.
+op types, domains, nodes dropped, duplicated and reordered, constants that make shapes huge; then, for some, damage
+to the serialized bytes themselves (bits flipped, truncated, slices cut or repeated).
 
 Each mutant runs in a worker subprocess (restarted every --batch mutants) under a memory limit (RLIMIT_AS) and a
-time limit, through ``from_onnx`` (with a small ``max_constant_bytes``), then -- when it converted -- the ``.nnrt``
+time limit, written to a file and converted from it by ``from_onnx`` (with a small ``max_constant_bytes``; the
+workers read initializers of more than SPLIT_ELEMENTS elements straight from the file, as production does for large
+ones), then -- when it converted -- the ``.nnrt``
 bytes round trip and ``Compilation.build``. Outcomes:
 
     converted   the model converted (and its file reloads, and it builds or is refused with an NNRtError)
@@ -48,9 +51,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSIONS = ROOT / "tests" / "data" / "fuzz_regressions"
 BAD = ("crash", "memory", "hang", "died")
+SPLIT_ELEMENTS = 16  # in the workers: initializers of more elements are read from the file (production: 1024)
 FUZZ_BUDGET = 64 << 20  # max_constant_bytes of the conversions under test
 DEFAULT_MEMORY_MB = 1536  # address space a worker may add to what it has after start-up
 DEFAULT_TIMEOUT = 20.0  # seconds per mutant
+CORPUS_FORMAT = 2  # 2: with the "+initializers" variants of the node-suite cases
 
 
 # -- the corpus --------------------------------------------------------------------------------------------------------
@@ -58,7 +63,7 @@ DEFAULT_TIMEOUT = 20.0  # seconds per mutant
 def _corpus_cache() -> Path:
     import onnx
 
-    key = hashlib.sha256(f"{onnx.__version__}|{sys.version}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{onnx.__version__}|{sys.version}|{CORPUS_FORMAT}".encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"nnrt_onnx_fuzz_corpus_{os.getuid() if hasattr(os, 'getuid') else 0}_{key}"
 
 
@@ -112,11 +117,38 @@ def corpus() -> list[tuple[str, bytes]]:
         for case in collect_testcases(None):
             if case.model is not None:
                 entries.append((case.name, case.model.SerializeToString()))
+                variant = _with_initializers(case)
+                if variant is not None:
+                    entries.append((f"{case.name}+initializers", variant))
     for path in sorted((ROOT / "models").glob("*.onnx")):
         entries.append((f"models/{path.name}", path.read_bytes()))
     entries.sort()
     _write_corpus(cache, entries)
     return entries
+
+
+def _with_initializers(case) -> bytes | None:
+    """The case's model with every input after the first an initializer holding the case's test data (as weights
+    are): initializers, the file's external-data path and constant folding get seeds too. None when there is
+    nothing to move."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    if not case.data_sets or len(case.model.graph.input) < 2:
+        return None
+    arrays = case.data_sets[0][0]
+    inputs = list(case.model.graph.input)
+    if len(arrays) != len(inputs) or not all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
+                                             for a in arrays[1:]):
+        return None
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    del model.graph.input[1:]
+    for info, array in zip(inputs[1:], arrays[1:]):
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(array), info.name))
+    model.ir_version = max(model.ir_version, 4)  # (initializers need not be listed as inputs)
+    return model.SerializeToString()
 
 
 # -- mutations ---------------------------------------------------------------------------------------------------------
@@ -439,6 +471,27 @@ def m_constant(rng, model) -> str:
     return f"constant {array.tolist()} -> {node.op_type} input {position}"
 
 
+def m_bytes(rng, data: bytes) -> tuple[bytes, str]:
+    """Damage the serialized model itself (what a torn download or a bad disk does): the importer's wire scanner and
+    then protobuf see bytes no mutation of the message can make."""
+    if not data:
+        return data, ""
+    i, j = sorted(rng.randrange(len(data) + 1) for _ in range(2))
+    kind = rng.choice(("flip", "truncate", "cut", "repeat", "byte"))
+    if kind == "flip" and i < len(data):
+        return data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1:], f"bytes: bit flipped at {i}"
+    if kind == "truncate":
+        return data[:i], f"bytes: truncated to {i}"
+    if kind == "cut" and j > i:
+        return data[:i] + data[j:], f"bytes: {i}..{j} cut"
+    if kind == "repeat" and j > i:
+        return data[:j] + data[i:j] + data[j:], f"bytes: {i}..{j} repeated"
+    if i < len(data):
+        value = rng.choice((0x00, 0x7F, 0x80, 0xFF))
+        return data[:i] + bytes([value]) + data[i + 1:], f"bytes: {value:#04x} at {i}"
+    return data, ""
+
+
 MUTATORS = [(m_attr_value, 6), (m_attr_type, 3), (m_attr_drop, 2), (m_attr_add, 2), (m_dim, 4), (m_elem_type, 2),
             (m_initializer, 5), (m_rewire, 3), (m_arity, 2), (m_output, 2), (m_opset, 2), (m_op_type, 3),
             (m_nodes, 2), (m_domain, 1), (m_constant, 4)]
@@ -447,7 +500,8 @@ MUTATORS = [(m_attr_value, 6), (m_attr_type, 3), (m_attr_drop, 2), (m_attr_add, 
 # what the closing table of a campaign groups by
 FAMILIES = {"attributes": (m_attr_value, m_attr_type, m_attr_drop, m_attr_add), "dims and dtypes": (m_dim, m_elem_type),
             "initializers and constants": (m_initializer, m_constant), "edges": (m_rewire, m_arity, m_output),
-            "ops, domains, opsets, nodes": (m_op_type, m_domain, m_opset, m_nodes)}
+            "ops, domains, opsets, nodes": (m_op_type, m_domain, m_opset, m_nodes), "file bytes": (m_bytes,)}
+BYTES_SHARE = 0.15  # of the mutants: their serialized bytes damaged after the message mutations
 _FAMILY_OF = {function: family for family, functions in FAMILIES.items() for function in functions}
 
 
@@ -472,7 +526,14 @@ def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int,
             applied.append(what)
             if families is not None and _FAMILY_OF[mutate] not in families:
                 families.append(_FAMILY_OF[mutate])
-    return name, model.SerializeToString(), applied
+    data = model.SerializeToString()
+    if rng.random() < BYTES_SHARE:
+        data, what = m_bytes(rng, data)
+        if what:
+            applied.append(what)
+            if families is not None:
+                families.append("file bytes")
+    return name, data, applied
 
 
 # -- one mutant, in a worker -------------------------------------------------------------------------------------------
@@ -489,23 +550,35 @@ def _site_of_issue(message: str) -> str:
     return message[start + len(marker):].split(";")[0].split(")")[0]
 
 
-def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
-    """Run one serialized model through conversion, the file round trip and build; the outcome as a dict."""
-    import onnx
+_SCRATCH: list[Path] = []
 
+
+def _scratch_file() -> Path:
+    """This process's file for the model under test (in a directory of its own, removed at exit)."""
+    if not _SCRATCH:
+        import atexit
+        import shutil
+
+        directory = Path(tempfile.mkdtemp(prefix="nnrt_fuzz_"))
+        atexit.register(shutil.rmtree, directory, True)
+        _SCRATCH.append(directory / "mutant.onnx")
+    return _SCRATCH[0]
+
+
+def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
+    """Run one serialized model (the file's bytes) through conversion, the file round trip and build; the outcome
+    as a dict."""
     from nnrt_onnx import Compilation, NNRtError
     from nnrt_onnx.onnx_import import ConversionError, from_onnx
     from nnrt_onnx.onnx_import.guard import site
     from nnrt_onnx.serialization import model_from_bytes, model_to_bytes
 
-    stage = "parse"
+    stage = "convert"
     try:
-        try:
-            model = onnx.ModelProto.FromString(data)
-        except Exception as exc:  # DecodeError: not a mutant worth a finding
-            return {"outcome": "clean", "detail": f"unparsable: {type(exc).__name__}"}
-        stage = "convert"
-        result = from_onnx(model, max_constant_bytes=max_constant_bytes)
+        # through a file, as users convert: the importer's own wire scanner (onnx_import.weights) reads it first
+        path = _scratch_file()
+        path.write_bytes(data)
+        result = from_onnx(str(path), max_constant_bytes=max_constant_bytes)
         stage = "round trip"
         again = model_from_bytes(model_to_bytes(result.model))
         if len(again.operations) != len(result.model.operations):
@@ -560,6 +633,9 @@ def _worker(memory_mb: int, timeout: float) -> None:
     warnings.simplefilter("ignore")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import nnrt_onnx.onnx_import  # noqa: F401  (imports before the limit: they are not the findings)
+    from nnrt_onnx.onnx_import import weights
+
+    weights.SPLIT_ELEMENTS = SPLIT_ELEMENTS  # the seeds' initializers are small: most of them take the file path too
     from nnrt_onnx.kernels import kernels
     from nnrt_onnx.onnx_import.handlers import registered
 
@@ -857,7 +933,10 @@ def minimize(runner: Runner, slot: int, key: str, data: bytes, budget: int = 300
     """Greedily remove parts of the model while it still ends in the same outcome and site (``key``)."""
     import onnx
 
-    best = onnx.ModelProto.FromString(data)
+    try:
+        best = onnx.ModelProto.FromString(data)
+    except Exception:  # (damaged bytes: kept as found)
+        return data
     tries = 0
     improved = True
     while improved and tries < budget:

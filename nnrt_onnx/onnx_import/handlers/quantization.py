@@ -104,6 +104,10 @@ class _QuantArgs:
             if self.block:
                 if len(scale_shape) != self.rank:
                     raise ConversionIssue(INVALID_MODEL, f"blocked scale {list(scale_shape)} needs rank {self.rank}")
+                blocks = scale_shape[self.axis]
+                if dim >= 0 and blocks >= 0 and blocks != -(-dim // self.block):
+                    raise ConversionIssue(INVALID_MODEL, f"{blocks} blocks of {self.block} along axis {self.axis} "
+                                                         f"do not cover its {dim} elements")
             elif len(scale_shape) != 1:
                 raise _unsupported(f"a {len(scale_shape)}-D scale {list(scale_shape)} needs block_size")
             elif dim >= 0 and elements >= 0 and dim != elements:
@@ -125,7 +129,7 @@ class _QuantArgs:
             dim = self.x_shape[self.axis]
             if dim < 0:
                 raise ConversionIssue(DYNAMIC_SHAPE, "blocked quantization needs a static blocked axis")
-            return np.repeat(array, self.block, axis=self.axis).take(np.arange(dim), axis=self.axis)
+            return array.take(np.arange(dim) // self.block, axis=self.axis)  # (element i: block i // size)
         shape = [1] * self.rank
         shape[self.axis] = array.size
         return array.reshape(shape)

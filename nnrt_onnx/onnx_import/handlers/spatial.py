@@ -267,6 +267,8 @@ def resize(ctx: NodeContext) -> None:
             out_sizes = [int(common * i + 0.5) for i in in_sizes]
     else:
         axis_scales = [float(np.float32(s)) for s in scales]
+        if not all(math.isfinite(s) for s in axis_scales):
+            raise ConversionIssue(INVALID_MODEL, f"Resize scales {axis_scales} must be finite")
         out_sizes = [int(s * i) for s, i in zip(axis_scales, in_sizes)]
     if any(s <= 0 for s in axis_scales) or any(o <= 0 for o in out_sizes):
         raise _unsupported(f"scales {axis_scales} give an empty output {out_sizes} (empty tensors are not supported)")
