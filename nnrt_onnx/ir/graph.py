@@ -183,5 +183,6 @@ class Graph:
     def rename_uses(self, old: str, new: str) -> None:
         """Make every consumer (and the graph outputs) read ``new`` instead of ``old``."""
         for node in self.nodes:
-            node.inputs = [new if n == old else n for n in node.inputs]
+            if old in node.inputs:  # (the membership test is a C loop: most nodes do not read it)
+                node.inputs = [new if n == old else n for n in node.inputs]
         self.outputs = [new if n == old else n for n in self.outputs]

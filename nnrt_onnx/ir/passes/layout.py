@@ -89,8 +89,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
         elif identity and producer is not None and source not in graph.inputs and source not in graph.outputs:
             # the graph output keeps its name: the op that made ``source`` writes it directly
             producer.outputs = [out if o == source else o for o in producer.outputs]
-            for other in graph.nodes:
-                other.inputs = [out if i == source else i for i in other.inputs]
+            graph.rename_uses(source, out)
             graph.nodes.remove(user)
             graph.provenance[source] = (out, composed)
         else:  # (an identity transpose onto a graph output stays, to keep the output's name)
@@ -229,38 +228,56 @@ def sink_transposes_basic(graph: Graph, allow_reshape_moves: bool = False) -> No
     """
     changed = True
     while changed:
-        changed = False
-        producers = graph.producers()
-        consumers = graph.consumers()
-        for node in list(graph.nodes):
-            perm = perm_of(graph, node)
-            if perm is None:
-                continue
-            out, source = node.outputs[0], node.inputs[0]
-            if only_moves_unit_dims(graph.values[source].shape, perm):
-                node.op = OP.OH_NN_OPS_RESHAPE
-                node.inputs = [source, graph.constant(np.asarray(graph.values[out].shape, np.int64), f"{out}.shape")]
-                changed = True
-                break
-            if out in graph.outputs:
-                continue
-            users = consumers.get(out, [])
-            if not users:
-                continue
-            if all(_can_sink(graph, producers, u, out, perm) for u in users):
-                for user in list(dict.fromkeys(users)):
-                    _sink_into(graph, producers, user, out, source, perm)
-                graph.nodes.remove(node)
-                graph.provenance[out] = (source, perm)
-                changed = True
-                break
-            if _absorb_into_dense(graph, node, users, consumers):
-                changed = True
-                break
+        changed = _sink_scan(graph)
         if not changed:
             changed = _merge_reshapes(graph)
         if not changed and allow_reshape_moves and _transpose_count(graph) and _through_reshapes_improves(graph):
             changed = True
+
+
+def _names(nodes) -> set[str]:
+    return {name for node in nodes for name in (*node.inputs, *node.outputs)}
+
+
+def _sink_scan(graph: Graph) -> bool:
+    """One scan of the graph moving every transpose that can move; whether any did.
+
+    The producer/consumer maps are built once per scan. A move changes only the nodes around the transpose, so the
+    scan goes on after it, skipping each transpose whose neighbourhood (its own, its consumers' and their
+    consumers' tensors) an earlier move of the scan touched: that one is looked at again, with fresh maps, in the
+    next scan. (Rebuilding the maps and restarting after every move was quadratic: DenseNet-121 moves 600 times.)
+    """
+    producers = graph.producers()
+    consumers = graph.consumers()
+    touched: set[str] = set()
+    moved = False
+    for node in list(graph.nodes):
+        perm = perm_of(graph, node)
+        if perm is None:
+            continue
+        out, source = node.outputs[0], node.inputs[0]
+        users = consumers.get(out, [])
+        around = [node, *users, *(c for u in users for o in u.outputs for c in consumers.get(o, []))]
+        before = _names(around)
+        if touched and (touched & before or any(n not in graph.nodes for n in around)):
+            continue
+        if only_moves_unit_dims(graph.values[source].shape, perm):
+            node.op = OP.OH_NN_OPS_RESHAPE
+            node.inputs = [source, graph.constant(np.asarray(graph.values[out].shape, np.int64), f"{out}.shape")]
+        elif out in graph.outputs or not users:
+            continue
+        elif all(_can_sink(graph, producers, u, out, perm) for u in users):
+            for user in list(dict.fromkeys(users)):
+                _sink_into(graph, producers, user, out, source, perm)
+            graph.nodes.remove(node)
+            graph.provenance[out] = (source, perm)
+        elif not _absorb_into_dense(graph, node, users, consumers):
+            continue
+        # what the move changed: the tensors of the nodes around it, before and after (the transposes it inserted
+        # read and write tensors of the users it moved across)
+        touched |= before | _names(around)
+        moved = True
+    return moved
 
 
 def _absorb_into_dense(graph: Graph, transpose: Node, users, consumers) -> bool:
