@@ -55,6 +55,7 @@ class WeightFile:
         self.base_dir = self.model_path.resolve().parent
         self._maps: dict[Path, mmap.mmap] = {}
         self._views: dict[str, np.ndarray] = {}  # tensor name -> its view of the mapped file
+        self._files: dict[str, tuple[Path, int]] = {}  # external data location -> (resolved path, size)
 
     def map_of(self, path: Path) -> mmap.mmap:
         if path not in self._maps:
@@ -62,16 +63,23 @@ class WeightFile:
                 self._maps[path] = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         return self._maps[path]
 
-    def _locate(self, tensor: onnx.TensorProto) -> tuple[Path, int, int | None]:
+    def _file(self, location: str) -> tuple[Path, int]:
+        """(the resolved path, its size) of an external data location, checked to lie in the model's directory."""
+        if location not in self._files:
+            if not location or os.path.isabs(location) or Path(location).drive:
+                raise ValueError(f"its external data location {location!r} is not a path relative to the model")
+            path = (self.base_dir / location).resolve()
+            if self.base_dir not in path.parents:
+                raise ValueError(f"its external data location {location!r} lies outside the model's directory")
+            if not path.is_file():
+                raise ValueError(f"its external data file {location!r} does not exist")
+            self._files[location] = (path, path.stat().st_size)
+        return self._files[location]
+
+    def _locate(self, tensor: onnx.TensorProto) -> tuple[Path, int, int, int | None]:
+        """(file, its size, offset, length or None) of an external tensor's data."""
         entries = {e.key: e.value for e in tensor.external_data}
-        location = entries.get("location", "")
-        if not location or os.path.isabs(location) or Path(location).drive:
-            raise ValueError(f"its external data location {location!r} is not a path relative to the model")
-        path = (self.base_dir / location).resolve()
-        if self.base_dir not in path.parents:
-            raise ValueError(f"its external data location {location!r} lies outside the model's directory")
-        if not path.is_file():
-            raise ValueError(f"its external data file {location!r} does not exist")
+        path, size = self._file(entries.get("location", ""))
         try:
             offset = int(entries.get("offset", 0))
             length = int(entries["length"]) if "length" in entries else None
@@ -79,12 +87,12 @@ class WeightFile:
             raise ValueError("its external data offset or length is not an integer") from None
         if offset < 0 or (length is not None and length < 0):
             raise ValueError(f"its external data has offset {offset}, length {length}")
-        return path, offset, length
+        return path, size, offset, length
 
     def problem(self, tensor: onnx.TensorProto, what: str) -> str | None:
         """Why the external tensor cannot be read (None: it can)."""
         try:
-            path, offset, length = self._locate(tensor)
+            path, size, offset, length = self._locate(tensor)
         except ValueError as exc:
             return f"{what}: {exc}"
         dtype = _PLAIN.get(tensor.data_type)
@@ -93,7 +101,6 @@ class WeightFile:
         needed = math.prod(tensor.dims) * np.dtype(dtype).itemsize
         if length is not None and length != needed:
             return f"{what} holds {length} bytes of external data, {list(tensor.dims)} needs {needed}"
-        size = path.stat().st_size
         if offset + needed > size:
             return f"{what} needs bytes {offset}..{offset + needed} of its external data file, which has {size}"
         return None
@@ -102,7 +109,7 @@ class WeightFile:
         problem = self.problem(tensor, f"tensor {tensor.name!r}")
         if problem:
             raise ValueError(problem)
-        path, offset, _ = self._locate(tensor)
+        path, _, offset, _ = self._locate(tensor)
         dtype = _PLAIN.get(tensor.data_type)
         if dtype is None:  # an unusual type: onnx's reader, on a copy that holds the bytes
             copy = onnx.TensorProto()

@@ -32,7 +32,10 @@ def fold_batchnorms(graph: Graph) -> int:
         scale, offset, mean, variance = (s.astype(np.float64) for s in stats)
         eps = bn.kernel_arguments()["epsilon"]
         factor = scale / np.sqrt(variance + eps)
-        new_weight = (weight.astype(np.float64) * factor.reshape(-1, 1, 1, 1)).astype(weight.dtype)
+        # computed in float64, rounded once into the weight's dtype (the ufunc casts block by block: no float64 copy
+        # of the whole weight)
+        new_weight = np.multiply(weight, factor.reshape(-1, 1, 1, 1), dtype=np.float64,
+                                 out=np.empty(weight.shape, weight.dtype), casting="unsafe")
         new_bias = ((bias.astype(np.float64) - mean) * factor + offset).astype(bias.dtype)
         drop_pages(weight)  # (read from the model file: its pages need not stay in memory)
         conv.inputs[1] = graph.constant(new_weight, f"{conv.inputs[1]}.bnfolded")
