@@ -751,6 +751,7 @@ class Report:
     by_family: dict = field(default_factory=dict)  # mutation family -> Counter of outcomes (a mutant counts in each)
     peak_rss_mb: float = 0.0  # the largest peak RSS of a worker during one mutant (its start-up included)
     peak_rss_example: dict = field(default_factory=dict)  # which mutant that was
+    family_peak_rss_mb: dict = field(default_factory=dict)  # mutation family -> the largest peak RSS of its mutants
 
     @property
     def bad(self) -> int:
@@ -761,6 +762,7 @@ class Report:
                 "outcomes": dict(self.outcomes), "peak_rss_mb": round(self.peak_rss_mb, 1),
                 "peak_rss_example": self.peak_rss_example,
                 "by_family": {f: dict(c) for f, c in self.by_family.items()},
+                "family_peak_rss_mb": {f: round(v, 1) for f, v in self.family_peak_rss_mb.items()},
                 "details": dict(self.details.most_common(40)), "sites": self.sites}
 
 
@@ -847,6 +849,8 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         report.outcomes[outcome] += 1
         for family in result.get("families") or ():
             report.by_family.setdefault(family, Counter())[outcome] += 1
+            peak = result.get("peak_rss_mb") or 0.0
+            report.family_peak_rss_mb[family] = max(report.family_peak_rss_mb.get(family, 0.0), peak)
         if (result.get("peak_rss_mb") or 0.0) > report.peak_rss_mb:
             report.peak_rss_mb = result["peak_rss_mb"]
             name, _, applied = mutant(seeds, seed, index)
@@ -991,10 +995,11 @@ def _print_report(report: Report) -> None:
              f"{example['outcome']})" if example else ""))
     if report.by_family:
         columns = ("converted", "clean", *BAD)
-        print(f"  {'mutation family':<28} {'tried':>7} " + " ".join(f"{c:>9}" for c in columns))
+        print(f"  {'mutation family':<28} {'tried':>7} " + " ".join(f"{c:>9}" for c in columns) + "  peak RSS MiB")
         for family in FAMILIES:
             counts = report.by_family.get(family, Counter())
-            print(f"  {family:<28} {sum(counts.values()):>7} " + " ".join(f"{counts.get(c, 0):>9}" for c in columns))
+            print(f"  {family:<28} {sum(counts.values()):>7} " + " ".join(f"{counts.get(c, 0):>9}" for c in columns)
+                  + f"  {report.family_peak_rss_mb.get(family, 0.0):>12.0f}")
     if report.details:
         print("  most common clean results:")
         for text, n in report.details.most_common(12):
