@@ -77,7 +77,7 @@ def load_for_conversion(source: str | Path | onnx.ModelProto) -> tuple[onnx.Mode
         raise FileNotFoundError(f"{path}: no such file")
     try:
         return load_light(path)
-    except WireError:
+    except (WireError, OSError, ValueError):  # (a file it cannot follow or map: onnx.load says what is wrong)
         return load_onnx(path), None
 
 

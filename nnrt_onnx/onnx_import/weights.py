@@ -37,6 +37,7 @@ _PLAIN = {_T.FLOAT: np.float32, _T.DOUBLE: np.float64, _T.FLOAT16: np.float16, _
           _T.INT16: np.int16, _T.UINT16: np.uint16, _T.INT32: np.int32, _T.UINT32: np.uint32, _T.INT64: np.int64,
           _T.UINT64: np.uint64, _T.BOOL: np.bool_}
 SPLIT_ELEMENTS = 1024  # initializers with more elements stay in the file (shape and axes tensors are far smaller)
+MAX_FIELDS = 2_000_000  # fields the scanner reads before it leaves the file to onnx.load
 _MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9  # field numbers in onnx.proto
 _TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 13, 14
 
@@ -180,10 +181,11 @@ def load_light(path: str | Path) -> tuple[onnx.ModelProto, WeightFile]:
         raise WireError("empty file")
     data = weight_file.map_of(weight_file.model_path.resolve())
     location = weight_file.model_path.name
+    budget = [MAX_FIELDS]
     parts = []
-    for field, wire_type, start, end, key_start in _fields(data, 0, len(data)):
+    for field, wire_type, start, end, key_start in _fields(data, 0, len(data), budget):
         if field == _MODEL_GRAPH and wire_type == 2:
-            graph = b"".join(_light_graph(data, start, end, location))
+            graph = b"".join(_light_graph(data, start, end, location, budget))
             parts.append(_key(_MODEL_GRAPH, 2) + _varint(len(graph)) + graph)
         else:
             parts.append(data[key_start:end])
@@ -214,20 +216,20 @@ def _all_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
                 yield from _all_tensors(subgraph)
 
 
-def _light_graph(data: mmap.mmap, start: int, end: int, location: str) -> Iterator[bytes]:
-    for field, wire_type, begin, stop, key_start in _fields(data, start, end):
+def _light_graph(data: mmap.mmap, start: int, end: int, location: str, budget: list[int]) -> Iterator[bytes]:
+    for field, wire_type, begin, stop, key_start in _fields(data, start, end, budget):
         if field == _GRAPH_INITIALIZER and wire_type == 2:
-            light = _light_tensor(data, begin, stop, location)
+            light = _light_tensor(data, begin, stop, location, budget)
             if light is not None:
                 yield _key(_GRAPH_INITIALIZER, 2) + _varint(len(light)) + light
                 continue
         yield data[key_start:stop]
 
 
-def _light_tensor(data: mmap.mmap, start: int, end: int, location: str) -> bytes | None:
+def _light_tensor(data: mmap.mmap, start: int, end: int, location: str, budget: list[int]) -> bytes | None:
     """The tensor's bytes with its raw data replaced by a reference into the file; None: keep it whole."""
     rest, raw = [], []
-    for field, wire_type, begin, stop, key_start in _fields(data, start, end):
+    for field, wire_type, begin, stop, key_start in _fields(data, start, end, budget):
         if field in (_TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION):
             raise WireError("the model has external data files of its own")  # (onnx.load reads those)
         if field == _TENSOR_RAW_DATA and wire_type == 2:
@@ -253,10 +255,14 @@ def _light_tensor(data: mmap.mmap, start: int, end: int, location: str) -> bytes
     return tensor.SerializeToString()
 
 
-def _fields(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
-    """(field number, wire type, payload start, field end, key start) of each field in data[start:end]."""
+def _fields(data: mmap.mmap, start: int, end: int, budget: list[int]) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field number, wire type, payload start, field end, key start) of each field in data[start:end]; ``budget``
+    (a one-element list) counts the fields left to scan, over the whole file."""
     position = start
     while position < end:
+        budget[0] -= 1
+        if budget[0] < 0:  # (a file of millions of tiny fields: protobuf's own parser is far faster at it)
+            raise WireError("too many fields for the scanner")
         key_start = position
         key, position = _read_varint(data, position, end)
         field, wire_type = key >> 3, key & 7

@@ -150,3 +150,17 @@ def test_pages_read_from_the_file_are_dropped(saved):
     before = view.copy()
     weight_file.release(["fc"])
     np.testing.assert_array_equal(view, before)
+
+
+def test_a_file_of_too_many_fields_is_left_to_onnx(saved, monkeypatch, rng):
+    """The scanner stops after MAX_FIELDS fields (a file of millions of tiny fields would be slow in Python);
+    onnx.load then reads the file, and the conversion is the same."""
+    from nnrt_onnx.onnx_import import weights
+
+    model, path = saved
+    monkeypatch.setattr(weights, "MAX_FIELDS", 5)
+    with pytest.raises(WireError, match="too many fields"):
+        load_light(path)
+    x = rng.standard_normal((1, 8, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(run(from_onnx(str(path)).model, x), ort_session(model).run(None, {"x": x})[0],
+                               rtol=1e-4, atol=1e-4)
