@@ -11,7 +11,7 @@ from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute  # noqa: F401 (the c
 from ...optable import op_spec
 from ..graph import Graph, Node, Value
 from ..quantized import derive
-from .permutations import _insert_after, _new_transpose, inverse, perm_of
+from .permutations import _insert_after, _new_transpose, inverse, perm_of, transposes_and_users
 from .reshape_algebra import _merge_reshapes, _through_reshapes, only_moves_unit_dims
 
 
@@ -251,12 +251,8 @@ def _sink_scan(graph: Graph) -> bool:
     consumers = graph.consumers()
     touched: set[str] = set()
     moved = False
-    for node in list(graph.nodes):
-        perm = perm_of(graph, node)
-        if perm is None:
-            continue
+    for node, perm, users in transposes_and_users(graph, consumers):
         out, source = node.outputs[0], node.inputs[0]
-        users = consumers.get(out, [])
         around = [node, *users, *(c for u in users for o in u.outputs for c in consumers.get(o, []))]
         before = _names(around)
         if touched and (touched & before or any(n not in graph.nodes for n in around)):

@@ -19,6 +19,15 @@ def perm_of(graph: Graph, node: Node) -> tuple[int, ...] | None:
     return None if perm is None else tuple(int(p) for p in perm.reshape(-1))
 
 
+def transposes_and_users(graph: Graph, consumers: dict[str, list[Node]]):
+    """(node, permutation, consumers of its output) for each TRANSPOSE of a snapshot of the graph's nodes (the
+    caller may edit the graph meanwhile)."""
+    for node in list(graph.nodes):
+        perm = perm_of(graph, node)
+        if perm is not None:
+            yield node, perm, consumers.get(node.outputs[0], [])
+
+
 def inverse(perm: Sequence[int]) -> tuple[int, ...]:
     result = [0] * len(perm)
     for i, p in enumerate(perm):

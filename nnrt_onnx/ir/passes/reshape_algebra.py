@@ -8,7 +8,7 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ..graph import Graph, Value
-from .permutations import _insert_after, _new_transpose, perm_of
+from .permutations import _insert_after, _new_transpose, transposes_and_users
 
 
 def _blocks(src, dst):
@@ -92,12 +92,8 @@ def _through_reshapes(graph: Graph, choice: int) -> bool:
     producers = graph.producers()
     consumers = graph.consumers()
     seen = -1
-    for node in list(graph.nodes):
-        perm = perm_of(graph, node)
-        if perm is None:
-            continue
+    for node, perm, users in transposes_and_users(graph, consumers):
         source, out = node.inputs[0], node.outputs[0]
-        users = consumers.get(out, [])
         # down: TRANSPOSE -> RESHAPE (the transpose's only consumer)
         if len(users) == 1 and users[0].op == OP.OH_NN_OPS_RESHAPE and out not in graph.outputs:
             reshape = users[0]
