@@ -134,9 +134,59 @@ def _opset_issues(model: onnx.ModelProto) -> list[Issue]:
     return issues
 
 
+def _text_fields(graph: onnx.GraphProto):
+    """(what, value) of every name-like string field of a graph and its subgraphs (protobuf hands out bytes, not
+    str, for one that is not valid UTF-8)."""
+    yield "graph name", graph.name
+    for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info),
+                        ("initializer", graph.initializer)):
+        for info in infos:
+            yield f"{kind} name", info.name
+    for node in graph.node:
+        yield "node name", node.name
+        yield "op type", node.op_type
+        yield "domain", node.domain
+        for value in (*node.input, *node.output):
+            yield f"tensor name of node {node.name!r}", value
+        for attribute in node.attribute:
+            yield f"attribute name of node {node.name!r}", attribute.name
+            yield f"attribute reference of node {node.name!r}", attribute.ref_attr_name
+            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                yield from _text_fields(subgraph)
+
+
+def _negative_dims(graph: onnx.GraphProto):
+    """(what, name, dims) of each declared tensor type with a negative dim in a graph and its subgraphs (onnx's own
+    shape inference aborts the process on some: a Slice of one trips a C++ assertion)."""
+    for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+        for info in infos:
+            dims = [d.dim_value for d in info.type.tensor_type.shape.dim if d.HasField("dim_value")]
+            if any(d < 0 for d in dims):
+                yield kind, info.name, dims
+    for node in graph.node:
+        for attribute in node.attribute:
+            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                yield from _negative_dims(subgraph)
+
+
+def _text_issues(model: onnx.ModelProto) -> list[Issue]:
+    """A name that is not valid UTF-8 text: the first one (every later step reads names as text)."""
+    fields = [("opset domain", entry.domain) for entry in model.opset_import]
+    for what, value in (*fields, *_text_fields(model.graph)):
+        if not isinstance(value, str):
+            return [Issue("-", "-", 0, INVALID_MODEL, f"a {what} is not valid UTF-8 text: {value[:40]!r}")]
+    return []
+
+
 def structural_issues(model: onnx.ModelProto, opset: int) -> list[Issue]:
     """Every whole-model problem of ``model`` (its main graph), in one list."""
+    text = _text_issues(model)
+    if text:
+        return text
     issues = _opset_issues(model)
+    for kind, name, dims in _negative_dims(model.graph):
+        issues.append(Issue(name, kind, opset, INVALID_MODEL, f"{kind} {name!r} is declared with a negative dim "
+                                                              f"{dims[:8]}", name))
     graph = model.graph
     defined: dict[str, str] = {}  # tensor -> what defines it
 

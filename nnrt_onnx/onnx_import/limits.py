@@ -21,7 +21,7 @@ import onnx
 from onnx import defs, helper
 
 from ..ir import budget
-from ..ir.issues import INVALID_MODEL, ConversionIssue
+from ..ir.issues import INVALID_MODEL, TOO_LARGE, ConversionIssue
 
 __all__ = ["infer_shapes", "reference_output_bytes", "require_shape", "admit_shape", "check_dims"]
 
@@ -30,6 +30,7 @@ MAX_PROPAGATED_TOTAL = 1 << 20  # elements data propagation may touch over the w
 _HIDDEN_DOMAIN = "nnrt_onnx.no_data_propagation"
 _INLINE_CONSTANT_ELEMENTS = 1 << 16
 _UINT32_MAX = (1 << 32) - 1  # constants up to this size are given to the one-node inference as values
+_MAX_ELEMENTS = 1 << 58  # no array holds more (numpy: its byte size, up to 16 bytes an element, fits an intp)
 
 
 @cache
@@ -203,6 +204,35 @@ def _quick_bound(node: onnx.NodeProto, values: Mapping[str, np.ndarray]) -> int 
     return (product + sum(sizes) + 64) * 8 * max(len(node.output), 1)
 
 
+def schema_accepts(node: onnx.NodeProto, values: Mapping[str, np.ndarray], opset: int) -> bool:
+    """Whether the element types of ``values`` (by input name) are ones the node's schema allows, each type
+    variable bound to one type: the reference implementation trusts them (GatherElements with float indices runs
+    for minutes)."""
+    try:
+        schema = defs.get_schema(node.op_type, opset, node.domain)
+    except Exception:
+        return False
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    bound: dict[str, str] = {}
+    for position, name in enumerate(node.input):
+        if not name or name not in values:
+            continue
+        if not schema.inputs:
+            return False
+        formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+        try:
+            element = helper.tensor_dtype_to_string(helper.np_dtype_to_tensor_dtype(values[name].dtype))
+        except (KeyError, TypeError, ValueError):
+            return False
+        actual = f"tensor({element.rsplit('.', 1)[-1].lower()})"  # TensorProto.FLOAT -> tensor(float)
+        if formal.type_str in allowed:
+            if actual not in allowed[formal.type_str] or bound.setdefault(formal.type_str, actual) != actual:
+                return False
+        elif formal.type_str != actual:
+            return False
+    return True
+
+
 def reference_output_bytes(node: onnx.NodeProto, values: Mapping[str, np.ndarray], opset: int) -> int | None:
     """Bytes the outputs of ``node`` take when evaluated on the constant ``values`` (by input name), computed by
     ONNX shape inference from those values (small ones given as initializers, the rest as typed inputs); None when
@@ -258,6 +288,11 @@ def check_dims(dims: Sequence[int], what: str) -> list[int]:
         raise ConversionIssue(INVALID_MODEL, f"{what}: shape {dims[:8]} has a negative dim")
     if any(d > _UINT32_MAX for d in dims):
         raise ConversionIssue(INVALID_MODEL, f"{what}: shape {dims[:8]} has a dim beyond NNRt's limit of 2**32-1")
+    nonzero = 1
+    for d in dims:
+        nonzero *= max(d, 1)
+    if nonzero > _MAX_ELEMENTS:  # (numpy refuses such a shape even when another dim is 0)
+        raise ConversionIssue(TOO_LARGE, f"{what}: shape {dims[:8]} is beyond any array's size")
     return dims
 
 
@@ -320,12 +355,18 @@ def check_reshape(in_shape, requested, target) -> None:
     if any(d < 0 for d in target):
         known = int(np.prod([int(d) for d in target if d >= 0], dtype=object)) if target else 1
         if known == 0 or have % known:
-            raise ConversionIssue(INVALID_MODEL, f"cannot reshape {list(in_shape)} ({have} elements) to {requested}")
+            raise ConversionIssue(INVALID_MODEL, f"cannot reshape {list(in_shape)} ({_count(have)} elements) to "
+                                  f"{requested[:8]}")
         return
     want = int(np.prod([int(d) for d in target], dtype=object)) if target else 1
     if want != have:
-        raise ConversionIssue(INVALID_MODEL, f"cannot reshape {list(in_shape)} ({have} elements) to {list(target)} "
-                              f"({want} elements)")
+        raise ConversionIssue(INVALID_MODEL, f"cannot reshape {list(in_shape)} ({_count(have)} elements) to "
+                              f"{list(target)[:8]} ({_count(want)} elements)")
+
+
+def _count(n: int) -> str:
+    """An element count as text (Python refuses to print an int of more than 4300 digits)."""
+    return str(n) if n < 10**30 else "more than 10**30"
 
 
 def check_indices(indices: np.ndarray, dims, what: str) -> None:

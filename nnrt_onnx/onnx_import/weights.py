@@ -148,11 +148,16 @@ def active(weight_file: WeightFile | None) -> Iterator[WeightFile | None]:
 
 
 def to_array(tensor: onnx.TensorProto) -> np.ndarray:
-    """``numpy_helper.to_array``, with external data read from the active :class:`WeightFile` (a mapped view)."""
+    """``numpy_helper.to_array``, with external data read from the active :class:`WeightFile` (a mapped view), and
+    booleans made 0/1 (raw data may hold any byte; numpy would keep it inside a bool array)."""
     weight_file = _active.get()
     if tensor.data_location == _T.EXTERNAL and not tensor.HasField("raw_data") and weight_file is not None:
-        return weight_file.array(tensor)
-    return numpy_helper.to_array(tensor)
+        array = weight_file.array(tensor)
+    else:
+        array = numpy_helper.to_array(tensor)
+    if array.dtype == np.bool_:
+        array = array.view(np.uint8) != 0
+    return array
 
 
 def external_problem(tensor: onnx.TensorProto, what: str) -> str | None:

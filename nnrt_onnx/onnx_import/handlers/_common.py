@@ -48,7 +48,7 @@ from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UN
 from ...ir.rows import find_row
 from ..context import NodeContext
 from ..generic import bshape
-from ..limits import check_dims, reference_output_bytes
+from ..limits import check_dims, reference_output_bytes, schema_accepts
 from . import handler_for
 
 FLOAT = ("float16", "float32", "float64")
@@ -220,7 +220,7 @@ def fold_constant_node(ctx: NodeContext) -> bool:
         if value is None or value.data is None:
             return False
         values[name] = value.data
-    if not _folded_sizes_fit(ctx, values):
+    if not _folded_sizes_fit(ctx, values) or not schema_accepts(ctx.node, values, ctx.opset):
         return False
     from onnx import TypeProto
     from onnx.reference import ReferenceEvaluator

@@ -18,6 +18,18 @@ from ._common import _matmul_shape, _reduce, _reshape, _transpose
 
 # -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
 
+def _factor(value, dtype, name: str) -> np.ndarray:
+    """Gemm's alpha or beta as a scalar of the operands' dtype (an invalid model when it does not fit one)."""
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            factor = np.asarray(value).astype(dtype)
+    except (OverflowError, FloatingPointError, ValueError):
+        raise ConversionIssue(INVALID_MODEL, f"{name}={value} does not fit the {np.dtype(dtype)} operands") from None
+    if np.dtype(dtype).kind in "iu" and factor != value:
+        raise ConversionIssue(INVALID_MODEL, f"{name}={value} is not a {np.dtype(dtype)} value")
+    return factor
+
+
 @converts("MatMul")
 def matmul(ctx: NodeContext) -> None:
     """MATMUL 1:1 (numpy matmul semantics on both sides); the output shape is ONNX shape inference's, completed
@@ -58,7 +70,7 @@ def gemm(ctx: NodeContext) -> None:
     if b_value.data is not None and (c is None or (c_value.data is not None and c_value.data.ndim <= 1)):
         if alpha != 1:
             weight = b_value.data if trans_b else b_value.data.T
-            weight_name = ctx.constant(np.ascontiguousarray(weight * np.asarray(alpha, weight.dtype)), f"{b}.weight")
+            weight_name = ctx.constant(np.ascontiguousarray(weight * _factor(alpha, weight.dtype, 'alpha')), f"{b}.weight")
         else:  # (a dequantized weight keeps its integers: ir.quantized.derive)
             weight_name = derive(ctx.graph, b, lambda w: w if trans_b else w.T, f"{b}.weight")
         inputs = [a, weight_name]
@@ -69,7 +81,7 @@ def gemm(ctx: NodeContext) -> None:
         if c is not None and beta == 1 and c_value.shape == (outputs,):
             inputs.append(c)  # as it is (a dequantized bias keeps its integers)
         elif c is not None:
-            bias = np.broadcast_to(c_value.data * np.asarray(beta, c_value.data.dtype), (outputs,))
+            bias = np.broadcast_to(c_value.data * _factor(beta, c_value.data.dtype, 'beta'), (outputs,))
             inputs.append(ctx.constant(np.ascontiguousarray(bias), f"{ctx.name}.bias"))
         ctx.emit(OP.OH_NN_OPS_FULL_CONNECTION, inputs, [out],
                  {"OH_NN_FULL_CONNECTION_HAS_BIAS": c is not None})
@@ -78,12 +90,12 @@ def gemm(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_MATMUL, [a, b], [product], {"OH_NN_MATMUL_TRANSPOSE_B": bool(trans_b)})
     if alpha != 1:
         scaled = ctx.new_value(out_value.dtype, out_value.shape, f"{out}.alpha") if c else out
-        ctx.emit(OP.OH_NN_OPS_MUL, [product, ctx.constant(np.asarray(alpha, out_value.dtype))], [scaled])
+        ctx.emit(OP.OH_NN_OPS_MUL, [product, ctx.constant(_factor(alpha, out_value.dtype, 'alpha'))], [scaled])
         product = scaled
     if c:
         if beta != 1:
             scaled_c = ctx.new_value(c_value.dtype, c_value.shape, f"{c}.beta")
-            ctx.emit(OP.OH_NN_OPS_MUL, [c, ctx.constant(np.asarray(beta, c_value.dtype))], [scaled_c])
+            ctx.emit(OP.OH_NN_OPS_MUL, [c, ctx.constant(_factor(beta, c_value.dtype, 'beta'))], [scaled_c])
             c = scaled_c
         ctx.emit(OP.OH_NN_OPS_ADD, [product, c], [out])
 

@@ -170,14 +170,20 @@ def top_k(ctx: NodeContext) -> None:
     if ctx.opset < 10:
         if ctx.attr("k") is None:
             raise ConversionIssue(INVALID_MODEL, "TopK before opset 10 needs the k attribute")
-        k = ctx.constant(np.asarray(int(ctx.attr("k")), np.int32), f"{ctx.name}.k")
+        count = int(ctx.attr("k"))
+        if count > np.iinfo(np.int32).max:
+            raise ConversionIssue(INVALID_MODEL, f"k={count} is larger than any axis")
+        k = ctx.constant(np.asarray(max(count, 0), np.int32), f"{ctx.name}.k")
     else:
         k = ctx.input(1)
         k_value = ctx.value(k)
         if k_value.data is not None:
             if k_value.data.size != 1:
                 raise ConversionIssue(INVALID_MODEL, f"K must hold one value, got shape {list(k_value.data.shape)}")
-            k = ctx.constant(np.asarray(int(k_value.data.reshape(-1)[0]), np.int32), f"{ctx.name}.k")
+            count = int(k_value.data.reshape(-1)[0])
+            if count > np.iinfo(np.int32).max:
+                raise ConversionIssue(INVALID_MODEL, f"K={count} is larger than any axis")
+            k = ctx.constant(np.asarray(max(count, 0), np.int32), f"{ctx.name}.k")
     k_data = ctx.value(k).data
     if k_data is not None and int(k_data) <= 0:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"k={int(k_data)}: an empty result is not supported")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
@@ -24,6 +24,7 @@ from .. import limits
 from ..context import NodeContext
 from ..generic import check_op_dtype
 from ..symbolic import reshape_target
+from ..weights import to_array
 from . import converts
 from ._common import (
     _axis,
@@ -42,11 +43,11 @@ from ._common import (
 def constant(ctx: NodeContext) -> None:
     attrs = {k: ctx.attr(k) for k in list(ctx.attrs)}
     if "value" in attrs:
-        array = numpy_helper.to_array(next(a.t for a in ctx.node.attribute if a.name == "value"))
+        array = to_array(next(a.t for a in ctx.node.attribute if a.name == "value"))
     elif "sparse_value" in attrs:
         sparse = next(a.sparse_tensor for a in ctx.node.attribute if a.name == "sparse_value")
-        values = numpy_helper.to_array(sparse.values)
-        indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+        values = to_array(sparse.values)
+        indices = to_array(sparse.indices).astype(np.int64)
         limits.require_shape(limits.check_dims(sparse.dims, "sparse_value"), values.dtype, "the sparse constant")
         array = np.zeros(tuple(sparse.dims), values.dtype)
         if indices.ndim == 1:  # linear positions
@@ -131,7 +132,7 @@ def constant_of_shape(ctx: NodeContext) -> None:
 
     value_attr = next((a for a in ctx.node.attribute if a.name == "value"), None)
     ctx.attr("value")
-    fill = numpy_helper.to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
+    fill = to_array(value_attr.t).reshape(-1) if value_attr is not None else np.zeros(1, np.float32)
     shape_value = ctx.value(ctx.input(0))
     limits.check_constant_of_shape(shape_value, fill)
     if shape_value.data is not None:

@@ -71,6 +71,9 @@ def _angles(rows: np.ndarray, cols: np.ndarray, length: int) -> tuple[np.ndarray
 def dft_matrix(n_in: int, c_in: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, int, int]:
     """The float64 matrix M with ``y.reshape(..., k_out * c_out) = x.reshape(..., n_in * c_in) @ M`` for the ONNX DFT
     of ``n_in`` values (c_in = 1 real, 2 complex) with dft_length ``length``; returns (M, k_out, c_out)."""
+    bins = length // 2 + 1 if onesided and not inverse else length  # (counted against the import's budget first)
+    limits.require_shape([n_in, c_in, bins, 2], np.float64, "the DFT matrix")
+    limits.require_shape([min(n_in, length), bins, 4], np.float64, "the DFT's angle tables")
     if not inverse:
         k_out, c_out, used = (length // 2 + 1 if onesided else length), 2, min(n_in, length)
         matrix = np.zeros((n_in, c_in, k_out, c_out))
