@@ -7,8 +7,10 @@ initializer of the main graph (more than ``SPLIT_ELEMENTS`` elements, a plain nu
 becomes an ONNX *external data* reference to its own bytes in the model file, and only the rest is parsed. A
 :class:`WeightFile` maps the file read-only; :func:`to_array` turns an external reference into a zero-copy view of
 the mapping, and :meth:`WeightFile.release` drops pages already read from this process's memory (the kernel reads
-them again if they are needed: the mapping is backed by the unchanged file). Real external data files of a model
-go the same way, checked to lie inside the model's directory.
+them again if they are needed: the mapping is backed by the unchanged file). A model with external data files of
+its own, or bytes the scanner cannot follow, is left to ``onnx.load`` (``importer.load_for_conversion``); each
+reference is still checked (its file inside the model's directory, its range inside the file, its length against
+its dims) before anything reads it.
 
 The converted model never points into a mapping: ``ir.mapped.detached`` copies a view when the model takes it, so the
 file can change or go away afterwards. (During the conversion itself the file must not be truncated.)
@@ -97,8 +99,8 @@ class WeightFile:
         except ValueError as exc:
             return f"{what}: {exc}"
         dtype = _PLAIN.get(tensor.data_type)
-        if dtype is None:
-            return None  # (read through onnx's reader: its own checks apply)
+        if dtype is None:  # (the scanner leaves only plain numeric types in the file)
+            return f"{what} has external data of element type {tensor.data_type}, which is read only from raw data"
         needed = math.prod(tensor.dims) * np.dtype(dtype).itemsize
         if length is not None and length != needed:
             return f"{what} holds {length} bytes of external data, {list(tensor.dims)} needs {needed}"
@@ -111,16 +113,7 @@ class WeightFile:
         if problem:
             raise ValueError(problem)
         path, _, offset, _ = self._locate(tensor)
-        dtype = _PLAIN.get(tensor.data_type)
-        if dtype is None:  # an unusual type: onnx's reader, on a copy that holds the bytes
-            copy = onnx.TensorProto()
-            copy.CopyFrom(tensor)
-            length = dict((e.key, e.value) for e in tensor.external_data).get("length")
-            raw = self.map_of(path)[offset:offset + int(length)] if length is not None else self.map_of(path)[offset:]
-            del copy.external_data[:]
-            copy.data_location = _T.DEFAULT
-            copy.raw_data = raw
-            return numpy_helper.to_array(copy)
+        dtype = _PLAIN[tensor.data_type]
         count = math.prod(tensor.dims)
         mapped = self.map_of(path)
         little = np.dtype(dtype).newbyteorder("<")
