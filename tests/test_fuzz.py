@@ -90,7 +90,8 @@ def _regressions():
 
 @pytest.mark.skipif(not _regressions(), reason="no saved fuzz regressions")
 def test_saved_fuzz_regressions_convert_or_fail_cleanly():
-    """Every model tools/fuzz.py saved (one per crash site it ever found) now converts or fails cleanly."""
+    """Every model tools/fuzz.py saved (one per crash site it ever found) now converts or fails cleanly, with the
+    worker's peak RSS below 500 MB."""
     index = json.loads((REGRESSIONS / "index.json").read_text())
     assert set(index) == {p.name for p in _regressions()}
     runner = fuzz.Runner(1, 1000, package=PACKAGE_PARENT)
@@ -98,8 +99,8 @@ def test_saved_fuzz_regressions_convert_or_fail_cleanly():
     try:
         for path in _regressions():
             result = runner.evaluate(0, {"model": __import__("base64").b64encode(path.read_bytes()).decode()})
-            if result["outcome"] in fuzz.BAD:
-                bad[path.name] = (index[path.name]["site"], result)
+            if result["outcome"] in fuzz.BAD or (result.get("peak_rss_mb") or 0.0) > 500:
+                bad[path.name] = (index[path.name]["site"], result)  # (issue 12: a mutant's peak below 500 MB)
     finally:
         runner.close()
     assert not bad, bad

@@ -59,6 +59,13 @@ def _rank1_length(type_proto: onnx.TypeProto | None) -> int | None:
     return dims[0].dim_value if dims[0].HasField("dim_value") else None
 
 
+def _widest_dim(type_proto: onnx.TypeProto | None) -> int:
+    """The largest static dim of a tensor type (0 when none is known)."""
+    if type_proto is None or not type_proto.tensor_type.HasField("shape"):
+        return 0
+    return max((d.dim_value for d in type_proto.tensor_type.shape.dim if d.HasField("dim_value")), default=0)
+
+
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """``onnx.shape_inference.infer_shapes(model, data_prop=True)`` with the cost of data propagation bounded;
     the model itself when inference fails (missing shapes are then reported per node)."""
@@ -76,7 +83,15 @@ def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     skipped = set(invalid)
     total = 0
     for index, node in enumerate(first.graph.node):
-        if index in skipped or node.domain not in ("", "ai.onnx") or node.op_type not in propagating:
+        if index in skipped:
+            continue
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            # a body sees slices and states of the node's inputs as its own 1-D inputs: data propagation in it
+            # would expand those (a Scan state of 2**40 elements, cast in the body: terabytes)
+            if any(_widest_dim(types.get(name)) > MAX_PROPAGATED_LENGTH for name in node.input if name):
+                hidden.append(index)
+            continue
+        if node.domain not in ("", "ai.onnx") or node.op_type not in propagating:
             continue
         lengths = [_rank1_length(types.get(name)) for name in list(node.input) + list(node.output) if name]
         if any(n is None or n > MAX_PROPAGATED_LENGTH for n in lengths) or total + sum(lengths) > MAX_PROPAGATED_TOTAL:
