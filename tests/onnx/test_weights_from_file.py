@@ -164,3 +164,21 @@ def test_a_file_of_too_many_fields_is_left_to_onnx(saved, monkeypatch, rng):
     x = rng.standard_normal((1, 8, 8, 8)).astype(np.float32)
     np.testing.assert_allclose(run(from_onnx(str(path)).model, x), ort_session(model).run(None, {"x": x})[0],
                                rtol=1e-4, atol=1e-4)
+
+
+def test_the_cli_converts_and_runs_a_model_whose_weights_stay_in_the_file(saved, invoke, rng, tmp_path):
+    """`convert` and `run` read the model from its path (weights from the file): the saved .nnrt runs like
+    onnxruntime on the .onnx."""
+    from nnrt_onnx.serialization import load_model
+
+    model, path = saved
+    x = rng.standard_normal((1, 8, 8, 8)).astype(np.float32)
+    want = ort_session(model).run(None, {"x": x})[0]
+    out = tmp_path / "model.nnrt"
+    result = invoke("convert", path, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_allclose(run(load_model(out), x), want, rtol=1e-4, atol=1e-4)
+    np.save(tmp_path / "x.npy", x)
+    result = invoke("run", path, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "outputs")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "outputs" / "y.npy"), want, rtol=1e-4, atol=1e-4)
