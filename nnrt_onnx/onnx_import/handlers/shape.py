@@ -206,6 +206,9 @@ def _target_shape(ctx: NodeContext, x: str, requested) -> list[int]:
     if not allowzero and 0 in target:
         if in_shape is None:
             raise ConversionIssue(DYNAMIC_SHAPE, "Reshape with 0 needs the input rank")
+        if any(d == 0 and i >= len(in_shape) for i, d in enumerate(target)):
+            raise ConversionIssue(INVALID_MODEL, f"Reshape target {target[:8]} copies (0) a dim the rank-"
+                                                 f"{len(in_shape)} input does not have")
         target = [in_shape[i] if d == 0 else d for i, d in enumerate(target)]
     if allowzero and 0 in target:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "allowzero=1 with a 0 dim (empty tensors) is not supported")

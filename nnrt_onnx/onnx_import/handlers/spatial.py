@@ -266,9 +266,7 @@ def resize(ctx: NodeContext) -> None:
             axis_scales = [common] * count
             out_sizes = [int(common * i + 0.5) for i in in_sizes]
     else:
-        axis_scales = [float(np.float32(s)) for s in scales]
-        if not all(math.isfinite(s) for s in axis_scales):
-            raise ConversionIssue(INVALID_MODEL, f"Resize scales {axis_scales} must be finite")
+        axis_scales = _finite_scales(scales, "Resize")
         out_sizes = [int(s * i) for s, i in zip(axis_scales, in_sizes)]
     if any(s <= 0 for s in axis_scales) or any(o <= 0 for o in out_sizes):
         raise _unsupported(f"scales {axis_scales} give an empty output {out_sizes} (empty tensors are not supported)")
@@ -296,6 +294,15 @@ def resize(ctx: NodeContext) -> None:
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
 
 
+
+def _finite_scales(scales, op: str) -> list[float]:
+    """Resize/Upsample scales as float32 values, each finite (an invalid model otherwise)."""
+    values = [float(np.float32(s)) for s in scales]
+    if not all(math.isfinite(v) for v in values):
+        raise ConversionIssue(INVALID_MODEL, f"{op} scales {values} must be finite")
+    return values
+
+
 @converts("Upsample")
 def upsample(ctx: NodeContext) -> None:
     """Upsample (opset 7: scales attribute; 9: scales input): asymmetric coordinates, nearest truncates (ORT)."""
@@ -312,9 +319,9 @@ def upsample(ctx: NodeContext) -> None:
         scales = ctx.attr("scales")
         if scales is None:
             raise ConversionIssue(INVALID_MODEL, "Upsample needs scales")
-        scales = [float(np.float32(s)) for s in scales]
+        scales = _finite_scales(scales, "Upsample")
     else:
-        scales = [float(np.float32(s)) for s in ctx.constant_input(1, "scales").reshape(-1)]
+        scales = _finite_scales(ctx.constant_input(1, "scales").reshape(-1), "Upsample")
     if len(scales) != len(shape):
         raise ConversionIssue(INVALID_MODEL, f"scales {scales} need {len(shape)} values")
     out_shape = [int(s * d) for s, d in zip(scales, shape)]
