@@ -305,13 +305,20 @@ _WRITER = textwrap.dedent("""
 """)
 
 
+def _default_signals() -> None:
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def _writer(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
     target = tmp_path / "out" / "model.nnrt"
     target.parent.mkdir()
+    # the writer starts with the default actions (under nohup the test runner itself ignores SIGHUP, and a process
+    # that ignores a signal is left to ignore it: no handler is installed then)
     process = subprocess.Popen([sys.executable, str(script), str(ROOT), str(target)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
     assert process.stdout.readline().strip() == "writing", process.stderr.read()
     assert len(list(target.parent.iterdir())) == 1  # the temp file, mid-write
     return process, target
