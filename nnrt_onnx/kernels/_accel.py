@@ -76,6 +76,8 @@ def _build(name: str):
     if name != "depthwise":
         raise KeyError(name)
 
+    clamp = _build_clamp(numba)
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def depthwise_loop(xp, wt, bias, out, s_h, s_w, d_h, d_w, activation, has_bias):  # pragma: no cover (compiled)
         n, oh, ow, c = out.shape
@@ -100,24 +102,33 @@ def _build(name: str):
                     if has_bias:
                         for ch in range(c):
                             acc[ch] = acc[ch] + bias[ch]
-                    if activation == 1:
+                    if activation:
                         for ch in range(c):
-                            v = acc[ch]
-                            acc[ch] = v if v > zero else (zero if v <= zero else v)  # NaN stays NaN
-                    elif activation == 2:
-                        for ch in range(c):
-                            v = acc[ch]
-                            if v < zero:
-                                v = zero
-                            elif v > six:
-                                v = six
-                            acc[ch] = v
+                            acc[ch] = clamp(acc[ch], activation, zero, six)
         return out
 
     return depthwise_loop
 
 
+def _build_clamp(numba):
+    """The fused activation both depthwise loops apply: 0 none, 1 ReLU (NaN stays NaN), 2 ReLU6."""
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
+    def clamp(v, activation, zero, six):  # pragma: no cover (compiled)
+        if activation == 1:
+            return v if v > zero else (zero if v <= zero else v)
+        if activation == 2:
+            if v < zero:
+                return zero
+            if v > six:
+                return six
+        return v
+
+    return clamp
+
+
 def _build_depthwise_3x3(numba):
+    clamp = _build_clamp(numba)
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def depthwise_3x3(x, wt, bias, out, s_h, s_w, d_h, d_w, pt, pl, activation, has_bias):  # pragma: no cover
         # the general loop's operations in the same order (nine taps row-major from the first product, then the
@@ -158,14 +169,7 @@ def _build_depthwise_3x3(numba):
                         v = v + a20[ch] * w20[ch] + a21[ch] * w21[ch] + a22[ch] * w22[ch]
                         if has_bias:
                             v = v + bias[ch]
-                        if activation == 1:
-                            v = v if v > zero else (zero if v <= zero else v)  # NaN stays NaN
-                        elif activation == 2:
-                            if v < zero:
-                                v = zero
-                            elif v > six:
-                                v = six
-                        acc[ch] = v
+                        acc[ch] = clamp(v, activation, zero, six)
         return out
 
     return depthwise_3x3
