@@ -401,7 +401,6 @@ def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monkeypatch):
     from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.conv import _depthwise_core
 
     if not _accel.enabled():
         pytest.skip("numba is not installed: the numpy path is the only one")
@@ -428,15 +427,23 @@ def test_depthwise_compiled_loop_is_bit_identical_to_the_numpy_path(dtype, monke
         bias = rng.standard_normal(c * mult).astype(dtype) if k % 3 else None
         activation = k % 3
         args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
-        with np.errstate(all="ignore"):
-            compiled = _depthwise_core(*args)
-            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-            plain = _depthwise_core(*args)
-            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        compiled, plain = _compiled_and_numpy(monkeypatch, args)
         assert compiled.dtype == plain.dtype == dtype and compiled.shape == plain.shape
         assert compiled.tobytes() == plain.tobytes(), f"case {k}: {args[2:6]} activation {activation}"
         cases += 1
     assert cases > 25
+
+
+def _compiled_and_numpy(monkeypatch, args):
+    """``_depthwise_core(*args)`` on the compiled loop, then on the numpy path (NNRT_ONNX_NUMBA=0)."""
+    from nnrt_onnx.kernels.conv import _depthwise_core
+
+    with np.errstate(all="ignore"):
+        compiled = _depthwise_core(*args)
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+        plain = _depthwise_core(*args)
+        monkeypatch.delenv("NNRT_ONNX_NUMBA")
+    return compiled, plain
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -445,7 +452,6 @@ def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeyp
     +0.0): bit-identical to the numpy path on the padded copy, and within rounding of a float64 direct sum over the
     taps (NaN/inf cases only against the numpy path)."""
     from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.conv import _depthwise_core
 
     if not _accel.enabled():
         pytest.skip("numba is not installed: the numpy path is the only one")
@@ -470,11 +476,7 @@ def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeyp
         bias = rng.standard_normal(c).astype(dtype) if k % 2 else None
         activation = k % 3
         args = (x, wt, strides, dilation, pads, (oh, ow), bias, activation)
-        with np.errstate(all="ignore"):
-            compiled = _depthwise_core(*args)
-            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-            plain = _depthwise_core(*args)
-            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        compiled, plain = _compiled_and_numpy(monkeypatch, args)
         assert compiled.tobytes() == plain.tobytes(), f"case {k}"
         if special:
             continue
