@@ -26,6 +26,7 @@ from ..ir import budget
 from ..ir.issues import INTERNAL_ERROR, INVALID_MODEL, OUT_OF_MEMORY, TOO_LARGE, ConversionError, Issue
 from . import weights
 from .attributes import check_tensor_proto
+from .subgraph import subgraphs
 
 __all__ = ["guarded", "internal_issue", "site", "structural_issues"]
 
@@ -135,24 +136,24 @@ def _opset_issues(model: onnx.ModelProto) -> list[Issue]:
 
 
 def _text_fields(graph: onnx.GraphProto):
-    """(what, value) of every name-like string field of a graph and its subgraphs (protobuf hands out bytes, not
-    str, for one that is not valid UTF-8)."""
-    yield "graph name", graph.name
+    """(what, node name or None, value) of every name-like string field of a graph and its subgraphs (protobuf hands
+    out bytes, not str, for one that is not valid UTF-8)."""
+    yield "graph name", None, graph.name
     for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info),
                         ("initializer", graph.initializer)):
         for info in infos:
-            yield f"{kind} name", info.name
+            yield f"{kind} name", None, info.name
     for node in graph.node:
-        yield "node name", node.name
-        yield "op type", node.op_type
-        yield "domain", node.domain
+        yield "node name", None, node.name
+        yield "op type", node.name, node.op_type
+        yield "domain", node.name, node.domain
         for value in (*node.input, *node.output):
-            yield f"tensor name of node {node.name!r}", value
+            yield "tensor name", node.name, value
         for attribute in node.attribute:
-            yield f"attribute name of node {node.name!r}", attribute.name
-            yield f"attribute reference of node {node.name!r}", attribute.ref_attr_name
-            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-                yield from _text_fields(subgraph)
+            yield "attribute name", node.name, attribute.name
+            yield "attribute reference", node.name, attribute.ref_attr_name
+        for subgraph in subgraphs(node):
+            yield from _text_fields(subgraph)
 
 
 def _negative_dims(graph: onnx.GraphProto):
@@ -164,17 +165,17 @@ def _negative_dims(graph: onnx.GraphProto):
             if any(d < 0 for d in dims):
                 yield kind, info.name, dims
     for node in graph.node:
-        for attribute in node.attribute:
-            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-                yield from _negative_dims(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _negative_dims(subgraph)
 
 
 def _text_issues(model: onnx.ModelProto) -> list[Issue]:
     """A name that is not valid UTF-8 text: the first one (every later step reads names as text)."""
-    fields = [("opset domain", entry.domain) for entry in model.opset_import]
-    for what, value in (*fields, *_text_fields(model.graph)):
+    fields = [("opset domain", None, entry.domain) for entry in model.opset_import]
+    for what, owner, value in (*fields, *_text_fields(model.graph)):
         if not isinstance(value, str):
-            return [Issue("-", "-", 0, INVALID_MODEL, f"a {what} is not valid UTF-8 text: {value[:40]!r}")]
+            where = f" of node {owner!r}" if isinstance(owner, str) and owner else ""
+            return [Issue("-", "-", 0, INVALID_MODEL, f"a {what}{where} is not valid UTF-8 text: {value[:40]!r}")]
     return []
 
 

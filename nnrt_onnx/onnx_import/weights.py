@@ -30,6 +30,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..ir.mapped import drop_pages
+from .subgraph import subgraphs
 
 __all__ = ["WeightFile", "WireError", "active", "external_problem", "load_light", "release", "to_array"]
 
@@ -210,8 +211,8 @@ def _all_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
             yield from attribute.tensors
             if attribute.HasField("sparse_tensor"):
                 yield from (attribute.sparse_tensor.values, attribute.sparse_tensor.indices)
-            for subgraph in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
-                yield from _all_tensors(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _all_tensors(subgraph)
 
 
 def _light_graph(data: mmap.mmap, start: int, end: int, location: str, budget: list[int]) -> Iterator[bytes]:
