@@ -156,19 +156,6 @@ def _text_fields(graph: onnx.GraphProto):
             yield from _text_fields(subgraph)
 
 
-def _negative_dims(graph: onnx.GraphProto):
-    """(what, name, dims) of each declared tensor type with a negative dim in a graph and its subgraphs (onnx's own
-    shape inference aborts the process on some: a Slice of one trips a C++ assertion)."""
-    for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
-        for info in infos:
-            dims = [d.dim_value for d in info.type.tensor_type.shape.dim if d.HasField("dim_value")]
-            if any(d < 0 for d in dims):
-                yield kind, info.name, dims
-    for node in graph.node:
-        for subgraph in subgraphs(node):
-            yield from _negative_dims(subgraph)
-
-
 def _text_issues(model: onnx.ModelProto) -> list[Issue]:
     """A name that is not valid UTF-8 text: the first one (every later step reads names as text)."""
     fields = [("opset domain", None, entry.domain) for entry in model.opset_import]
@@ -185,9 +172,6 @@ def structural_issues(model: onnx.ModelProto, opset: int) -> list[Issue]:
     if text:
         return text
     issues = _opset_issues(model)
-    for kind, name, dims in _negative_dims(model.graph):
-        issues.append(Issue(name, kind, opset, INVALID_MODEL, f"{kind} {name!r} is declared with a negative dim "
-                                                              f"{dims[:8]}", name))
     graph = model.graph
     defined: dict[str, str] = {}  # tensor -> what defines it
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
+from .subgraph import subgraphs
+
 LARGE_ELEMENTS = 1024  # initializers with more elements are left out (shape tensors and axes are far smaller)
 
 
@@ -41,7 +43,21 @@ def light_copy(model: onnx.ModelProto, large: int = LARGE_ELEMENTS) -> onnx.Mode
             graph.initializer.append(tensor)
         elif tensor.name not in listed:
             graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    _clear_negative_dims(graph)
     return light
+
+
+def _clear_negative_dims(graph: onnx.GraphProto) -> None:
+    """Declared dims below 0 become unknown dims, in a graph and its subgraphs: exporters write -1 for a dynamic dim
+    (paddle2onnx does), and onnx's C++ inference aborts the process on some such shapes (a Slice trips an
+    assertion)."""
+    for info in (*graph.input, *graph.output, *graph.value_info):
+        for dim in info.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value < 0:
+                dim.Clear()
+    for node in graph.node:
+        for subgraph in subgraphs(node):
+            _clear_negative_dims(subgraph)
 
 
 def infer_shapes_without_weights(model: onnx.ModelProto, *, in_place: bool = False) -> onnx.ModelProto:

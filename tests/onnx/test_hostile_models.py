@@ -181,3 +181,24 @@ def test_peak_rss_of_hostile_tiny_models_stays_under_500_mb(tmp_path):
         assert "Traceback" not in output, output
         assert peak_mb < 500, (path, peak_mb, peaks)
     print({Path(p).stem: peak for p, (_, peak, _) in peaks.items()})
+
+
+def test_a_declared_minus_one_dim_is_a_dynamic_dim(tmp_path):
+    """paddle2onnx declares dynamic dims as dim_value -1: the model converts (onnx's own inference, which aborts on
+    some negative dims, never sees them) and computes what it says (a hand oracle: Relu, then Slice of the first 3)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnrt_onnx import Compilation, Executor
+    from nnrt_onnx.onnx_import import from_onnx
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Slice", ["r", "s", "e", "a"], ["y"])]
+    consts = [numpy_helper.from_array(np.asarray(v, np.int64), n) for n, v in (("s", [0]), ("e", [3]), ("a", [1]))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, -1])], consts)
+    graph.value_info.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, -5]))
+    path = tmp_path / "minus_one.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    compilation = Compilation(from_onnx(str(path)).model)
+    compilation.build()
+    x = np.asarray([[-1, 2, -3, 4, 5, -6, 7, 8]], np.float32)
+    np.testing.assert_array_equal(Executor(compilation).run_arrays([x])[0], [[0, 2, 0]])
