@@ -236,11 +236,11 @@ def resize(ctx: NodeContext) -> None:
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
         scales = sizes = None
         if ctx.has_input(2) and ctx.value(ctx.input(2)).shape not in ((0,),):
-            scales = ctx.constant_input(2, "scales").astype(np.float64)
+            scales = ctx.constant_input(2, "scales").astype(np.float64).reshape(-1)  # (a 0-d one: one value)
             if scales.size == 0:
                 scales = None
         if scales is None and ctx.has_input(3):
-            sizes = ctx.constant_input(3, "sizes").astype(np.int64)
+            sizes = ctx.constant_input(3, "sizes").astype(np.int64).reshape(-1)
         if scales is None and sizes is None:
             raise ConversionIssue(INVALID_MODEL, "Resize needs scales or sizes")
         roi = None
