@@ -73,6 +73,8 @@ def _build(name: str):
         return _build_gelu(numba)
     if name == "depthwise3x3":
         return _build_depthwise_3x3(numba)
+    if name == "channel_affine":
+        return _build_channel_affine(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -330,6 +332,23 @@ def _build_layer_norm(numba):
 
 
 def _build_pool(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy", inline="always")
+    def _max_window(x, acc, top, left, i0, i1, j0, j1):  # pragma: no cover (compiled)
+        # The first cell copied, then a select per later cell (a NaN wins, a tie keeps the earlier cell): the same
+        # result as the branchy "if v > a or v != v" loop, but a select the channel loop vectorises (2-3x faster).
+        src = x[top + i0, left + j0]
+        for ch in range(acc.shape[0]):
+            acc[ch] = src[ch]
+        for i in range(i0, i1):
+            for j in range(j0, j1):
+                if i == i0 and j == j0:
+                    continue
+                src = x[top + i, left + j]
+                for ch in range(acc.shape[0]):
+                    v = src[ch]
+                    a = acc[ch]
+                    acc[ch] = v if (v > a or v != v) else a
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
         n, h, w, c = x.shape
@@ -346,33 +365,83 @@ def _build_pool(numba):
                         for ch in range(c):
                             acc[ch] = fill
                         continue
+                    if is_max:
+                        _max_window(x[b], acc, top, left, i0, i1, j0, j1)
+                        continue
                     first = True
                     for i in range(i0, i1):
                         for j in range(j0, j1):
                             src = x[b, top + i, left + j]
                             if first:
-                                if is_max or not start_at_zero:
+                                if not start_at_zero:
                                     for ch in range(c):
                                         acc[ch] = src[ch]
                                 else:
                                     for ch in range(c):
                                         acc[ch] = out.dtype.type(0) + src[ch]
                                 first = False
-                            elif is_max:
-                                for ch in range(c):
-                                    v = src[ch]
-                                    if v > acc[ch] or v != v:
-                                        acc[ch] = v
                             else:
                                 for ch in range(c):
                                     acc[ch] = acc[ch] + src[ch]
-                    if not is_max:
-                        count = out.dtype.type((i1 - i0) * (j1 - j0))
-                        for ch in range(c):
-                            acc[ch] = acc[ch] / count
+                    count = out.dtype.type((i1 - i0) * (j1 - j0))
+                    for ch in range(c):
+                        acc[ch] = acc[ch] / count
         return out
 
     return pool_loop
+
+
+def _build_channel_affine(numba):
+    clamp = _build_clamp(numba)
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def affine_rows(x, scale, shift, vectors, kinds, out, activation):  # pragma: no cover (compiled)
+        # per row (in L1): x * scale + shift, then each post vector (kind 0 multiply, 1 add), then the activation;
+        # the numpy path's float operations in the same order, one pass over memory instead of five
+        rows, c = x.shape
+        zero, six = x.dtype.type(0), x.dtype.type(6)
+        for r in range(rows):
+            src, dst = x[r], out[r]
+            for ch in range(c):
+                dst[ch] = src[ch] * scale[ch] + shift[ch]
+            for p in range(kinds.shape[0]):
+                vector = vectors[p]
+                if kinds[p] == 0:
+                    for ch in range(c):
+                        dst[ch] = dst[ch] * vector[ch]
+                else:
+                    for ch in range(c):
+                        dst[ch] = dst[ch] + vector[ch]
+            if activation:
+                for ch in range(c):
+                    dst[ch] = clamp(dst[ch], activation, zero, six)
+        return out
+
+    return affine_rows
+
+
+def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post, activation: int,
+                   out: np.ndarray) -> bool:
+    """``out = activation(post(rows * scale + shift))`` for C-contiguous float32/float64 ``rows`` [R, C] and
+    ``out``: ``post`` is a sequence of ("mul" | "add", [C] vector) pairs, ``activation`` 0 none, 1 RELU, 2 RELU6.
+    One compiled pass, bit-identical to numpy's ufunc passes in the same order (batch norm's blocks); False (out
+    untouched) without numba or for another layout or dtype."""
+    dtype = rows.dtype
+    if (dtype not in (np.float32, np.float64) or out.dtype != dtype or rows.ndim != 2 or out.shape != rows.shape
+            or not rows.flags.c_contiguous or not out.flags.c_contiguous):
+        return False
+    loop = _get("channel_affine")
+    if loop is None:
+        return False
+    c = rows.shape[1]
+    vectors = np.empty((len(post), c), dtype)
+    kinds = np.empty(len(post), np.int64)
+    for i, (name, vector) in enumerate(post):
+        vectors[i] = vector
+        kinds[i] = {"mul": 0, "add": 1}[name]
+    loop(rows, np.ascontiguousarray(scale, dtype), np.ascontiguousarray(shift, dtype), vectors, kinds, out,
+         int(activation))
+    return True
 
 
 def _build_gelu(numba):
@@ -534,5 +603,5 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
     return True
 
 
-__all__ = ["depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool",
+__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool",
            "softmax_last_axis"]

@@ -153,6 +153,8 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     if out is None or out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
         out = np.empty(x.shape, x.dtype)
     rows_in, rows_out = x.reshape(-1, c), out.reshape(-1, c)
+    if _accel.channel_affine(rows_in, inv, shift, post, activation, rows_out):  # numba, when installed: one pass
+        return out
     post = tuple(({"mul": np.multiply, "add": np.add}[name], vector) for name, vector in post)
     step = max(1, _BN_BLOCK_BYTES // (c * x.dtype.itemsize))
     zero, six = x.dtype.type(0), x.dtype.type(6)

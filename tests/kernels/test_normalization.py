@@ -423,3 +423,37 @@ def test_layer_norm_compiled_loop_divides_like_numpy_by_a_zero_deviation(monkeyp
         want = layer_norm(x, g, b, begin_norm_axis=1, epsilon=0.0, begin_param_axis=1)
     assert np.isnan(want[0]).all() and np.isnan(got[0]).all()
     np.testing.assert_allclose(got[1], want[1], rtol=4e-7)
+
+
+@pytest.mark.parametrize("activation", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batch_norm_compiled_pass_is_identical_to_the_numpy_blocks(monkeypatch, dtype, activation):
+    # the one-pass compiled batch norm (with the plan's fused MUL/ADD ``post`` vectors and the activation) against
+    # the numpy path's per-block ufunc passes: the same values, NaN and signs of zero; and against float64 by hand
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.normalization import batch_norm
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed")
+    rng = np.random.default_rng(11)
+    c = 37  # a tail after any vector width
+    x = (rng.standard_normal((2, 5, 3, c)) * 8).astype(dtype)
+    x[0, 0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    x[1, 4, 2, ::3] = 0.0
+    scale, offset, mean = (rng.standard_normal(c).astype(dtype) for _ in range(3))
+    scale[5] = 0.0  # -> products of -0.0 and +0.0 reach the activation
+    variance = rng.random(c).astype(dtype) + 0.1
+    post = (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype)))
+    with np.errstate(all="ignore"):
+        compiled = batch_norm(x, scale, offset, mean, variance, epsilon=1e-3, activation=activation, post=post)
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+        plain = batch_norm(x, scale, offset, mean, variance, epsilon=1e-3, activation=activation, post=post)
+        monkeypatch.delenv("NNRT_ONNX_NUMBA")
+    assert compiled.dtype == plain.dtype == dtype
+    np.testing.assert_array_equal(compiled, plain)
+    np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
+    finite = x[1].astype(np.float64)
+    want = (finite - mean) / np.sqrt(variance.astype(np.float64) + 1e-3) * scale + offset
+    want = want * post[0][1] + post[1][1]
+    want = {0: want, 1: np.maximum(want, 0), 2: np.clip(want, 0, 6)}[activation]
+    np.testing.assert_allclose(compiled[1], want, rtol=64 * np.finfo(dtype).eps, atol=64 * np.finfo(dtype).eps * 8)
