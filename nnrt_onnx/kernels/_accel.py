@@ -73,6 +73,8 @@ def _build(name: str):
         return _build_gelu(numba)
     if name == "depthwise3x3":
         return _build_depthwise_3x3(numba)
+    if name == "kn2row":
+        return _build_kn2row_gather(numba)
     if name == "channel_affine":
         return _build_channel_affine(numba)
     if name != "depthwise":
@@ -444,6 +446,56 @@ def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post,
     return True
 
 
+def _build_kn2row_gather(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def gather(z, out, top, left):  # pragma: no cover (compiled)
+        # out[y, x] = sum over the taps (i, j) inside the input of z[y + top + i, x + left + j, i, j], row-major
+        # from the first tap inside; a window wholly in the padding is 0
+        rows, width, kh, kw, o = z.shape
+        oh, ow, _ = out.shape
+        for y in range(oh):
+            for q in range(ow):
+                dst = out[y, q]
+                first = True
+                for i in range(kh):
+                    zy = y + top + i
+                    if zy < 0 or zy >= rows:
+                        continue
+                    for j in range(kw):
+                        zx = q + left + j
+                        if zx < 0 or zx >= width:
+                            continue
+                        src = z[zy, zx, i, j]
+                        if first:
+                            for ch in range(o):
+                                dst[ch] = src[ch]
+                            first = False
+                        else:
+                            for ch in range(o):
+                                dst[ch] = dst[ch] + src[ch]
+                if first:
+                    for ch in range(o):
+                        dst[ch] = 0
+        return out
+
+    return gather
+
+
+def kn2row_gather(z: np.ndarray, out: np.ndarray, top: int, left: int) -> bool:
+    """The second half of a kn2row convolution: ``z`` [R, W, kH, kW, O] holds every input pixel's product with
+    every tap's weights; ``out`` [OH, OW, O] gets, per output pixel, the sum of the taps' products that lie
+    inside the input (``top``/``left``: z's row/column of output (0, 0)'s tap (0, 0), negative in the padding).
+    False (out untouched) without numba or for another dtype or layout."""
+    if (z.dtype not in (np.float32, np.float64) or out.dtype != z.dtype or z.ndim != 5 or out.ndim != 3
+            or not z.flags.c_contiguous or out.strides[-1] != out.itemsize):
+        return False
+    loop = _get("kn2row")
+    if loop is None:
+        return False
+    loop(z, out, int(top), int(left))
+    return True
+
+
 def _build_gelu(numba):
     erf_value = _build_erf_value(numba)
 
@@ -603,5 +655,5 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
     return True
 
 
-__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "layer_norm_rows", "lstm_steps", "pool",
+__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool",
            "softmax_last_axis"]

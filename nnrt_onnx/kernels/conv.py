@@ -279,6 +279,71 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     return out
 
 
+def _use_kn2row(x, w, strides, dilation, group) -> bool:
+    """kn2row (below) where it measured faster than im2col + GEMM and Winograd (docs/performance.md): float
+    stride-1 undilated convolutions with at least 64 input channels and at most half as many output channels
+    (DenseNet's 128 -> 32 3x3: 0.33-0.7x the time; 32 -> 32: no gain), when the compiled gather is there."""
+    o, kh, kw, c = w.shape
+    return (x.dtype in (np.float32, np.float64) and w.dtype == x.dtype and group == 1 and kh * kw > 1
+            and tuple(strides) == (1, 1) and tuple(dilation) == (1, 1) and c >= max(64, 2 * o)
+            and _accel.enabled())
+
+
+def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
+    """"kn2row", "winograd" or None (im2col + GEMM) for a non-1x1 convolution, as measured (docs/performance.md):
+    kn2row ahead of Winograd where the input has at least 3x the output channels (0.69-0.84x Winograd's time at
+    28x28 256 -> 64, 14x14 512 -> 128; 0.93-1.2x below that ratio)."""
+    kn2row = _use_kn2row(x, w, strides, dilation, group)
+    if kn2row and w.shape[3] >= 3 * w.shape[0]:
+        return "kn2row"
+    if _use_winograd(x, w, strides, dilation, group, out_size):
+        return "winograd"
+    return "kn2row" if kn2row else None
+
+
+def _kn2row_weights(w: np.ndarray):
+    """[O, kH, kW, C] -> ([C, kH * kW * O] contiguous, all weights finite)."""
+    o, kh, kw, c = w.shape
+    return np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)), bool(np.isfinite(w).all())
+
+
+def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
+    """Stride-1 convolution as one GEMM of the input pixels [H * W, C] with every tap's weights [C, kH * kW * O]
+    (N = kH * kW * O keeps the GEMM efficient where O alone is small; no im2col copy), then a compiled gather adding,
+    per output pixel, the products of the taps inside the input; in blocks of output rows (their input rows
+    and a halo) so the products stay cache-sized. Taps in the padding are skipped, which is exact for finite
+    weights (a padded zero times a weight adds +-0); with an inf/NaN weight (0 * inf = NaN) it declines: False."""
+    wk, finite = _packed(w, "kn2row", _kn2row_weights)
+    if not finite:
+        return False
+    n, h, wd, c = x.shape
+    o, kh, kw, _ = w.shape
+    oh, ow = out_size
+    pt, _, pl, _ = pads
+    x = np.ascontiguousarray(x)
+    taps = kh * kw * o
+    rows = max(1, min(oh, _KN2ROW_BLOCK_BYTES // max(1, wd * taps * x.dtype.itemsize) - (kh - 1)))
+    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    z_full = _scratch("kn2row", (min(h, rows + kh - 1), wd, kh, kw, o), x.dtype)
+    for b in range(n):
+        for r0 in range(0, oh, rows):
+            r1 = min(oh, r0 + rows)
+            i0, i1 = max(0, r0 - pt), min(h, r1 - 1 - pt + kh)  # the input rows the block's windows touch
+            block = out[b, r0:r1]
+            if i1 <= i0:  # every window in the padding
+                block[...] = 0
+            else:
+                z = z_full[: i1 - i0]
+                np.matmul(x[b, i0:i1].reshape(-1, c), wk, out=z.reshape(-1, taps))
+                if not _accel.kn2row_gather(z, block, r0 - pt - i0, -pl):
+                    return False  # (only ever at the first block: numba off, or ``out`` of another layout)
+            _finish_rows(block, b_rows, activation, post)
+    return True
+
+
+_KN2ROW_BLOCK_BYTES = 1 << 22  # products of a block of input rows (4 MiB: DenseNet's 56x56 layers in one block)
+
+
 def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None, post=()):
     """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]; ``out_size`` (OH, OW) is :func:`_conv_geometry`'s.
     Bias and fused activation are applied in place (block by block where the convolution is blocked); ``out``,
@@ -308,8 +373,11 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
         _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation, post)
         return out
-    if _use_winograd(x, w, strides, dilation, group, out_size):
+    method = _special_method(x, w, strides, dilation, group, out_size)
+    if method == "winograd":
         return _winograd_3x3(x, w, pads, out_size, bias, activation, out, post)
+    if method == "kn2row" and _kn2row(x, w, pads, out_size, bias, activation, out, post):
+        return out
     xp = _padded(x, pads)
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
     if group == 1:

@@ -361,11 +361,12 @@ def _direct_conv_f64(x, w, b, pads):
     """NHWC stride-1 convolution in float64 by explicit taps: sum over (i, j) of shifted input @ w[:, i, j, :].T."""
     x, w = x.astype(np.float64), w.astype(np.float64)
     pt, pb, pl, pr = pads
+    kh, kw = w.shape[1:3]
     xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh, ow = xp.shape[1] - 2, xp.shape[2] - 2
+    oh, ow = xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
     out = np.zeros(x.shape[:1] + (oh, ow, w.shape[0]))
-    for i in range(3):
-        for j in range(3):
+    for i in range(kh):
+        for j in range(kw):
             out += xp[:, i:i + oh, j:j + ow, :] @ w[:, i, j, :].T
     return out + b
 
@@ -384,7 +385,7 @@ def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, 
     w = (rng.standard_normal((out_c, 3, 3, shape[3])) / np.sqrt(9 * shape[3])).astype(np.float32)
     b = rng.standard_normal(out_c).astype(np.float32)
     oh, ow = shape[1] + pads[0] + pads[1] - 2, shape[2] + pads[2] + pads[3] - 2
-    assert conv_kernels._use_winograd(x, w, (1, 1), (1, 1), 1, (oh, ow))  # the path under test is taken
+    assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (oh, ow)) == "winograd"  # the path under test
     got = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
                  activation=fuse)
     want = _direct_conv_f64(x, w, b, pads)
@@ -392,6 +393,67 @@ def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, 
         want = np.maximum(want, 0) if fuse == 1 else np.clip(want, 0, 6)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kn2row: stride-1 convolutions with few output channels as one GEMM against every tap's weights and a compiled
+# gather, against the same float64 direct convolution
+
+
+@pytest.mark.parametrize("shape,out_c,kernel,pads,fuse,dtype", [
+    ((1, 9, 11, 64), 32, (3, 3), (1, 1, 1, 1), 0, np.float32),  # SAME-like
+    ((2, 8, 7, 96), 16, (3, 3), (0, 0, 0, 0), 1, np.float32),  # VALID, batch 2, RELU
+    ((1, 10, 9, 64), 24, (1, 3), (0, 0, 2, 1), 2, np.float32),  # 1x3, uneven pads, RELU6
+    ((1, 7, 6, 128), 8, (5, 2), (3, 4, 1, 1), 0, np.float64),  # pads beyond the kernel: windows wholly in padding
+    ((1, 12, 5, 64), 32, (3, 1), (2, 0, 0, 0), 1, np.float64),  # 3x1, top pad only
+    ((1, 9, 10, 192), 64, (3, 3), (1, 1, 1, 1), 2, np.float32),  # C >= 3 O: ahead of Winograd
+])
+def test_kn2row_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, kernel, pads, fuse, dtype):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels.conv import conv2d
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed: no kn2row")
+    rng = np.random.default_rng(sum(shape) + out_c + kernel[0])
+    kh, kw = kernel
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal((out_c, kh, kw, shape[3])) / np.sqrt(kh * kw * shape[3])).astype(dtype)
+    b = rng.standard_normal(out_c).astype(dtype)
+    oh, ow = shape[1] + pads[0] + pads[1] - kh + 1, shape[2] + pads[2] + pads[3] - kw + 1
+    assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (oh, ow)) == "kn2row"
+    gathers = []
+    real_gather = _accel.kn2row_gather
+    monkeypatch.setattr(_accel, "kn2row_gather", lambda *a: gathers.append(a[1].shape[0]) or real_gather(*a))
+    monkeypatch.setattr(conv_kernels, "_KN2ROW_BLOCK_BYTES", 1)  # one output row per block: every halo case
+    got = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
+                 activation=fuse)
+    want = _direct_conv_f64(x, w, b, pads)
+    if fuse:
+        want = np.maximum(want, 0) if fuse == 1 else np.clip(want, 0, 6)
+    assert gathers and set(gathers) == {1}  # the path under test ran, in one-row blocks
+    assert got.dtype == dtype and got.shape == want.shape
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    monkeypatch.setattr(conv_kernels, "_KN2ROW_BLOCK_BYTES", 1 << 22)  # and in one block
+    whole = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
+                   activation=fuse)
+    np.testing.assert_allclose(whole, want, rtol=tol, atol=tol)
+
+
+def test_kn2row_declines_non_finite_weights_where_padding_would_make_nan(monkeypatch):
+    # 0 * inf = NaN: a padded convolution with an inf weight is NaN wherever that tap reads padding; kn2row skips
+    # padded taps, so it must hand such weights to im2col, which multiplies the zeros
+    from nnrt_onnx.kernels.conv import conv2d
+
+    x = np.ones((1, 4, 4, 64), np.float32)
+    w = np.zeros((8, 3, 3, 64), np.float32)
+    w[0, 0, 0, 0] = np.inf  # tap (0, 0): reads padding for output row 0 and column 0
+    with np.errstate(invalid="ignore"):
+        got = conv2d(x, w, np.zeros(8, np.float32), strides=[1, 1], pad_mode=-1, pad_list=[1, 1, 1, 1],
+                     dilation=[1, 1], group=1, ctx=None)
+    assert np.isnan(got[0, 0, :, 0]).all() and np.isnan(got[0, :, 0, 0]).all()
+    assert np.isposinf(got[0, 1:, 1:, 0]).all() and (got[..., 1:] == 0).all()
 
 
 # ---------------------------------------------------------------------------------------------------------------
