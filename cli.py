@@ -815,7 +815,8 @@ def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opin
                    "nnrt_onnx.threads extension config; default 1).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output, with every run's time.")
 @click.option("--profile", is_flag=True,
-              help="Also time every native operation: a table of op types by time (count, ms per run, share).")
+              help="Also time every native operation: a table of op types by time (count, ms per run, share); for "
+                   "an .onnx MODEL, the same table from onnxruntime's profiler.")
 @click.option("--top", default=15, show_default=True, type=click.IntRange(min=1),
               help="With --profile: rows of the op table (the rest summed in one row).")
 @_max_constant_bytes
@@ -842,13 +843,17 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, val
                         bound=model_inputs.constants, threads=threads)
     native = results[0].median
     op_times = _profile_ops(model, arrays, runs, warmup, threads) if profile else None
+    ort_times = _profile_onnxruntime(original, model, arrays, model_inputs.constants, runs, warmup, threads) \
+        if profile and original else None
 
     def ms(value):
         return None if value is None else value * 1e3
 
     if as_json:
         click.echo(json.dumps({"model": model_path, "runs": runs, "warmup": warmup, "threads": threads,
-                               **_profile_json(op_times), "results": [
+                               **_profile_json(op_times),
+                               **({"onnxruntime_profile": _profile_json(ort_times)["profile"]} if ort_times else {}),
+                               "results": [
             {"name": r.name, "compile_ms": ms(r.compile_seconds), "median_ms": ms(r.median), "mean_ms": ms(r.mean),
              "std_ms": ms(r.std), "p50_ms": ms(r.percentile(50)), "p90_ms": ms(r.percentile(90)),
              "p99_ms": ms(r.percentile(99)), "min_ms": min(r.times) * 1e3 if r.times else None,
@@ -872,6 +877,8 @@ def bench(model_path: str, inputs, input_shapes, constant_inputs, seed: int, val
         click.echo(f"inputs saved to {save_inputs}")
     if op_times is not None:
         _echo_profile(*op_times, top)
+    if ort_times is not None:
+        _echo_profile(*ort_times, top, "onnxruntime (original .onnx, its profiler; op types after its fusions)")
 
 
 def _profile_ops(model, arrays, runs: int, warmup: int, threads: int | None):
@@ -884,6 +891,18 @@ def _profile_ops(model, arrays, runs: int, warmup: int, threads: int | None):
         raise click.ClickException(f"--profile: {exc.code.name}: {exc.message}") from None
 
 
+def _profile_onnxruntime(original, model, arrays, constants, runs: int, warmup: int, threads: int | None):
+    """The original .onnx's per-op-type time in onnxruntime, or None (with a note) when it cannot run there."""
+    from nnrt_onnx.workflows.inference import input_names, profile_onnxruntime
+
+    feed = {**dict(zip(input_names(model), arrays)), **dict(constants or {})}
+    try:
+        return profile_onnxruntime(original, feed, runs, warmup, threads=threads)
+    except RuntimeError as exc:
+        click.echo(f"note: no onnxruntime profile: {exc}", err=True)
+        return None
+
+
 def _profile_json(op_times) -> dict:
     if op_times is None:
         return {}
@@ -892,9 +911,9 @@ def _profile_json(op_times) -> dict:
         {"op": t.op, "count": t.count, "ms": t.seconds * 1e3, "share": t.share} for t in table]}}
 
 
-def _echo_profile(table, total: float, top: int) -> None:
-    """The --profile table: native time per op type, most expensive first."""
-    click.echo(f"native time by operation type (mean of the runs; steps total {total * 1e3:.3f} ms):")
+def _echo_profile(table, total: float, top: int, runs_on: str = "native") -> None:
+    """A --profile table: time per op type, most expensive first."""
+    click.echo(f"{runs_on} time by operation type (mean of the runs; steps total {total * 1e3:.3f} ms):")
     rows = [("op", "count", "ms/run", "share")]
     for t in table[:top]:
         rows.append((t.op, str(t.count), f"{t.seconds * 1e3:.3f}", f"{t.share * 100:.1f}%"))

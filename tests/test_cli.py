@@ -260,6 +260,28 @@ def test_bench(invoke, tmp_path):
     one_line_error(invoke("bench", tmp_path / "none.onnx"), 1, "no such file")
 
 
+def test_bench_profile_tables_native_and_onnxruntime(invoke, tmp_path):
+    import onnx
+
+    data = json.loads(invoke("bench", SMALL_CNN, "-n", 2, "--warmup", 1, "--profile", "--json").stdout)
+    onnx_ops = [node.op_type for node in onnx.load(str(SMALL_CNN)).graph.node]
+    native = {row["op"]: row for row in data["profile"]["ops"]}
+    convolutions = sum(native[op]["count"] for op in ("CONV2D", "DEPTHWISE_CONV2D_NATIVE") if op in native)
+    assert convolutions == onnx_ops.count("Conv")
+    ort_ops = {row["op"]: row for row in data["onnxruntime_profile"]["ops"]}
+    assert ort_ops["Conv"]["count"] == onnx_ops.count("Conv")  # onnxruntime's own profiler, one row per op type
+    assert all(row["ms"] > 0 for row in ort_ops.values())
+    assert sum(row["share"] for row in ort_ops.values()) == pytest.approx(1.0)
+    text = invoke("bench", SMALL_CNN, "-n", 1, "--warmup", 0, "--profile").stdout
+    assert "native time by operation type" in text and "onnxruntime (original .onnx, its profiler" in text
+    unloadable = tmp_path / "unloadable.onnx"
+    unloadable.write_bytes(b"not a model")
+    from nnrt_onnx.workflows.inference import profile_onnxruntime
+
+    with pytest.raises(RuntimeError):
+        profile_onnxruntime(unloadable, {}, runs=1, warmup=0)
+
+
 def test_bench_shows_a_device_that_cannot_run_the_model(invoke, tmp_path):
     model, perm = _runtime_transpose(tmp_path)
     result = invoke("bench", model, "--input", perm, "-n", 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -332,6 +333,52 @@ def profile_model(model: Model, inputs: Sequence[np.ndarray], runs: int = 10, wa
     return table, total / runs
 
 
+def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
+                        threads: int | None = None) -> tuple[list[OpTime], float]:
+    """Per-op-type time of the ONNX file ``onnx_model`` in onnxruntime (CPU, ``threads`` intra-op threads,
+    default 1) from onnxruntime's own profiler: the kernel time of every node over the last ``runs`` of
+    ``warmup + runs`` runs fed ``feed``. Op types are onnxruntime's, after its graph optimisations (a Conv may have
+    absorbed its Add and Relu). The counterpart of :func:`profile_model`, for finding where the two part. Raises
+    RuntimeError when onnxruntime cannot load or run the model."""
+    import tempfile
+
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = threads or 1
+    options.inter_op_num_threads = 1
+    with tempfile.TemporaryDirectory(prefix="nnrt_onnx_ort_profile_") as tmp:
+        options.enable_profiling = True
+        options.profile_file_prefix = os.path.join(tmp, "ort")
+        try:
+            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+            for _ in range(warmup + runs):
+                session.run(None, feed)
+            with open(session.end_profiling(), encoding="utf-8") as handle:
+                events = json.load(handle)
+        except Exception as exc:  # onnxruntime's errors have no stable public types
+            raise RuntimeError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    per_node: dict[str, list[float]] = {}
+    op_of: dict[str, str] = {}
+    for event in events:
+        name = event.get("name", "")
+        if event.get("cat") == "Node" and name.endswith("_kernel_time"):
+            node = name[: -len("_kernel_time")]
+            per_node.setdefault(node, []).append(event.get("dur", 0) * 1e-6)
+            op_of[node] = str(event.get("args", {}).get("op_name", "?"))
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for node, durations in per_node.items():
+        op = op_of[node]
+        totals[op] = totals.get(op, 0.0) + sum(durations[-runs:]) / min(runs, len(durations))
+        counts[op] = counts.get(op, 0) + 1
+    total = sum(totals.values())
+    table = [OpTime(op, counts[op], seconds, seconds / total if total else 0.0)
+             for op, seconds in sorted(totals.items(), key=lambda item: -item[1])]
+    return table, total
+
+
 def safe_file_name(name: str) -> str:
     """A tensor name as a file name: characters that cannot be in one become ``_``."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".")
@@ -420,4 +467,5 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
 
 __all__ = ["BenchResult", "OpTime", "RunResult", "benchmark", "check_value_ranges", "complete_inputs",
            "decode_file_stem", "device_id_by_name", "encode_file_stem", "load_any", "output_file_names",
-           "parse_value_ranges", "profile_model", "random_inputs", "run_model", "safe_file_name", "save_outputs"]
+           "parse_value_ranges", "profile_model", "profile_onnxruntime", "random_inputs", "run_model", "safe_file_name",
+           "save_outputs"]
