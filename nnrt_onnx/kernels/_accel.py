@@ -77,6 +77,8 @@ def _build(name: str):
         return _build_kn2row_gather(numba)
     if name == "channel_affine":
         return _build_channel_affine(numba)
+    if name == "finish_rows":
+        return _build_finish_rows(numba)
     if name != "depthwise":
         raise KeyError(name)
 
@@ -393,33 +395,96 @@ def _build_pool(numba):
     return pool_loop
 
 
-def _build_channel_affine(numba):
+def _build_finish_row(numba):
+    """The in-place tail both per-row loops share: each post vector (kind 0 multiply, 1 add), then the activation
+    (its branch outside the channel loops, so they vectorise)."""
     clamp = _build_clamp(numba)
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
+    def finish_row(row, vectors, kinds, activation):  # pragma: no cover (compiled)
+        c = row.shape[0]
+        zero, six = row.dtype.type(0), row.dtype.type(6)
+        for p in range(kinds.shape[0]):
+            vector = vectors[p]
+            if kinds[p] == 0:
+                for ch in range(c):
+                    row[ch] = row[ch] * vector[ch]
+            else:
+                for ch in range(c):
+                    row[ch] = row[ch] + vector[ch]
+        if activation == 1:
+            for ch in range(c):
+                row[ch] = clamp(row[ch], 1, zero, six)
+        elif activation == 2:
+            for ch in range(c):
+                row[ch] = clamp(row[ch], 2, zero, six)
+
+    return finish_row
+
+
+def _build_channel_affine(numba):
+    finish_row = _build_finish_row(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def affine_rows(x, scale, shift, vectors, kinds, out, activation):  # pragma: no cover (compiled)
-        # per row (in L1): x * scale + shift, then each post vector (kind 0 multiply, 1 add), then the activation;
-        # the numpy path's float operations in the same order, one pass over memory instead of five
+        # per row (in L1): x * scale + shift, then the post vectors and the activation; the numpy path's float
+        # operations in the same order, one pass over memory instead of five
         rows, c = x.shape
-        zero, six = x.dtype.type(0), x.dtype.type(6)
         for r in range(rows):
             src, dst = x[r], out[r]
             for ch in range(c):
                 dst[ch] = src[ch] * scale[ch] + shift[ch]
-            for p in range(kinds.shape[0]):
-                vector = vectors[p]
-                if kinds[p] == 0:
-                    for ch in range(c):
-                        dst[ch] = dst[ch] * vector[ch]
-                else:
-                    for ch in range(c):
-                        dst[ch] = dst[ch] + vector[ch]
-            if activation:
-                for ch in range(c):
-                    dst[ch] = clamp(dst[ch], activation, zero, six)
+            finish_row(dst, vectors, kinds, activation)
         return out
 
     return affine_rows
+
+
+def _build_finish_rows(numba):
+    finish_row = _build_finish_row(numba)
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def finish_rows(x, bias, has_bias, vectors, kinds, activation):  # pragma: no cover (compiled)
+        # in place, per row: + bias, the post vectors, the activation (one array: no aliasing check to fail)
+        rows, c = x.shape
+        for r in range(rows):
+            row = x[r]
+            if has_bias:
+                for ch in range(c):
+                    row[ch] = row[ch] + bias[ch]
+            finish_row(row, vectors, kinds, activation)
+        return x
+
+    return finish_rows
+
+
+def _post_arrays(post, c: int, dtype):
+    """(vectors [P, C], kinds [P]: 0 multiply, 1 add) of ("mul" | "add", [C] vector) pairs."""
+    vectors = np.empty((len(post), c), dtype)
+    kinds = np.empty(len(post), np.int64)
+    for i, (name, vector) in enumerate(post):
+        vectors[i] = vector
+        kinds[i] = {"mul": 0, "add": 1}[name]
+    return vectors, kinds
+
+
+def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int) -> bool:
+    """In place on the C-contiguous float32/float64 ``rows`` [R, C]: ``+ bias`` (a [C] vector, or None), the
+    ``post`` ("mul" | "add", [C] vector) pairs in order, then ``activation`` (0, 1 RELU, 2 RELU6) -- one compiled
+    pass, bit-identical to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False
+    (rows untouched) without numba or for another layout or dtype."""
+    dtype = rows.dtype
+    if dtype not in (np.float32, np.float64) or rows.ndim != 2 or not rows.flags.c_contiguous:
+        return False
+    loop = _get("finish_rows")
+    if loop is None:
+        return False
+    c = rows.shape[1]
+    vectors, kinds = _post_arrays(post, c, dtype)
+    has_bias = bias is not None
+    loop(rows, np.ascontiguousarray(bias, dtype) if has_bias else np.zeros(1, dtype), has_bias, vectors, kinds,
+         int(activation))
+    return True
 
 
 def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post, activation: int,
@@ -435,12 +500,7 @@ def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post,
     loop = _get("channel_affine")
     if loop is None:
         return False
-    c = rows.shape[1]
-    vectors = np.empty((len(post), c), dtype)
-    kinds = np.empty(len(post), np.int64)
-    for i, (name, vector) in enumerate(post):
-        vectors[i] = vector
-        kinds[i] = {"mul": 0, "add": 1}[name]
+    vectors, kinds = _post_arrays(post, rows.shape[1], dtype)
     loop(rows, np.ascontiguousarray(scale, dtype), np.ascontiguousarray(shift, dtype), vectors, kinds, out,
          int(activation))
     return True
@@ -655,5 +715,5 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
     return True
 
 
-__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool",
-           "softmax_last_axis"]
+__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "finish_rows", "kn2row_gather",
+           "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]

@@ -104,7 +104,7 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
 
 def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int, post=()) -> None:
     """Bias (pre-tiled to the block's trailing dims), the ``post`` operations ((ufunc, rows) pairs, rows tiled like
-    the bias) and the fused activation, in place, on a block still in cache."""
+    the bias) and the fused activation, in place, on a block still in cache: numpy's passes."""
     if bias_rows is not None:
         np.add(block, bias_rows, out=block)
     for ufunc, rows in post:
@@ -113,6 +113,33 @@ def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: in
         np.maximum(block, block.dtype.type(0), out=block)
     elif activation == 2:  # one pass (as fast as one np.maximum when given scalars of the array's dtype)
         np.clip(block, block.dtype.type(0), block.dtype.type(6), out=block)
+
+
+class _Finish:
+    """A convolution's bias ([O] or None), ``post`` (("mul" | "add", [O] vector) pairs: the plan's fused MUL/ADD)
+    and fused activation, applied in place to each finished block of output rows while it is in cache: one
+    compiled pass over a contiguous block (``_accel.finish_rows``: bit-identical, 3x faster than numpy's two or
+    three passes), else numpy's passes with the vectors tiled along the block's width."""
+
+    __slots__ = ("bias", "post", "activation", "_tiled")
+
+    def __init__(self, bias, post, activation: int):
+        self.bias, self.post, self.activation = bias, tuple(post), activation
+        self._tiled = None
+
+    def __call__(self, block: np.ndarray) -> None:
+        if self.bias is None and not self.post and not self.activation:
+            return
+        same_dtype = all(v.dtype == block.dtype for v in ([] if self.bias is None else [self.bias]) +
+                         [vector for _, vector in self.post])
+        if (same_dtype and block.flags.c_contiguous
+                and _accel.finish_rows(block.reshape(-1, block.shape[-1]), self.bias, self.post, self.activation)):
+            return
+        width = block.shape[-2]
+        if self._tiled is None or self._tiled[0] != width:
+            self._tiled = (width, None if self.bias is None else _tiled_bias(self.bias, width),
+                           tuple((_POST_UFUNCS[name], _tiled_bias(vector, width)) for name, vector in self.post))
+        _finish_rows(block, self._tiled[1], self.activation, self._tiled[2])
 
 
 def _activation_code(activation) -> int:
@@ -162,15 +189,15 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
     taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
     if _accel.depthwise_3x3(x, taps, bias, out, strides, dilation, pads, 0 if post else activation):  # no pad copy
         if post:
-            _finish_rows(out, None, activation, post)
+            _Finish(None, post, activation)(out)
         return out
     xp = _padded(x, pads, "dw_pad")
     if _accel.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # numba, when installed
         if post:
-            _finish_rows(out, None, activation, post)
+            _Finish(None, post, activation)(out)
         return out
     wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
-    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    finish = _Finish(bias, post, activation)
     rows = max(1, _DEPTHWISE_BLOCK_BYTES // max(1, n * ow * c * x.dtype.itemsize))
     tmp_full = _scratch("dw_tmp", (n, min(rows, oh), ow, c), x.dtype)
     for r0 in range(0, oh, rows):
@@ -189,7 +216,7 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
                 else:
                     np.multiply(src, wt[i, j], out=tmp)
                     np.add(acc, tmp, out=acc)
-        _finish_rows(acc, b_rows, activation, post)
+        finish(acc)
     return out
 
 
@@ -251,7 +278,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     xp[:, pt:pt + h, pl + wd:] = 0
     xp[:, pt:pt + h, pl:pl + wd] = x
     u = _packed(w, "winograd", _winograd_weights)
-    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    finish = _Finish(bias, post, activation)
     sn, sh, sw, sc = xp.strides
     rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
     d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
@@ -276,7 +303,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
         else:
             full = np.ascontiguousarray(tiles_out).reshape(n, 2 * (r1 - r0), 2 * tw, o)
             np.copyto(block, full[:, :rr, :ow])
-        _finish_rows(block, b_rows, activation, post)
+        finish(block)
     return out
 
 
@@ -324,7 +351,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
     x = np.ascontiguousarray(x)
     taps = kh * kw * o
     rows = max(1, min(oh, _KN2ROW_BLOCK_BYTES // max(1, wd * taps * x.dtype.itemsize) - (kh - 1)))
-    b_rows = None if bias is None else _tiled_bias(bias, ow)
+    finish = _Finish(bias, post, activation)
     z_full = _scratch("kn2row", (min(h, rows + kh - 1), wd, kh, kw, o), x.dtype)
     for b in range(n):
         for r0 in range(0, oh, rows):
@@ -338,7 +365,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
                 np.matmul(x[b, i0:i1].reshape(-1, c), wk, out=z.reshape(-1, taps))
                 if not _accel.kn2row_gather(z, block, r0 - pt - i0, -pl):
                     return False  # (only ever at the first block: numba off, or ``out`` of another layout)
-            _finish_rows(block, b_rows, activation, post)
+            finish(block)
     return True
 
 
@@ -360,7 +387,6 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     n, h, wd, c = x.shape
     o, kh, kw, cg = w.shape
     oh, ow = out_size
-    post = tuple((_POST_UFUNCS[name], _tiled_bias(vector, ow)) for name, vector in post)
     if cg == 1 and group > 1:
         return _depthwise_core(x, w, strides, dilation, pads, out_size, bias, activation, out, post)
     s_h, s_w = strides
@@ -372,7 +398,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
-        _finish_rows(out.reshape(n * oh, ow, o), None if bias is None else _tiled_bias(bias, ow), activation, post)
+        _Finish(bias, post, activation)(out.reshape(n * oh, ow, o))
         return out
     method = _special_method(x, w, strides, dilation, group, out_size)
     if method == "winograd":
@@ -392,7 +418,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]
             taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
         wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
-        b_rows = None if bias is None else _tiled_bias(bias, ow)
+        finish = _Finish(bias, post, activation)
         rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
         for r0 in range(0, oh, rows):
@@ -404,7 +430,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
                 np.matmul(cols.reshape((r1 - r0) * ow, k), wmat, out=block.reshape((r1 - r0) * ow, o))
             else:
                 block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
-            _finish_rows(block, b_rows, activation, post)
+            finish(block)
         return out
     og = o // group
     m = n * oh * ow
@@ -419,7 +445,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
         a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
     np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
-    _finish_rows(out, None if bias is None else _tiled_bias(bias, ow), activation, post)
+    _Finish(bias, post, activation)(out)
     return out
 
 

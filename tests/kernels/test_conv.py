@@ -557,3 +557,38 @@ def test_depthwise_3x3_loop_against_numpy_path_and_float64_oracle(dtype, monkeyp
             ref = np.clip(ref, 0, 6)
         tol = 1e-5 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(compiled, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("activation", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dtype, activation):
+    # bias, the plan's fused MUL/ADD vectors and the activation in one compiled pass against numpy's passes:
+    # the same values, NaN and signs of zero (-0.0 + -0.0 reaches the activation: RELU gives +0.0, RELU6 -0.0)
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels.conv import _Finish
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed")
+    rng = np.random.default_rng(7 + activation)
+    c = 19
+    block = (rng.standard_normal((3, 5, c)) * 8).astype(dtype)
+    block[0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    block[1, :, 0] = -0.0
+    bias = rng.standard_normal(c).astype(dtype)
+    bias[0] = -0.0
+    for post in ((), (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype)))):
+        compiled, plain = block.copy(), block.copy()
+        with np.errstate(all="ignore"):
+            _Finish(bias, post, activation)(compiled)
+            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+            _Finish(bias, post, activation)(plain)
+            monkeypatch.delenv("NNRT_ONNX_NUMBA")
+        np.testing.assert_array_equal(compiled, plain)
+        np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
+        if not post:  # against a hand computation
+            want = block.astype(np.float64) + bias
+            want = {0: want, 1: np.where(want > 0, want, np.where(np.isnan(want), want, 0.0)),
+                    2: np.where(np.isnan(want), want, np.minimum(np.maximum(want, 0.0), 6.0))}[activation]
+            np.testing.assert_allclose(compiled, want, rtol=np.finfo(dtype).eps)
+            zeros = compiled[1, :, 0]  # -0.0 + -0.0: RELU gives +0.0, RELU6 keeps -0.0 (np.clip), none keeps it
+            assert (zeros == 0).all() and np.signbit(zeros).all() == (activation != 1)
