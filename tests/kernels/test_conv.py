@@ -407,6 +407,7 @@ def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, 
     ((1, 7, 6, 128), 8, (5, 2), (3, 4, 1, 1), 0, np.float64),  # pads beyond the kernel: windows wholly in padding
     ((1, 12, 5, 64), 32, (3, 1), (2, 0, 0, 0), 1, np.float64),  # 3x1, top pad only
     ((1, 9, 10, 192), 64, (3, 3), (1, 1, 1, 1), 2, np.float32),  # C >= 3 O: ahead of Winograd
+    ((1, 11, 8, 16), 8, (3, 3), (1, 1, 1, 1), 1, np.float32),  # the smallest channel counts it takes
 ])
 def test_kn2row_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, kernel, pads, fuse, dtype):
     from nnrt_onnx.kernels import _accel
