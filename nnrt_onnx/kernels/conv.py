@@ -595,14 +595,24 @@ def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, 
 
     og = o // group
     xg = x.astype(cdtype, copy=False).reshape(n * h * w, group, cg).transpose(1, 0, 2)  # [G, M, Cg]
-    wg = weight.astype(cdtype, copy=False).reshape(group, og, kh, kw, cg).transpose(0, 4, 2, 3, 1)
-    wg = wg.reshape(group, cg, kh * kw * og)  # [G, Cg, kH*kW*Og]
-    cols = np.matmul(xg, wg).reshape(group, n, h, w, kh, kw, og).transpose(1, 2, 3, 4, 5, 0, 6)
-    cols = cols.reshape(n, h, w, kh, kw, o)
-    full = np.zeros((n, max(full_h, top + out_h), max(full_w, left + out_w), o), dtype=cdtype)
-    for i in range(kh):  # col2im: scatter-add each kernel tap (loop over the small kernel window only)
-        for j in range(kw):
-            full[:, i * d_h: i * d_h + (h - 1) * s_h + 1: s_h, j * d_w: j * d_w + (w - 1) * s_w + 1: s_w, :] += \
-                cols[:, :, :, i, j, :]
+    wg = _packed(weight, ("transposed", group, cdtype.str), lambda a: np.ascontiguousarray(
+        a.astype(cdtype, copy=False).reshape(group, og, kh, kw, cg).transpose(0, 4, 2, 3, 1)
+        .reshape(group, cg, kh * kw * og)))  # [G, Cg, kH*kW*Og], once per constant weight
+    products = np.matmul(xg[0], wg[0]) if group == 1 else np.matmul(xg, wg)  # every pixel times every tap
+    cols = products.reshape(group, n, h, w, kh, kw, og).transpose(1, 2, 3, 4, 5, 0, 6).reshape(n, h, w, kh, kw, o)
+    rows, columns = max(full_h, top + out_h), max(full_w, left + out_w)
+    if (s_h, s_w) == (kh, kw) and (d_h, d_w) == (1, 1) and (rows, columns) == (h * kh, w * kw):
+        # the taps tile the output without overlap (U-Net's 2x2 stride-2 upsampling): one interleaving copy
+        full = np.empty((n, rows, columns, o), dtype=cdtype)
+        np.copyto(full.reshape(n, h, kh, w, kw, o), cols.transpose(0, 1, 3, 2, 4, 5))
+    else:
+        full = np.zeros((n, rows, columns, o), dtype=cdtype)
+        for i in range(kh):  # col2im: scatter-add each kernel tap (loop over the small kernel window only)
+            for j in range(kw):
+                full[:, i * d_h: i * d_h + (h - 1) * s_h + 1: s_h, j * d_w: j * d_w + (w - 1) * s_w + 1: s_w, :] += \
+                    cols[:, :, :, i, j, :]
+    if (top, left, out_h, out_w) == (0, 0, rows, columns):
+        _Finish(b, (), 0)(full)  # the bias in place
+        return full.astype(x.dtype, copy=False)
     out = full[:, top: top + out_h, left: left + out_w, :] + b
     return out.astype(x.dtype, copy=False)

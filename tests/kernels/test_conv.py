@@ -277,6 +277,12 @@ TC_CASES = {
                                                          {T.OH_NN_CONV2D_TRANSPOSE_STRIDES: [2, 2],
                                                           T.OH_NN_CONV2D_TRANSPOSE_PAD_MODE: 0},
                                                          dict(pads=(0, 0, 0, 0), output_padding=(1, 1))),
+    # stride == kernel: the taps tile the output without overlap (U-Net's upsampling), an interleaving copy
+    "conv2d_transpose-tiling-2x2-stride2": ((2, 3, 4, 5), (6, 2, 2, 5), 1, {T.OH_NN_CONV2D_TRANSPOSE_STRIDES: [2, 2]},
+                                            dict(pads=(0, 0, 0, 0))),
+    "conv2d_transpose-tiling-3x2-group2": ((1, 3, 2, 4), (4, 3, 2, 2), 2, {T.OH_NN_CONV2D_TRANSPOSE_STRIDES: [3, 2],
+                                                                          T.OH_NN_CONV2D_TRANSPOSE_GROUP: 2},
+                                           dict(pads=(0, 0, 0, 0))),
     "conv2d_transpose-valid": ((1, 3, 3, 2), (2, 2, 3, 2), 1,
                                {T.OH_NN_CONV2D_TRANSPOSE_STRIDES: [2, 2], T.OH_NN_CONV2D_TRANSPOSE_PAD_MODE: 1},
                                dict(auto_pad="VALID")),
