@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""In-process A/B of one native-executor optimisation on whole models.
+
+Each model is converted and compiled once for the native device (one BLAS thread); then ``--rounds`` rounds run
+it with the optimisation on and off back to back (which side goes first alternates; each side runs ``k`` times,
+``k`` making a side take >= 50 ms), and the median of the per-round time ratios on/off is printed with its
+p10-p90. Both sides share the process, the compiled plan, the inputs and the machine's state of the moment, so
+a few-percent effect shows through the noise of a shared machine that comparing two benchmark runs hides.
+
+Switches (each turns one optimisation off by routing its callers to the path it replaced; docs/performance.md):
+  finish       a convolution's bias, fused MUL/ADD vectors and activation in one compiled pass (off: numpy passes)
+  batch_norm   BATCH_NORM's one compiled pass (off: numpy passes over row blocks)
+  kn2row       the kn2row convolution (off: Winograd or im2col + GEMM)
+  im2col_block im2col blocks of 512 KiB (off: 2 MiB)
+  numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
+
+    python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SWITCHES = ("finish", "batch_norm", "kn2row", "im2col_block", "numba")
+
+
+def _parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("switch", choices=SWITCHES)
+    p.add_argument("models", nargs="+", type=Path, help=".onnx (or .nnrt) files")
+    p.add_argument("--rounds", type=int, default=30, help="interleaved on/off rounds per model (default 30)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    return p.parse_args(argv)
+
+
+def _setter(switch: str):
+    """A function setting the optimisation on (True) or off (False)."""
+    from nnrt_onnx.kernels import _accel, conv
+
+    def declined(*_args, **_kwargs):
+        return False
+
+    if switch == "finish":
+        original = _accel.finish_rows
+        return lambda on: setattr(_accel, "finish_rows", original if on else declined)
+    if switch == "batch_norm":
+        original = _accel.channel_affine
+        return lambda on: setattr(_accel, "channel_affine", original if on else declined)
+    if switch == "kn2row":
+        original = conv._use_kn2row
+        return lambda on: setattr(conv, "_use_kn2row", original if on else declined)
+    if switch == "im2col_block":
+        return lambda on: setattr(conv, "_IM2COL_BLOCK_BYTES", (1 << 19) if on else (1 << 21))
+
+    def numba(on):
+        if on:
+            os.environ.pop("NNRT_ONNX_NUMBA", None)
+        else:
+            os.environ["NNRT_ONNX_NUMBA"] = "0"
+    return numba
+
+
+def _ab(path: Path, set_on, rounds: int, seed: int) -> list[float]:
+    from nnrt_onnx.compilation import Compilation
+    from nnrt_onnx.executor import Executor
+    from nnrt_onnx.runtime.threads import THREADS_EXTENSION
+    from nnrt_onnx.workflows.inference import load_any, random_inputs
+
+    model = load_any(path)
+    compilation = Compilation(model)
+    compilation.set_device(1)
+    compilation.add_extension_config(THREADS_EXTENSION, b"1")
+    compilation.build()
+    executor = Executor(compilation)
+    inputs = random_inputs(model, seed)
+
+    def timed(k: int) -> float:
+        start = time.perf_counter()
+        for _ in range(k):
+            executor.run_arrays(list(inputs))
+        return (time.perf_counter() - start) / k
+
+    for on in (True, False, True):  # warm both paths (compilation of the loops, packed weights)
+        set_on(on)
+        timed(1)
+    k = max(1, int(0.05 / timed(1)))
+    ratios = []
+    for r in range(rounds):
+        seconds = {}
+        for on in ((True, False) if r % 2 else (False, True)):
+            set_on(on)
+            seconds[on] = timed(k)
+        ratios.append(seconds[True] / seconds[False])
+    set_on(True)
+    return ratios
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    set_on = _setter(args.switch)
+    print(f"{args.switch}: time with it / time without it, median of {args.rounds} interleaved rounds (p10-p90)")
+    for path in args.models:
+        ratios = _ab(path, set_on, args.rounds, args.seed)
+        deciles = statistics.quantiles(ratios, n=10)
+        print(f"  {path.name:40s} {statistics.median(ratios):.3f}  ({deciles[0]:.3f}-{deciles[-1]:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
