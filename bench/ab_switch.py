@@ -11,6 +11,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   finish       a convolution's bias, fused MUL/ADD vectors and activation in one compiled pass (off: numpy passes)
   batch_norm   BATCH_NORM's one compiled pass (off: numpy passes over row blocks)
   kn2row       the kn2row convolution (off: Winograd or im2col + GEMM)
+  winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
   im2col_block im2col blocks of 512 KiB (off: 2 MiB)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "batch_norm", "kn2row", "im2col_block", "numba")
+SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "im2col_block", "numba")
 
 
 def _parse(argv=None):
@@ -55,6 +56,9 @@ def _setter(switch: str):
     if switch == "kn2row":
         original = conv._use_kn2row
         return lambda on: setattr(conv, "_use_kn2row", original if on else declined)
+    if switch == "winograd":
+        original = _accel.winograd_transforms
+        return lambda on: setattr(_accel, "winograd_transforms", original if on else (lambda: None))
     if switch == "im2col_block":
         return lambda on: setattr(conv, "_IM2COL_BLOCK_BYTES", (1 << 19) if on else (1 << 21))
 

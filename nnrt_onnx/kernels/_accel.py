@@ -75,6 +75,8 @@ def _build(name: str):
         return _build_depthwise_3x3(numba)
     if name == "kn2row":
         return _build_kn2row_gather(numba)
+    if name == "winograd":
+        return _build_winograd(numba)
     if name == "channel_affine":
         return _build_channel_affine(numba)
     if name == "finish_rows":
@@ -556,6 +558,75 @@ def kn2row_gather(z: np.ndarray, out: np.ndarray, top: int, left: int) -> bool:
     return True
 
 
+def _build_winograd(numba):
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def transform_in(xp, v, r0, r1, tw):  # pragma: no cover (compiled)
+        # V = B^T d B of every 4x4 tile at (2 ty, 2 tx) of the padded xp, tile rows r0..r1 of each image, into
+        # v[16, tile, C] (index 4 a + b of V[a, b]); B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]
+        n, c = xp.shape[0], xp.shape[3]
+        t = 0
+        for b in range(n):
+            for ty in range(r0, r1):
+                d0, d1, d2, d3 = xp[b, 2 * ty], xp[b, 2 * ty + 1], xp[b, 2 * ty + 2], xp[b, 2 * ty + 3]
+                for tx in range(tw):
+                    x0 = 2 * tx
+                    for ch in range(c):
+                        a0, a1 = d0[x0, ch] - d2[x0, ch], d0[x0 + 1, ch] - d2[x0 + 1, ch]
+                        a2, a3 = d0[x0 + 2, ch] - d2[x0 + 2, ch], d0[x0 + 3, ch] - d2[x0 + 3, ch]
+                        b0, b1 = d1[x0, ch] + d2[x0, ch], d1[x0 + 1, ch] + d2[x0 + 1, ch]
+                        b2, b3 = d1[x0 + 2, ch] + d2[x0 + 2, ch], d1[x0 + 3, ch] + d2[x0 + 3, ch]
+                        c0, c1 = d2[x0, ch] - d1[x0, ch], d2[x0 + 1, ch] - d1[x0 + 1, ch]
+                        c2, c3 = d2[x0 + 2, ch] - d1[x0 + 2, ch], d2[x0 + 3, ch] - d1[x0 + 3, ch]
+                        e0, e1 = d1[x0, ch] - d3[x0, ch], d1[x0 + 1, ch] - d3[x0 + 1, ch]
+                        e2, e3 = d1[x0 + 2, ch] - d3[x0 + 2, ch], d1[x0 + 3, ch] - d3[x0 + 3, ch]
+                        v[0, t, ch], v[1, t, ch], v[2, t, ch], v[3, t, ch] = a0 - a2, a1 + a2, a2 - a1, a1 - a3
+                        v[4, t, ch], v[5, t, ch], v[6, t, ch], v[7, t, ch] = b0 - b2, b1 + b2, b2 - b1, b1 - b3
+                        v[8, t, ch], v[9, t, ch], v[10, t, ch], v[11, t, ch] = c0 - c2, c1 + c2, c2 - c1, c1 - c3
+                        v[12, t, ch], v[13, t, ch], v[14, t, ch], v[15, t, ch] = e0 - e2, e1 + e2, e2 - e1, e1 - e3
+                    t += 1
+
+    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+    def transform_out(m, out, r0, r1, tw, oh, ow):  # pragma: no cover (compiled)
+        # Y = A^T M A of every tile's m[16, tile, O] into its 2x2 output pixels that lie inside [OH, OW];
+        # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
+        n, o = out.shape[0], out.shape[3]
+        t = 0
+        for b in range(n):
+            for ty in range(r0, r1):
+                y0 = 2 * ty
+                down = y0 + 1 < oh
+                for tx in range(tw):
+                    x0 = 2 * tx
+                    right = x0 + 1 < ow
+                    for ch in range(o):
+                        p0 = m[0, t, ch] + m[4, t, ch] + m[8, t, ch]
+                        p1 = m[1, t, ch] + m[5, t, ch] + m[9, t, ch]
+                        p2 = m[2, t, ch] + m[6, t, ch] + m[10, t, ch]
+                        p3 = m[3, t, ch] + m[7, t, ch] + m[11, t, ch]
+                        out[b, y0, x0, ch] = p0 + p1 + p2
+                        if right:
+                            out[b, y0, x0 + 1, ch] = p1 - p2 - p3
+                        if down:
+                            q0 = m[4, t, ch] - m[8, t, ch] - m[12, t, ch]
+                            q1 = m[5, t, ch] - m[9, t, ch] - m[13, t, ch]
+                            q2 = m[6, t, ch] - m[10, t, ch] - m[14, t, ch]
+                            q3 = m[7, t, ch] - m[11, t, ch] - m[15, t, ch]
+                            out[b, y0 + 1, x0, ch] = q0 + q1 + q2
+                            if right:
+                                out[b, y0 + 1, x0 + 1, ch] = q1 - q2 - q3
+                    t += 1
+
+    return transform_in, transform_out
+
+
+def winograd_transforms():
+    """(transform_in, transform_out) of F(2x2, 3x3) as compiled loops with only adds and subtracts (the transform
+    matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw)`` writes
+    V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into ``v`` [16, T, C]; ``transform_out(m, out, r0,
+    r1, tw, oh, ow)`` writes Y = A^T M A of ``m`` [16, T, O] into ``out``'s pixels inside [OH, OW]."""
+    return _get("winograd")
+
+
 def _build_gelu(numba):
     erf_value = _build_erf_value(numba)
 
@@ -716,4 +787,4 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
 
 
 __all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "finish_rows", "kn2row_gather",
-           "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis"]
+           "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis", "winograd_transforms"]

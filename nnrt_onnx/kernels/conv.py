@@ -250,6 +250,12 @@ def _winograd_weights(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray((_WINO_KG @ g).reshape(16, c, o).astype(np.float32))
 
 
+def _skewed(length: int) -> int:
+    """``length`` float32s plus padding so that consecutive rows of a [16, result] array start 2 KiB + 64 B apart
+    modulo 4 KiB (never on the same L1 set)."""
+    return length + (528 - length) % 1024
+
+
 def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
     """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md): float32 3x3 stride-1
     convolutions with enough channels for the 16 GEMMs to run at speed, and outputs of at least 8x8 (at 7x7 the
@@ -281,6 +287,23 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     finish = _Finish(bias, post, activation)
     sn, sh, sw, sc = xp.strides
     rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
+    transforms = _accel.winograd_transforms()
+    if transforms is not None and out.dtype == np.float32:
+        # compiled transforms (adds and subtracts only, straight from the padded input into the output) around the
+        # 16 GEMMs; each of the 16 planes starts off a 4 KiB multiple from the last (16 streams a multiple of 4 KiB
+        # apart evict each other from L1: 7x slower transforms at 224x224x64)
+        transform_in, transform_out = transforms
+        v_full, m_full = (_scratch(name, (16, _skewed(n * rows * tw * k)), np.float32)
+                          for name, k in (("wino_v", c), ("wino_m", o)))
+        for r0 in range(0, th, rows):
+            r1 = min(th, r0 + rows)
+            t = n * (r1 - r0) * tw
+            v, m = v_full[:, : t * c].reshape(16, t, c), m_full[:, : t * o].reshape(16, t, o)
+            transform_in(xp, v, r0, r1, tw)
+            np.matmul(v, u, out=m)
+            transform_out(m, out, r0, r1, tw, oh, ow)
+            finish(out[:, 2 * r0: min(oh, 2 * r1)])
+        return out
     d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
     v_full = _scratch("wino_v", (16, n * rows * tw * c), np.float32)
     m_full = _scratch("wino_m", (16, n * rows * tw * o), np.float32)

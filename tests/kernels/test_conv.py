@@ -377,14 +377,24 @@ def _direct_conv_f64(x, w, b, pads):
     return out + b
 
 
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
 @pytest.mark.parametrize("shape,out_c,pads,fuse", [
     ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
     ((2, 10, 10, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
     ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
 ])
-def test_winograd_conv_matches_a_float64_direct_convolution(shape, out_c, pads, fuse):
+def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, pads, fuse, path):
+    # both transforms: the compiled loops (numba) and the numpy GEMMs with the Kronecker matrices; in blocks of one
+    # tile row (every block boundary) and in one block
+    from nnrt_onnx.kernels import _accel
     from nnrt_onnx.kernels import conv as conv_kernels
     from nnrt_onnx.kernels.conv import conv2d
+
+    if path == "numpy":
+        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
+    elif _accel.winograd_transforms() is None:
+        pytest.skip("numba is off or not installed")
+    monkeypatch.setattr(conv_kernels, "_WINO_BLOCK_BYTES", 1 if shape[1] % 2 else 1 << 20)
 
     rng = np.random.default_rng(sum(shape) + out_c)
     x = rng.standard_normal(shape).astype(np.float32)
