@@ -257,13 +257,19 @@ def _skewed(length: int) -> int:
 
 
 def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
-    """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md): float32 3x3 stride-1
-    convolutions with enough channels for the 16 GEMMs to run at speed, and outputs of at least 8x8 (at 7x7 the
-    16 tiles do not pay for streaming the 16 transformed weight matrices: 2x slower at 512 channels)."""
+    """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md), for float32 3x3 stride-1
+    convolutions. With the compiled transforms: 32+ input channels, 16 <= O < 4 C output channels (16 -> 64, 32 ->
+    128, 64 -> 256 were 0.97-1.11x) and outputs of 6x6 or more (3x3 and 5x5 outputs waste too much of their 2x2
+    tiles: 1.24-1.30x); 0.7-0.9x the time of im2col + GEMM there. With the numpy transforms (Kronecker GEMMs): 64+
+    channels both ways and outputs of 8x8 or more."""
     o, kh, kw, c = w.shape
-    return (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
-            and tuple(dilation) == (1, 1) and group == 1 and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS
-            and out_size[0] * out_size[1] >= 64)
+    if not (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
+            and tuple(dilation) == (1, 1) and group == 1):
+        return False
+    pixels = out_size[0] * out_size[1]
+    if _accel.winograd_transforms() is not None:
+        return c >= 32 and 16 <= o < 4 * c and pixels >= 36
+    return c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS and pixels >= 64
 
 
 _WINO_MIN_CHANNELS = 64

@@ -382,6 +382,7 @@ def _direct_conv_f64(x, w, b, pads):
     ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
     ((2, 10, 10, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
     ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
+    ((1, 8, 7, 32), 16, (1, 1, 1, 1), 1),  # few channels, a 6x7-tile output: the compiled transforms' range only
 ])
 def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, pads, fuse, path):
     # both transforms: the compiled loops (numba) and the numpy GEMMs with the Kronecker matrices; in blocks of one
@@ -401,6 +402,9 @@ def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, 
     w = (rng.standard_normal((out_c, 3, 3, shape[3])) / np.sqrt(9 * shape[3])).astype(np.float32)
     b = rng.standard_normal(out_c).astype(np.float32)
     oh, ow = shape[1] + pads[0] + pads[1] - 2, shape[2] + pads[2] + pads[3] - 2
+    if path == "numpy" and shape[3] < 64:
+        assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (oh, ow)) is None  # im2col without numba
+        return
     assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (oh, ow)) == "winograd"  # the path under test
     got = conv2d(x, w, b, strides=[1, 1], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1, ctx=None,
                  activation=fuse)
@@ -417,7 +421,7 @@ def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, 
 
 
 @pytest.mark.parametrize("shape,out_c,kernel,pads,fuse,dtype", [
-    ((1, 9, 11, 64), 32, (3, 3), (1, 1, 1, 1), 0, np.float32),  # SAME-like
+    ((1, 9, 11, 128), 32, (3, 3), (1, 1, 1, 1), 0, np.float32),  # SAME-like (C >= 3 O: ahead of Winograd)
     ((2, 8, 7, 96), 16, (3, 3), (0, 0, 0, 0), 1, np.float32),  # VALID, batch 2, RELU
     ((1, 10, 9, 64), 24, (1, 3), (0, 0, 2, 1), 2, np.float32),  # 1x3, uneven pads, RELU6
     ((1, 7, 6, 128), 8, (5, 2), (3, 4, 1, 1), 0, np.float64),  # pads beyond the kernel: windows wholly in padding
