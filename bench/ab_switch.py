@@ -14,6 +14,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
   im2col_block im2col blocks of 512 KiB (off: 2 MiB)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
+  residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
+               switch, so the two sides are two compiled plans of the same model)
 
     python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
 """
@@ -28,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "im2col_block", "numba")
+SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "im2col_block", "numba", "residual")
+PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend")}
 
 
 def _parse(argv=None):
@@ -70,36 +73,59 @@ def _setter(switch: str):
     return numba
 
 
-def _ab(path: Path, set_on, rounds: int, seed: int) -> list[float]:
+def _executor(model):
     from nnrt_onnx.compilation import Compilation
     from nnrt_onnx.executor import Executor
     from nnrt_onnx.runtime.threads import THREADS_EXTENSION
-    from nnrt_onnx.workflows.inference import load_any, random_inputs
 
-    model = load_any(path)
     compilation = Compilation(model)
     compilation.set_device(1)
     compilation.add_extension_config(THREADS_EXTENSION, b"1")
     compilation.build()
-    executor = Executor(compilation)
+    return Executor(compilation)
+
+
+def _sides(switch: str, model):
+    """(set_on, {True: executor, False: executor}): a run-time switch toggles one plan, a plan-time switch
+    compiles the model twice."""
+    if switch not in PLAN_SWITCHES:
+        executor = _executor(model)
+        return _setter(switch), {True: executor, False: executor}
+    import importlib
+
+    module, owner, name = PLAN_SWITCHES[switch]
+    cls = getattr(importlib.import_module(module), owner)
+    original = getattr(cls, name)
+    on = _executor(model)
+    setattr(cls, name, lambda *_args, **_kwargs: None)
+    try:
+        off = _executor(model)
+    finally:
+        setattr(cls, name, original)
+    return (lambda _on: None), {True: on, False: off}
+
+
+def _ab(path: Path, switch: str, rounds: int, seed: int) -> list[float]:
+    from nnrt_onnx.workflows.inference import load_any, random_inputs
+
+    model = load_any(path)
+    set_on, executors = _sides(switch, model)
     inputs = random_inputs(model, seed)
 
-    def timed(k: int) -> float:
+    def timed(on: bool, k: int) -> float:
+        set_on(on)
+        executor = executors[on]
         start = time.perf_counter()
         for _ in range(k):
             executor.run_arrays(list(inputs))
         return (time.perf_counter() - start) / k
 
     for on in (True, False, True):  # warm both paths (compilation of the loops, packed weights)
-        set_on(on)
-        timed(1)
-    k = max(1, int(0.05 / timed(1)))
+        timed(on, 1)
+    k = max(1, int(0.05 / timed(True, 1)))
     ratios = []
     for r in range(rounds):
-        seconds = {}
-        for on in ((True, False) if r % 2 else (False, True)):
-            set_on(on)
-            seconds[on] = timed(k)
+        seconds = {on: timed(on, k) for on in ((True, False) if r % 2 else (False, True))}
         ratios.append(seconds[True] / seconds[False])
     set_on(True)
     return ratios
@@ -107,10 +133,9 @@ def _ab(path: Path, set_on, rounds: int, seed: int) -> list[float]:
 
 def main(argv=None) -> int:
     args = _parse(argv)
-    set_on = _setter(args.switch)
     print(f"{args.switch}: time with it / time without it, median of {args.rounds} interleaved rounds (p10-p90)")
     for path in args.models:
-        ratios = _ab(path, set_on, args.rounds, args.seed)
+        ratios = _ab(path, args.switch, args.rounds, args.seed)
         deciles = statistics.quantiles(ratios, n=10)
         print(f"  {path.name:40s} {statistics.median(ratios):.3f}  ({deciles[0]:.3f}-{deciles[-1]:.3f})")
     return 0

@@ -395,3 +395,94 @@ def test_erf_gelu_steps_fuse_into_one(numba_env, monkeypatch):
 def test_erf_gelu_not_fused_when_an_intermediate_is_an_output():
     ex = executor(erf_gelu_model(expose_erf=True))
     assert len(ex.prepared.steps) == 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a residual ADD (a convolution's output plus another tensor of its shape) runs inside the convolution step
+
+
+def conv_residual(kind, residual_first=True, h=9):
+    """x [1, h, h, C] -> CONV2D (kind: "im2col" 3x3 5 -> 6, "1x1", "winograd" 3x3 64 -> 64, "kn2row" 3x3
+    128 -> 32) or DEPTHWISE_CONV2D_NATIVE 3x3 -> + r (a second model input of the output's shape; also as the
+    ADD's first operand) with fused RELU -> y. Returns the model and the float64 oracle of y(x, r)."""
+    cin, cout, k, depthwise = {"im2col": (5, 6, 3, False), "1x1": (16, 24, 1, False), "winograd": (64, 64, 3, False),
+                               "kn2row": (128, 32, 3, False), "depthwise": (8, 8, 3, True)}[kind]
+    rng = np.random.default_rng(5)
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, h, h, cin]))
+    r = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, h, h, cout]))
+    w = (rng.standard_normal((cout, k, k, 1 if depthwise else cin)) / np.sqrt(k * k * cin)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    conv_out, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, h, h, cout])) for _ in range(2))
+    if depthwise:
+        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
+                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    else:
+        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)],
+                    [r, conv_out] if residual_first else [conv_out, r], [y])
+    m.specify_inputs_and_outputs([x, r], [y])
+    m.finish()
+
+    def reference(xv, rv):
+        x64 = np.pad(xv.astype(np.float64), ((0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)))
+        acc = np.zeros((1, h, h, cout))
+        for i in range(k):
+            for j in range(k):
+                tap = x64[:, i:i + h, j:j + h]
+                acc += tap * w[:, i, j, 0] if depthwise else tap @ w[:, i, j, :].T.astype(np.float64)
+        return np.maximum(acc + b + rv, 0)
+
+    return m, reference
+
+
+@pytest.mark.parametrize("kind", ["im2col", "1x1", "winograd", "kn2row", "depthwise"])
+def test_residual_add_fuses_into_the_convolution(kind, monkeypatch):
+    """One step instead of two; exactly the unfused steps' values (a run with capture takes them) and the float64
+    oracle's within float32 rounding, on every convolution path, in blocks of one row (each block adds its own
+    rows of the residual); NaN and signed zeros in the residual too."""
+    from nnrt_onnx.kernels import conv as conv_kernels
+
+    for name in ("_IM2COL_BLOCK_BYTES", "_WINO_BLOCK_BYTES", "_KN2ROW_BLOCK_BYTES", "_DEPTHWISE_BLOCK_BYTES"):
+        monkeypatch.setattr(conv_kernels, name, 1)
+    model, reference = conv_residual(kind, residual_first=kind != "1x1")
+    ex = executor(model)
+    assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 2
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(model.tensors[0].dims).astype(np.float32)
+    r = rng.standard_normal(model.tensors[1].dims).astype(np.float32)
+    for _ in range(2):  # the second run: arena slots reused
+        (fused,) = ex.run_arrays([x, r])
+    (plain,) = ex.run_arrays([x, r], capture={})
+    assert np.array_equal(fused, plain)
+    np.testing.assert_allclose(fused, reference(x, r), rtol=1e-4, atol=1e-4)
+    r[0, 0, 0, :2] = [np.nan, -0.0]
+    (fused,) = ex.run_arrays([x, r])
+    (plain,) = ex.run_arrays([x, r], capture={})
+    np.testing.assert_array_equal(fused, plain)
+    np.testing.assert_array_equal(np.signbit(fused), np.signbit(plain))
+    assert np.isnan(fused[0, 0, 0, 0])
+
+
+def test_residual_add_not_fused_when_the_residual_comes_after_the_convolution():
+    # ResNet's downsampling block: ADD(c2(...), down(x)) with down computed after c2 -- c2 cannot add a tensor
+    # that does not exist yet; the down convolution (computed last) takes the ADD instead
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 6, 6, 4]))
+    w1, w2 = (np.random.default_rng(i).standard_normal((4, 1, 1, 4)).astype(np.float32) for i in (1, 2))
+    a, b, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 6, 6, 4])) for _ in range(3))
+    for w, out in ((w1, a), (w2, b)):
+        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(np.zeros(4, np.float32))], [out])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 0)], [a, b], [y])
+    m.specify_inputs_and_outputs([x], [y])
+    m.finish()
+    ex = executor(m)
+    steps = ex.prepared.steps
+    assert len(steps) == 2 and steps[0].addends == 0 and steps[1].addends == 1
+    xv = np.random.default_rng(3).standard_normal((1, 6, 6, 4)).astype(np.float32)
+    (y_value,) = ex.run_arrays([xv])
+    want = xv.astype(np.float64) @ w1[:, 0, 0, :].T.astype(np.float64) + xv @ w2[:, 0, 0, :].T.astype(np.float64)
+    np.testing.assert_allclose(y_value, want, rtol=1e-5, atol=1e-5)

@@ -398,12 +398,13 @@ def _build_pool(numba):
 
 
 def _build_finish_row(numba):
-    """The in-place tail both per-row loops share: each post vector (kind 0 multiply, 1 add), then the activation
-    (its branch outside the channel loops, so they vectorise)."""
+    """The in-place tail both per-row loops share: each post operation (kind 0 multiply by its vector, 1 add its
+    vector, 2 add ``addend_row``: a residual tensor's row), then the activation (its branch outside the channel
+    loops, so they vectorise)."""
     clamp = _build_clamp(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
-    def finish_row(row, vectors, kinds, activation):  # pragma: no cover (compiled)
+    def finish_row(row, vectors, kinds, activation, addend_row):  # pragma: no cover (compiled)
         c = row.shape[0]
         zero, six = row.dtype.type(0), row.dtype.type(6)
         for p in range(kinds.shape[0]):
@@ -411,9 +412,12 @@ def _build_finish_row(numba):
             if kinds[p] == 0:
                 for ch in range(c):
                     row[ch] = row[ch] * vector[ch]
-            else:
+            elif kinds[p] == 1:
                 for ch in range(c):
                     row[ch] = row[ch] + vector[ch]
+            else:
+                for ch in range(c):
+                    row[ch] = row[ch] + addend_row[ch]
         if activation == 1:
             for ch in range(c):
                 row[ch] = clamp(row[ch], 1, zero, six)
@@ -436,7 +440,7 @@ def _build_channel_affine(numba):
             src, dst = x[r], out[r]
             for ch in range(c):
                 dst[ch] = src[ch] * scale[ch] + shift[ch]
-            finish_row(dst, vectors, kinds, activation)
+            finish_row(dst, vectors, kinds, activation, src)  # (src: never read, no kind 2 here)
         return out
 
     return affine_rows
@@ -446,37 +450,44 @@ def _build_finish_rows(numba):
     finish_row = _build_finish_row(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def finish_rows(x, bias, has_bias, vectors, kinds, activation):  # pragma: no cover (compiled)
-        # in place, per row: + bias, the post vectors, the activation (one array: no aliasing check to fail)
+    def finish_rows(x, bias, has_bias, vectors, kinds, activation, addend):  # pragma: no cover (compiled)
+        # in place, per row: + bias, the post operations, the activation (x written through one array: no
+        # aliasing check to fail); ``addend`` [R, C] (or [1, 1] when no kind 2) the residual's rows
         rows, c = x.shape
         for r in range(rows):
             row = x[r]
             if has_bias:
                 for ch in range(c):
                     row[ch] = row[ch] + bias[ch]
-            finish_row(row, vectors, kinds, activation)
+            finish_row(row, vectors, kinds, activation, addend[r if addend.shape[0] > 1 else 0])
         return x
 
     return finish_rows
 
 
 def _post_arrays(post, c: int, dtype):
-    """(vectors [P, C], kinds [P]: 0 multiply, 1 add) of ("mul" | "add", [C] vector) pairs."""
-    vectors = np.empty((len(post), c), dtype)
+    """(vectors [P, C], kinds [P]: 0 multiply, 1 add, 2 add the addend) of ("mul" | "add", [C] vector) and
+    ("addend", None) pairs."""
+    vectors = np.zeros((len(post), c), dtype)
     kinds = np.empty(len(post), np.int64)
     for i, (name, vector) in enumerate(post):
-        vectors[i] = vector
-        kinds[i] = {"mul": 0, "add": 1}[name]
+        if name != "addend":
+            vectors[i] = vector
+        kinds[i] = {"mul": 0, "add": 1, "addend": 2}[name]
     return vectors, kinds
 
 
-def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int) -> bool:
+def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int,
+                addend: np.ndarray | None = None) -> bool:
     """In place on the C-contiguous float32/float64 ``rows`` [R, C]: ``+ bias`` (a [C] vector, or None), the
-    ``post`` ("mul" | "add", [C] vector) pairs in order, then ``activation`` (0, 1 RELU, 2 RELU6) -- one compiled
-    pass, bit-identical to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False
-    (rows untouched) without numba or for another layout or dtype."""
+    ``post`` operations in order -- ("mul" | "add", [C] vector) pairs, and ("addend", None): add ``addend`` (an
+    [R, C] array, a residual's rows) -- then ``activation`` (0, 1 RELU, 2 RELU6): one compiled pass,
+    bit-identical to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False (rows
+    untouched) without numba or for another layout or dtype."""
     dtype = rows.dtype
     if dtype not in (np.float32, np.float64) or rows.ndim != 2 or not rows.flags.c_contiguous:
+        return False
+    if addend is not None and (addend.dtype != dtype or addend.shape != rows.shape or not addend.flags.c_contiguous):
         return False
     loop = _get("finish_rows")
     if loop is None:
@@ -485,7 +496,7 @@ def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int
     vectors, kinds = _post_arrays(post, c, dtype)
     has_bias = bias is not None
     loop(rows, np.ascontiguousarray(bias, dtype) if has_bias else np.zeros(1, dtype), has_bias, vectors, kinds,
-         int(activation))
+         int(activation), np.zeros((1, 1), dtype) if addend is None else addend)
     return True
 
 

@@ -116,30 +116,40 @@ def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: in
 
 
 class _Finish:
-    """A convolution's bias ([O] or None), ``post`` (("mul" | "add", [O] vector) pairs: the plan's fused MUL/ADD)
-    and fused activation, applied in place to each finished block of output rows while it is in cache: one
-    compiled pass over a contiguous block (``_accel.finish_rows``: bit-identical, 3x faster than numpy's two or
-    three passes), else numpy's passes with the vectors tiled along the block's width."""
+    """A convolution's bias ([O] or None), ``post`` operations (the plan's fusions: ("mul" | "add", [O] vector)
+    pairs, and ("addend", array): add a residual tensor of the output's shape) and fused activation, applied in
+    place to each finished block of output rows while it is in cache: one compiled pass over a contiguous block
+    (``_accel.finish_rows``: bit-identical, 3x faster than numpy's passes), else numpy's passes with the vectors
+    tiled along the block's width. Call with the block and its index in the whole output (``out[index]`` is the
+    block), which selects the addend's matching rows."""
 
-    __slots__ = ("bias", "post", "activation", "_tiled")
+    __slots__ = ("bias", "post", "activation", "_addends", "_tiled")
 
     def __init__(self, bias, post, activation: int):
         self.bias, self.post, self.activation = bias, tuple(post), activation
+        self._addends = [vector for name, vector in self.post if name == "addend"]
         self._tiled = None
 
-    def __call__(self, block: np.ndarray) -> None:
+    def __call__(self, block: np.ndarray, index=Ellipsis) -> None:
         if self.bias is None and not self.post and not self.activation:
             return
-        same_dtype = all(v.dtype == block.dtype for v in ([] if self.bias is None else [self.bias]) +
-                         [vector for _, vector in self.post])
-        if (same_dtype and block.flags.c_contiguous
-                and _accel.finish_rows(block.reshape(-1, block.shape[-1]), self.bias, self.post, self.activation)):
-            return
+        arrays = ([] if self.bias is None else [self.bias]) + [vector for _, vector in self.post]
+        addend = self._addends[0][index] if len(self._addends) == 1 else None
+        if (all(a.dtype == block.dtype for a in arrays) and len(self._addends) <= 1 and block.flags.c_contiguous
+                and (addend is None or addend.flags.c_contiguous)):
+            c = block.shape[-1]
+            post = tuple((name, None if name == "addend" else vector) for name, vector in self.post)
+            if _accel.finish_rows(block.reshape(-1, c), self.bias, post, self.activation,
+                                  None if addend is None else addend.reshape(-1, c)):
+                return
         width = block.shape[-2]
         if self._tiled is None or self._tiled[0] != width:
             self._tiled = (width, None if self.bias is None else _tiled_bias(self.bias, width),
-                           tuple((_POST_UFUNCS[name], _tiled_bias(vector, width)) for name, vector in self.post))
-        _finish_rows(block, self._tiled[1], self.activation, self._tiled[2])
+                           tuple(None if name == "addend" else (_POST_UFUNCS[name], _tiled_bias(vector, width))
+                                 for name, vector in self.post))
+        post = tuple((np.add, vector[index]) if tiled is None else tiled
+                     for tiled, (_, vector) in zip(self._tiled[2], self.post))
+        _finish_rows(block, self._tiled[1], self.activation, post)
 
 
 def _activation_code(activation) -> int:
@@ -216,7 +226,7 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
                 else:
                     np.multiply(src, wt[i, j], out=tmp)
                     np.add(acc, tmp, out=acc)
-        finish(acc)
+        finish(acc, (slice(None), slice(r0, r1)))
     return out
 
 
@@ -308,7 +318,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
             transform_in(xp, v, r0, r1, tw)
             np.matmul(v, u, out=m)
             transform_out(m, out, r0, r1, tw, oh, ow)
-            finish(out[:, 2 * r0: min(oh, 2 * r1)])
+            finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
         return out
     d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
     v_full = _scratch("wino_v", (16, n * rows * tw * c), np.float32)
@@ -332,7 +342,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
         else:
             full = np.ascontiguousarray(tiles_out).reshape(n, 2 * (r1 - r0), 2 * tw, o)
             np.copyto(block, full[:, :rr, :ow])
-        finish(block)
+        finish(block, (slice(None), slice(2 * r0, 2 * r0 + rr)))
     return out
 
 
@@ -395,7 +405,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
                 np.matmul(x[b, i0:i1].reshape(-1, c), wk, out=z.reshape(-1, taps))
                 if not _accel.kn2row_gather(z, block, r0 - pt - i0, -pl):
                     return False  # (only ever at the first block: numba off, or ``out`` of another layout)
-            finish(block)
+            finish(block, (b, slice(r0, r1)))
     return True
 
 
@@ -428,7 +438,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
-        _Finish(bias, post, activation)(out.reshape(n * oh, ow, o))
+        _Finish(bias, post, activation)(out)
         return out
     method = _special_method(x, w, strides, dilation, group, out_size)
     if method == "winograd":
@@ -460,7 +470,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
                 np.matmul(cols.reshape((r1 - r0) * ow, k), wmat, out=block.reshape((r1 - r0) * ow, o))
             else:
                 block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
-            finish(block)
+            finish(block, (slice(None), slice(r0, r1)))
         return out
     og = o // group
     m = n * oh * ow
@@ -519,8 +529,10 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
                             or not out.flags.c_contiguous):
         out = None  # float16 data computes in float32: the planned array does not fit
     w_c = weight if weight.dtype == cdtype else _packed(weight, ("cast", cdtype.str), lambda a: a.astype(cdtype))
-    if post and (x.dtype != cdtype or any(v.dtype != cdtype or v.shape != (o,) for _, v in post)):
-        raise invalid(f"{op}: post operations need per-channel vectors of the compute dtype")  # (plan guards)
+    if post and (x.dtype != cdtype or any(v.dtype != cdtype or v.shape != ((n, oh, ow, o) if name == "addend" else (o,))
+                                          for name, v in post)):
+        raise invalid(f"{op}: post operations need per-channel vectors (addends: the output's shape) of the compute "
+                      "dtype")  # (the plan guards this)
     result = _conv_core(x.astype(cdtype, copy=False), w_c, s, d, pads, group, (oh, ow), b, activation, out, post)
     return result.astype(x.dtype, copy=False)
 

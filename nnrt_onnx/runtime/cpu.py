@@ -57,11 +57,22 @@ def _quant_args(q, ndim):
     return q.scales, q.zero_points, axis
 
 
+def _with_addends(fn, count: int):
+    """``fn`` (a convolution kernel) taking ``count`` more positional inputs, the residuals of fused ADD steps:
+    its ``post`` entries ("addend", k) become ("addend", the k-th of them)."""
+    def run(*args, post=(), **kwargs):
+        inputs, addends = args[:-count], args[-count:]
+        post = tuple(("addend", addends[v]) if name == "addend" else (name, v) for name, v in post)
+        return fn(*inputs, post=post, **kwargs)
+    return run
+
+
 class _Step:
     """One operation of the plan."""
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
-                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain")
+                 "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain",
+                 "addends")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -80,6 +91,7 @@ class _Step:
         self.checks: tuple = ()
         self.accepts_out = False
         self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
+        self.addends = 0  # trailing inputs that are not the kernel's: residuals a fused ADD adds (see _with_addends)
 
     def plain_candidate(self) -> bool:
         """No (de)quantization and no fused activation: the step is its kernel (or ufunc) alone."""
@@ -206,19 +218,27 @@ class NativePreparedModel(PreparedModel):
         activation. The same float operations in the same order: bit-identical, minus two passes over the
         output and two steps. Runs with ``capture`` use the unfused steps (the intermediates exist there)."""
         readers: dict[int, int] = {}
-        for step in steps:
+        produced_at: dict[int, int] = {}
+        for position, step in enumerate(steps):
             for t in step.inputs:
                 readers[t] = readers.get(t, 0) + 1
+            for t in step.outputs:
+                produced_at[t] = position
         absorbed: set[int] = set()
         fused: dict[int, _Step] = {}
         for position, step in enumerate(steps):
             if step.op not in _CONV_OPS or not self._fusable_conv(step):
                 continue
-            post, chain, activation, tensor = [], [], 0, step.outputs[0]
+            post, chain, activation, tensor, addends = [], [], 0, step.outputs[0], []
             channels = self.static[tensor][-1] if self.static[tensor] else None
             while channels and tensor not in outputs and readers.get(tensor) == 1:
                 reader = next((i for i in range(position + 1, len(steps)) if tensor in steps[i].inputs), None)
                 vector = None if reader is None else self._post_vector(steps[reader], tensor, channels)
+                if vector is None and reader is not None and step.op != _OP.OH_NN_OPS_BATCH_NORM:
+                    addend = self._post_addend(steps[reader], tensor, position, produced_at)
+                    if addend is not None:
+                        vector = ("addend", len(addends))
+                        addends.append(addend)
                 if vector is None:
                     break
                 post.append(vector)
@@ -233,8 +253,11 @@ class NativePreparedModel(PreparedModel):
             kwargs = dict(step.kwargs, post=tuple(post))
             if activation:
                 kwargs["activation"] = activation
-            merged = _Step(step.number, step.label, step.op, step.fn, kwargs, 0, step.inputs, last.outputs,
-                           (None,) * len(step.inputs), (None,) * len(last.outputs))
+            inputs = step.inputs + tuple(addends)
+            fn = _with_addends(step.fn, len(addends)) if addends else step.fn
+            merged = _Step(step.number, step.label, step.op, fn, kwargs, 0, inputs, last.outputs,
+                           (None,) * len(inputs), (None,) * len(last.outputs))
+            merged.addends = len(addends)
             merged.release = step.release + tuple(t for i in chain for t in steps[i].release)
             merged.checks = last.checks
             merged.accepts_out = step.accepts_out
@@ -341,6 +364,24 @@ class NativePreparedModel(PreparedModel):
         vector = np.ascontiguousarray(np.broadcast_to(constant.reshape(-1), (channels,)))
         vector.flags.writeable = False
         return name, vector
+
+    def _post_addend(self, step: _Step, tensor: int, position: int, produced_at: dict[int, int]):
+        """The other input of ``step`` when it is a plain float32 ADD of ``tensor`` and another tensor of the same
+        shape that exists before the convolution at ``position`` runs (a residual connection: ResNet,
+        MobileNetV2, ShuffleNet); else None. IEEE addition commutes, so adding it inside the convolution's finish
+        gives the ADD's values bit for bit."""
+        if step.op != _OP.OH_NN_OPS_ADD or step.ufunc is None or step.fuse not in (0, 1, 2) \
+                or len(step.outputs) != 1 or len(step.inputs) != 2:
+            return None
+        others = [t for t in step.inputs if t != tensor]
+        if len(others) != 1:
+            return None
+        other = others[0]
+        shape = self.static[tensor]
+        if (other in self.constants or self.static[other] != shape or self.static[step.outputs[0]] != shape
+                or self.compute_dtype[other] != FLOAT32 or produced_at.get(other, -1) >= position):
+            return None
+        return other
 
     # -- arenas ----------------------------------------------------------------------------------------------
     def _take_arena(self) -> list[np.ndarray]:

@@ -77,12 +77,13 @@ def plan_arena(prepared) -> list[tuple[tuple[int, ...], np.dtype]]:
 
 
 def _rule_agrees(prepared, step, shape, infer_output_shapes) -> bool:
-    if any(prepared.static[i] is None for i in step.inputs):
+    inputs = step.inputs[:len(step.inputs) - step.addends]  # the kernel's own inputs (not fused residuals)
+    if any(prepared.static[i] is None for i in inputs):
         return False
-    values = [prepared._template[i] for i in step.inputs]
-    arguments = {k: v for k, v in step.kwargs.items() if k != "ctx"}
+    values = [prepared._template[i] for i in inputs]
+    arguments = {k: v for k, v in step.kwargs.items() if k not in ("ctx", "post")}
     try:
-        rule = infer_output_shapes(step.op, [prepared.dims[i] for i in step.inputs], values, arguments,
+        rule = infer_output_shapes(step.op, [prepared.dims[i] for i in inputs], values, arguments,
                                    output_count=len(step.outputs))
     except (NNRtError, ValueError, TypeError):
         return False
