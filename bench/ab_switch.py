@@ -12,6 +12,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   batch_norm   BATCH_NORM's one compiled pass (off: numpy passes over row blocks)
   kn2row       the kn2row convolution (off: Winograd or im2col + GEMM)
   winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
+  shuffle      TRANSPOSE of the last two axes (a channel shuffle) as one compiled loop (off: numpy's copy)
   im2col_block im2col blocks of 512 KiB (off: 2 MiB)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
@@ -30,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "im2col_block", "numba", "residual")
+SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "numba", "residual")
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend")}
 
 
@@ -62,6 +63,9 @@ def _setter(switch: str):
     if switch == "winograd":
         original = _accel.winograd_transforms
         return lambda on: setattr(_accel, "winograd_transforms", original if on else (lambda: None))
+    if switch == "shuffle":
+        original = _accel.swap_last_axes
+        return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda _x: None))
     if switch == "im2col_block":
         return lambda on: setattr(conv, "_IM2COL_BLOCK_BYTES", (1 << 19) if on else (1 << 21))
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..enums import OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from ..geometry import UNKNOWN, permute
-from . import kernel, shape_rule
+from . import _accel, kernel, shape_rule
 from ._common import (
     _FLOATS,
     _agree,
@@ -129,7 +129,12 @@ def _reshape_shape(op, shapes, values, **_):
 def transpose(x, perm):
     op = "TRANSPOSE"
     x = np.asarray(x)
-    view = np.transpose(x, _permutation(op, perm, x.ndim))
+    axes = _permutation(op, perm, x.ndim)
+    if x.ndim >= 3 and axes == list(range(x.ndim - 2)) + [x.ndim - 1, x.ndim - 2]:
+        swapped = _accel.swap_last_axes(x)  # numba, when installed: a channel shuffle
+        if swapped is not None:
+            return swapped
+    view = np.transpose(x, axes)
     if view.ndim >= 2 and view.shape[-1] <= _NARROW_LAST and view.size >= 4096 and not view.flags.c_contiguous:
         # a short last axis read across the input (NCHW -> NHWC of an image): numpy's copy would run inner loops
         # of that length; writing one output slice per index of it runs long inner loops instead (2.4x faster

@@ -686,3 +686,20 @@ def test_assert_summarize_limits_entries():
     err = raises(FAILED, run, "ASSERT", [np.array(False), np.arange(10, dtype=np.int32)],
                  {"OH_NN_ASSERT_SUMMARIZE": 2}, output_dtypes=[np.bool_], output_shapes=[[]])
     assert "[0, 1]" in err.message and "8 more" in err.message
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64, np.float16, np.bool_])
+def test_transpose_of_the_last_two_axes_matches_numpy(dtype):
+    # a channel shuffle ([.., G, C/G] -> [.., C/G, G]) takes a compiled loop for most dtypes (numba): against
+    # numpy's own transpose, for contiguous and strided inputs
+    from nnrt_onnx.kernels.shape import transpose
+
+    rng = np.random.default_rng(4)
+    for shape in ((1, 5, 6, 4, 7), (3, 2, 9), (2, 1, 1, 3)):
+        x = (rng.standard_normal(shape) * 50).astype(dtype)
+        for source in (x, x[..., ::-1, :], np.swapaxes(x, 0, 1)):
+            perm = list(range(source.ndim - 2)) + [source.ndim - 1, source.ndim - 2]
+            got = transpose(source, np.array(perm))
+            want = np.transpose(source, perm)
+            assert got.dtype == source.dtype and got.flags.c_contiguous
+            np.testing.assert_array_equal(got, want)
