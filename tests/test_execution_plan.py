@@ -249,6 +249,17 @@ def test_blas_threads_sets_and_restores_the_count():
 # a convolution's following MUL/ADD by per-channel constants run inside the convolution step
 
 
+def add_same_conv(m, depthwise, x, w, b, out):
+    """A SAME-padded CONV2D (or DEPTHWISE_CONV2D_NATIVE) of x with constant weights and bias into out."""
+    if depthwise:
+        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
+                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [out])
+    else:
+        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
+                        [x, m.add_constant(w), m.add_constant(b)], [out])
+
+
 def conv_scale_shift(kind, k, channels, seed=0, scale_shape=None, expose_scaled=False):
     """x [1, 9, 9, C] -> CONV2D (k x k, SAME; kind "conv") or DEPTHWISE_CONV2D_NATIVE (3x3, kind "depthwise")
     -> MUL by a constant -> ADD of a [1, 1, 1, C] constant with fused RELU6 -> y (also the scaled tensor as an
@@ -262,13 +273,7 @@ def conv_scale_shift(kind, k, channels, seed=0, scale_shape=None, expose_scaled=
     scale = rng.standard_normal(scale_shape or (channels,)).astype(np.float32)
     shift = (rng.standard_normal((1, 1, 1, channels)) * 2).astype(np.float32)
     conv_out, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 9, 9, channels])) for _ in range(3))
-    if kind == "depthwise":
-        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
-                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
-                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
-    else:
-        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
-                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    add_same_conv(m, kind == "depthwise", x, w, b, conv_out)
     m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)],
                     [m.add_constant(scale), conv_out], [scaled])
     m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 2)],
@@ -414,13 +419,7 @@ def conv_residual(kind, residual_first=True, h=9):
     w = (rng.standard_normal((cout, k, k, 1 if depthwise else cin)) / np.sqrt(k * k * cin)).astype(np.float32)
     b = rng.standard_normal(cout).astype(np.float32)
     conv_out, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, h, h, cout])) for _ in range(2))
-    if depthwise:
-        m.add_operation(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE,
-                        [m.add_param(TT.OH_NN_DEPTHWISE_CONV2D_NATIVE_PAD_MODE, 0)],
-                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
-    else:
-        m.add_operation(OP.OH_NN_OPS_CONV2D, [m.add_param(TT.OH_NN_CONV2D_PAD_MODE, 0)],
-                        [x, m.add_constant(w), m.add_constant(b)], [conv_out])
+    add_same_conv(m, depthwise, x, w, b, conv_out)
     m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)],
                     [r, conv_out] if residual_first else [conv_out, r], [y])
     m.specify_inputs_and_outputs([x, r], [y])
