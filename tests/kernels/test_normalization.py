@@ -384,13 +384,14 @@ def test_softmax_and_layer_norm_compiled_loops_agree_with_the_numpy_path(monkeyp
     if not _accel.enabled():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(5)
-    # row lengths around the compiled loops' 4- and 8-way unrolling (tails of 1..3 and 5; exact multiples)
-    for dtype, n in itertools.product((np.float32, np.float64), (3, 37, 128)):
+    # row lengths around the compiled loops' 16 lanes (shorter rows, exact multiples, tails)
+    for dtype, n in itertools.product((np.float32, np.float64), (3, 15, 16, 17, 37, 128)):
         x = (rng.standard_normal((3, 5, n)) * 4).astype(dtype)
         x[0, 1, 2] = np.nan
         x[1, 2, :] = np.inf
         x[2, 0, n - 1] = -np.inf
         x[2, 1, 0] = np.nan  # NaN in the first cell (the running maxima start from it)
+        x[1, 3, n - 1] = np.nan  # NaN in the last cell (the lanes' loop or the tail)
         g = rng.standard_normal(n).astype(dtype)
         b = rng.standard_normal(n).astype(dtype)
         with np.errstate(all="ignore"):
