@@ -17,6 +17,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
                switch, so the two sides are two compiled plans of the same model)
+  fusion       every fusion into a convolution or BATCH_NORM step: per-channel MUL/ADD and residual ADDs (off: a
+               plan compiled without; plan-time)
 
     python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
 """
@@ -31,8 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "numba", "residual")
-PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend")}
+SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "numba", "residual", "fusion")
+# plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
+PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
+                 "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
 
 
 def _parse(argv=None):
@@ -97,11 +101,11 @@ def _sides(switch: str, model):
         return _setter(switch), {True: executor, False: executor}
     import importlib
 
-    module, owner, name = PLAN_SWITCHES[switch]
+    module, owner, name, declined = PLAN_SWITCHES[switch]
     cls = getattr(importlib.import_module(module), owner)
     original = getattr(cls, name)
     on = _executor(model)
-    setattr(cls, name, lambda *_args, **_kwargs: None)
+    setattr(cls, name, lambda *_args, **_kwargs: declined)
     try:
         off = _executor(model)
     finally:

@@ -32,6 +32,7 @@ from ..geometry import (
 )
 from . import _accel, kernel, shape_rule
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
+from .finish import Finish
 
 
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list_values):
@@ -88,7 +89,6 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
 _IM2COL_BLOCK_BYTES = 1 << 19  # im2col rows per GEMM call (0.92-0.98x the time of 2 MiB blocks on the Xeon)
 _DEPTHWISE_BLOCK_BYTES = 1 << 18  # output rows a depthwise tap loop keeps in cache
 _SCRATCH = threading.local()
-_POST_UFUNCS = {"mul": np.multiply, "add": np.add}
 
 
 def _scratch(name: str, shape, dtype) -> np.ndarray:
@@ -100,56 +100,6 @@ def _scratch(name: str, shape, dtype) -> np.ndarray:
     if buffer is None or buffer.nbytes < size:
         buffer = pool[name] = np.empty(max(size, 64), np.uint8)
     return buffer[:size].view(dtype).reshape(shape)
-
-
-def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: int, post=()) -> None:
-    """Bias (pre-tiled to the block's trailing dims), the ``post`` operations ((ufunc, rows) pairs, rows tiled like
-    the bias) and the fused activation, in place, on a block still in cache: numpy's passes."""
-    if bias_rows is not None:
-        np.add(block, bias_rows, out=block)
-    for ufunc, rows in post:
-        ufunc(block, rows, out=block)
-    if activation == 1:
-        np.maximum(block, block.dtype.type(0), out=block)
-    elif activation == 2:  # one pass (as fast as one np.maximum when given scalars of the array's dtype)
-        np.clip(block, block.dtype.type(0), block.dtype.type(6), out=block)
-
-
-class _Finish:
-    """A convolution's bias ([O] or None), ``post`` operations (the plan's fusions: ("mul" | "add", [O] vector)
-    pairs, and ("addend", array): add a residual tensor of the output's shape) and fused activation, applied in
-    place to each finished block of output rows while it is in cache: one compiled pass over a contiguous block
-    (``_accel.finish_rows``: bit-identical, 3x faster than numpy's passes), else numpy's passes with the vectors
-    tiled along the block's width. Call with the block and its index in the whole output (``out[index]`` is the
-    block), which selects the addend's matching rows."""
-
-    __slots__ = ("bias", "post", "activation", "_addends", "_tiled")
-
-    def __init__(self, bias, post, activation: int):
-        self.bias, self.post, self.activation = bias, tuple(post), activation
-        self._addends = [vector for name, vector in self.post if name == "addend"]
-        self._tiled = None
-
-    def __call__(self, block: np.ndarray, index=Ellipsis) -> None:
-        if self.bias is None and not self.post and not self.activation:
-            return
-        arrays = ([] if self.bias is None else [self.bias]) + [vector for _, vector in self.post]
-        addend = self._addends[0][index] if len(self._addends) == 1 else None
-        if (all(a.dtype == block.dtype for a in arrays) and len(self._addends) <= 1 and block.flags.c_contiguous
-                and (addend is None or addend.flags.c_contiguous)):
-            c = block.shape[-1]
-            post = tuple((name, None if name == "addend" else vector) for name, vector in self.post)
-            if _accel.finish_rows(block.reshape(-1, c), self.bias, post, self.activation,
-                                  None if addend is None else addend.reshape(-1, c)):
-                return
-        width = block.shape[-2]
-        if self._tiled is None or self._tiled[0] != width:
-            self._tiled = (width, None if self.bias is None else _tiled_bias(self.bias, width),
-                           tuple(None if name == "addend" else (_POST_UFUNCS[name], _tiled_bias(vector, width))
-                                 for name, vector in self.post))
-        post = tuple((np.add, vector[index]) if tiled is None else tiled
-                     for tiled, (_, vector) in zip(self._tiled[2], self.post))
-        _finish_rows(block, self._tiled[1], self.activation, post)
 
 
 def _activation_code(activation) -> int:
@@ -199,15 +149,15 @@ def _depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activati
     taps = _packed(w, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
     if _accel.depthwise_3x3(x, taps, bias, out, strides, dilation, pads, 0 if post else activation):  # no pad copy
         if post:
-            _Finish(None, post, activation)(out)
+            Finish(None, post, activation)(out)
         return out
     xp = _padded(x, pads, "dw_pad")
     if _accel.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # numba, when installed
         if post:
-            _Finish(None, post, activation)(out)
+            Finish(None, post, activation)(out)
         return out
     wt = _tiled_taps(w, ow)  # [kH, kW, OW, C]
-    finish = _Finish(bias, post, activation)
+    finish = Finish(bias, post, activation)
     rows = max(1, _DEPTHWISE_BLOCK_BYTES // max(1, n * ow * c * x.dtype.itemsize))
     tmp_full = _scratch("dw_tmp", (n, min(rows, oh), ow, c), x.dtype)
     for r0 in range(0, oh, rows):
@@ -234,10 +184,6 @@ def _tiled_taps(w, ow):
     """Depthwise weights [C, kH, kW, 1] as [kH, kW, OW, C]: each tap's channel weights repeated along the width."""
     o, kh, kw, _ = w.shape
     return np.ascontiguousarray(np.broadcast_to(w[:, :, :, 0].transpose(1, 2, 0)[:, :, None], (kh, kw, ow, o)))
-
-
-def _tiled_bias(b, ow):
-    return np.tile(b, ow).reshape(ow, b.shape[0])
 
 
 # Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 2x2 output tile from a 4x4 input tile with 16 multiplies per
@@ -300,7 +246,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     xp[:, pt:pt + h, pl + wd:] = 0
     xp[:, pt:pt + h, pl:pl + wd] = x
     u = _packed(w, "winograd", _winograd_weights)
-    finish = _Finish(bias, post, activation)
+    finish = Finish(bias, post, activation)
     sn, sh, sw, sc = xp.strides
     rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
     transforms = _accel.winograd_transforms()
@@ -391,7 +337,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
     x = np.ascontiguousarray(x)
     taps = kh * kw * o
     rows = max(1, min(oh, _KN2ROW_BLOCK_BYTES // max(1, wd * taps * x.dtype.itemsize) - (kh - 1)))
-    finish = _Finish(bias, post, activation)
+    finish = Finish(bias, post, activation)
     z_full = _scratch("kn2row", (min(h, rows + kh - 1), wd, kh, kw, o), x.dtype)
     for b in range(n):
         for r0 in range(0, oh, rows):
@@ -438,7 +384,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
         np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
-        _Finish(bias, post, activation)(out)
+        Finish(bias, post, activation)(out)
         return out
     method = _special_method(x, w, strides, dilation, group, out_size)
     if method == "winograd":
@@ -458,7 +404,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]
             taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
         wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
-        finish = _Finish(bias, post, activation)
+        finish = Finish(bias, post, activation)
         rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
         for r0 in range(0, oh, rows):
@@ -485,7 +431,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
         a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
     np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
-    _Finish(bias, post, activation)(out)
+    Finish(bias, post, activation)(out)
     return out
 
 
@@ -653,7 +599,7 @@ def conv2d_transpose(x, weight, bias, *, strides, pad_mode, pad_list, dilation, 
                 full[:, i * d_h: i * d_h + (h - 1) * s_h + 1: s_h, j * d_w: j * d_w + (w - 1) * s_w + 1: s_w, :] += \
                     cols[:, :, :, i, j, :]
     if (top, left, out_h, out_w) == (0, 0, rows, columns):
-        _Finish(b, (), 0)(full)  # the bias in place
+        Finish(b, (), 0)(full)  # the bias in place
         return full.astype(x.dtype, copy=False)
     out = full[:, top: top + out_h, left: left + out_w, :] + b
     return out.astype(x.dtype, copy=False)

@@ -586,7 +586,7 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
     # bias, the plan's fused MUL/ADD vectors and the activation in one compiled pass against numpy's passes:
     # the same values, NaN and signs of zero (-0.0 + -0.0 reaches the activation: RELU gives +0.0, RELU6 -0.0)
     from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.conv import _Finish
+    from nnrt_onnx.kernels.finish import Finish
 
     if not _accel.enabled():
         pytest.skip("numba is off or not installed")
@@ -600,9 +600,9 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
     for post in ((), (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype)))):
         compiled, plain = block.copy(), block.copy()
         with np.errstate(all="ignore"):
-            _Finish(bias, post, activation)(compiled)
+            Finish(bias, post, activation)(compiled)
             monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-            _Finish(bias, post, activation)(plain)
+            Finish(bias, post, activation)(plain)
             monkeypatch.delenv("NNRT_ONNX_NUMBA")
         np.testing.assert_array_equal(compiled, plain)
         np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
