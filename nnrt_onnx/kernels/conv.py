@@ -32,7 +32,7 @@ from ..geometry import (
 )
 from . import _accel, kernel, shape_rule
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
-from .finish import Finish
+from ._finish import Finish
 
 
 def _conv_geometry(op, h, w, ek_h, ek_w, s_h, s_w, pad_mode, pad_list_values):

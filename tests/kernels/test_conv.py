@@ -586,7 +586,7 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
     # bias, the plan's fused MUL/ADD vectors and the activation in one compiled pass against numpy's passes:
     # the same values, NaN and signs of zero (-0.0 + -0.0 reaches the activation: RELU gives +0.0, RELU6 -0.0)
     from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.finish import Finish
+    from nnrt_onnx.kernels._finish import Finish
 
     if not _accel.enabled():
         pytest.skip("numba is off or not installed")
