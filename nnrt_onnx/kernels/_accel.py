@@ -482,13 +482,22 @@ def _post_arrays(post, c: int, dtype):
     return vectors, kinds
 
 
-def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int,
-                addend: np.ndarray | None = None) -> bool:
-    """In place on the C-contiguous float32/float64 ``rows`` [R, C]: ``+ bias`` (a [C] vector, or None), the
-    ``post`` operations in order -- ("mul" | "add", [C] vector) pairs, and ("addend", None): add ``addend`` (an
-    [R, C] array, a residual's rows) -- then ``activation`` (0, 1 RELU, 2 RELU6): one compiled pass,
-    bit-identical to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False (rows
-    untouched) without numba or for another layout or dtype."""
+def finish_arrays(bias: np.ndarray | None, post, c: int, dtype) -> tuple:
+    """The operands :func:`finish_rows` takes besides the rows: ``bias`` (a [C] vector, or None) and ``post`` --
+    ("mul" | "add", [C] vector) pairs, and ("addend", None) for a residual -- as arrays of ``dtype``. Built once per
+    kernel call, used for each of its blocks."""
+    dtype = np.dtype(dtype)
+    vectors, kinds = _post_arrays(post, c, dtype)
+    has_bias = bias is not None
+    return (np.ascontiguousarray(bias, dtype) if has_bias else np.zeros(1, dtype)), has_bias, vectors, kinds
+
+
+def finish_rows(rows: np.ndarray, arrays: tuple, activation: int, addend: np.ndarray | None = None) -> bool:
+    """In place on the C-contiguous float32/float64 ``rows`` [R, C]: ``+ bias``, the ``post`` operations in order
+    (an "addend" adds ``addend``, an [R, C] array, a residual's rows), then ``activation`` (0, 1 RELU, 2 RELU6),
+    with bias and post as :func:`finish_arrays` built them for this dtype and C: one compiled pass, bit-identical
+    to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False (rows untouched) without
+    numba or for another layout or dtype."""
     dtype = rows.dtype
     if dtype not in (np.float32, np.float64) or rows.ndim != 2 or not rows.flags.c_contiguous:
         return False
@@ -497,11 +506,8 @@ def finish_rows(rows: np.ndarray, bias: np.ndarray | None, post, activation: int
     loop = _get("finish_rows")
     if loop is None:
         return False
-    c = rows.shape[1]
-    vectors, kinds = _post_arrays(post, c, dtype)
-    has_bias = bias is not None
-    loop(rows, np.ascontiguousarray(bias, dtype) if has_bias else np.zeros(1, dtype), has_bias, vectors, kinds,
-         int(activation), np.zeros((1, 1), dtype) if addend is None else addend)
+    bias, has_bias, vectors, kinds = arrays
+    loop(rows, bias, has_bias, vectors, kinds, int(activation), np.zeros((1, 1), dtype) if addend is None else addend)
     return True
 
 
@@ -835,5 +841,6 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
     return True
 
 
-__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "erf_gelu", "enabled", "erf", "finish_rows", "kn2row_gather",
-           "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis", "swap_last_axes", "winograd_transforms"]
+__all__ = ["channel_affine", "depthwise", "depthwise_3x3", "enabled", "erf", "erf_gelu", "finish_arrays", "finish_rows",
+           "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis", "swap_last_axes",
+           "winograd_transforms"]

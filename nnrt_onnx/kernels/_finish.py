@@ -36,23 +36,27 @@ class Finish:
     tiled along the block's width. Call with the block and its index in the whole output (``out[index]`` is the
     block), which selects the addend's matching rows."""
 
-    __slots__ = ("bias", "post", "activation", "_addends", "_tiled")
+    __slots__ = ("bias", "post", "activation", "_addends", "_tiled", "_compiled")
 
     def __init__(self, bias, post, activation: int):
         self.bias, self.post, self.activation = bias, tuple(post), activation
         self._addends = [vector for name, vector in self.post if name == "addend"]
-        self._tiled = None
+        self._tiled = None  # (width, tiled bias, tiled post) for numpy's passes, made at the first such block
+        self._compiled = None  # (C, dtype, the compiled pass's operands or None where it cannot run), likewise
 
     def __call__(self, block: np.ndarray, index=Ellipsis) -> None:
         if self.bias is None and not self.post and not self.activation:
             return
-        arrays = ([] if self.bias is None else [self.bias]) + [vector for _, vector in self.post]
-        addend = self._addends[0][index] if len(self._addends) == 1 else None
-        if (all(a.dtype == block.dtype for a in arrays) and len(self._addends) <= 1 and block.flags.c_contiguous
-                and (addend is None or addend.flags.c_contiguous)):
-            c = block.shape[-1]
+        c = block.shape[-1]
+        if self._compiled is None or self._compiled[:2] != (c, block.dtype):
+            vectors = ([] if self.bias is None else [self.bias]) + [v for name, v in self.post if name != "addend"]
+            usable = all(v.dtype == block.dtype for v in vectors) and len(self._addends) <= 1
             post = tuple((name, None if name == "addend" else vector) for name, vector in self.post)
-            if _accel.finish_rows(block.reshape(-1, c), self.bias, post, self.activation,
+            self._compiled = (c, block.dtype, _accel.finish_arrays(self.bias, post, c, block.dtype) if usable else None)
+        addend = self._addends[0][index] if len(self._addends) == 1 else None
+        if (self._compiled[2] is not None and block.flags.c_contiguous
+                and (addend is None or (addend.dtype == block.dtype and addend.flags.c_contiguous))):
+            if _accel.finish_rows(block.reshape(-1, c), self._compiled[2], self.activation,
                                   None if addend is None else addend.reshape(-1, c)):
                 return
         width = block.shape[-2]
