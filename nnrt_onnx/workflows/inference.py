@@ -325,12 +325,17 @@ def profile_model(model: Model, inputs: Sequence[np.ndarray], runs: int = 10, wa
     numbers: dict[str, set] = {}
     for number, op, seconds in records:
         name = op[len("OH_NN_OPS_"):] if op.startswith("OH_NN_OPS_") else op
-        totals[name] = totals.get(name, 0.0) + seconds
+        totals[name] = totals.get(name, 0.0) + seconds / runs
         numbers.setdefault(name, set()).add(number)
-    total = sum(totals.values())
-    table = [OpTime(name, len(numbers[name]), seconds / runs, seconds / total if total else 0.0)
-             for name, seconds in sorted(totals.items(), key=lambda item: -item[1])]
-    return table, total / runs
+    return _op_table(totals, {name: len(found) for name, found in numbers.items()})
+
+
+def _op_table(seconds: dict[str, float], counts: dict[str, int]) -> tuple[list[OpTime], float]:
+    """Per-op-type rows (mean seconds per run, count of operations), most expensive first, and their total."""
+    total = sum(seconds.values())
+    table = [OpTime(op, counts[op], value, value / total if total else 0.0)
+             for op, value in sorted(seconds.items(), key=lambda item: -item[1])]
+    return table, total
 
 
 def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
@@ -373,10 +378,7 @@ def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
         op = op_of[node]
         totals[op] = totals.get(op, 0.0) + sum(durations[-runs:]) / min(runs, len(durations))
         counts[op] = counts.get(op, 0) + 1
-    total = sum(totals.values())
-    table = [OpTime(op, counts[op], seconds, seconds / total if total else 0.0)
-             for op, seconds in sorted(totals.items(), key=lambda item: -item[1])]
-    return table, total
+    return _op_table(totals, counts)
 
 
 def safe_file_name(name: str) -> str:
