@@ -30,7 +30,7 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import _accel, kernel, shape_rule
+from . import _accel, _gemm, kernel, shape_rule
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 from ._finish import Finish
 
@@ -249,6 +249,9 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     finish = Finish(bias, post, activation)
     sn, sh, sw, sc = xp.strides
     rows = min(th, max(1, _WINO_BLOCK_BYTES // (16 * n * tw * max(c, o) * 4)))
+    limit = _gemm.small_kernel_rows(c, o, x.dtype)
+    if limit:  # blocks whose 16 GEMMs run on BLAS's small-matrix kernel where that pays (kernels/_gemm.py)
+        rows = min(rows, max(1, limit // (n * tw)))
     transforms = _accel.winograd_transforms()
     if transforms is not None and out.dtype == np.float32:
         # compiled transforms (adds and subtracts only, straight from the padded input into the output) around the
@@ -348,7 +351,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
                 block[...] = 0
             else:
                 z = z_full[: i1 - i0]
-                np.matmul(x[b, i0:i1].reshape(-1, c), wk, out=z.reshape(-1, taps))
+                _gemm.matmul_into(x[b, i0:i1].reshape(-1, c), wk, z.reshape(-1, taps))
                 if not _accel.kn2row_gather(z, block, r0 - pt - i0, -pl):
                     return False  # (only ever at the first block: numba off, or ``out`` of another layout)
             finish(block, (b, slice(r0, r1)))
@@ -383,7 +386,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d = out.reshape(n * oh * ow, o)
-        np.matmul(rows, _packed_matrix(w, o, w.dtype), out=out2d)
+        _gemm.matmul_into(rows, _packed_matrix(w, o, w.dtype), out2d)
         Finish(bias, post, activation)(out)
         return out
     method = _special_method(x, w, strides, dilation, group, out_size)
@@ -413,7 +416,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             np.copyto(cols, taps[:, r0:r1])  # im2col of the block: one copy
             block = out[:, r0:r1]
             if n == 1:
-                np.matmul(cols.reshape((r1 - r0) * ow, k), wmat, out=block.reshape((r1 - r0) * ow, o))
+                _gemm.matmul_into(cols.reshape((r1 - r0) * ow, k), wmat, block.reshape((r1 - r0) * ow, o))
             else:
                 block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
             finish(block, (slice(None), slice(r0, r1)))

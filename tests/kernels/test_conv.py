@@ -613,3 +613,49 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
             np.testing.assert_allclose(compiled, want, rtol=np.finfo(dtype).eps)
             zeros = compiled[1, :, 0]  # -0.0 + -0.0: RELU gives +0.0, RELU6 keeps -0.0 (np.clip), none keeps it
             assert (zeros == 0).all() and np.signbit(zeros).all() == (activation != 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Narrow GEMMs in row blocks for OpenBLAS's small-matrix kernel (kernels/_gemm.py): every convolution path that
+# blocks, with a fake single-threaded small-kernel BLAS so that every machine blocks, against the float64 oracle
+
+
+class _SmallKernelBlas:
+    @staticmethod
+    def get_num_threads():
+        return 1
+
+
+@pytest.mark.parametrize("shape,out_c,kernel,stride,pads,method", [
+    ((1, 40, 38, 16), 96, (1, 1), 1, (0, 0, 0, 0), None),  # 1x1: one GEMM of the pixels, 1520 x 16 x 96
+    ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), None),  # a 3-channel stem: an im2col block, 1600 x 27 x 32
+    ((1, 48, 47, 3), 16, (7, 7), 2, (3, 3, 3, 3), None),  # a 7x7 stem: 576 x 147 x 16
+    ((1, 40, 31, 32), 16, (3, 1), 1, (1, 1, 0, 0), "kn2row"),  # kn2row's GEMM: 1240 x 32 x 48
+    ((1, 40, 42, 64), 64, (3, 3), 1, (1, 1, 1, 1), "winograd"),  # Winograd's 16 GEMMs: tile blocks of <= 244 rows
+])
+def test_small_kernel_blocks_in_every_conv_path(monkeypatch, shape, out_c, kernel, stride, pads, method):
+    from nnrt_onnx.kernels import _accel, _gemm
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels.conv import conv2d
+
+    if method and not _accel.enabled():
+        pytest.skip("numba is off or not installed: no kn2row, and Winograd's blocks are the numpy path's")
+    monkeypatch.setattr(_gemm, "_blas", lambda: _SmallKernelBlas())
+    limits = []
+    real = _gemm.small_kernel_rows
+    monkeypatch.setattr(_gemm, "small_kernel_rows", lambda *a: limits.append(real(*a)) or limits[-1])
+    kh, kw = kernel
+    rng = np.random.default_rng(sum(shape) + out_c + kh)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_c, kh, kw, shape[3])) / np.sqrt(kh * kw * shape[3])).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    pt, pb, pl, pr = pads
+    oh = (shape[1] + pt + pb - kh) // stride + 1
+    ow = (shape[2] + pl + pr - kw) // stride + 1
+    assert conv_kernels._special_method(x, w, (stride, stride), (1, 1), 1, (oh, ow)) == method
+    got = conv2d(x, w, b, strides=[stride, stride], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=1,
+                 ctx=None, activation=2)
+    want = np.clip(_direct_conv_f64(x, w, b, pads)[:, ::stride, ::stride][:, :oh, :ow], 0, 6)
+    assert limits and max(limits) > 0  # the blocks under test were taken
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

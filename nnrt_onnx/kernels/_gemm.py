@@ -1,0 +1,69 @@
+"""Matrix products into a preallocated output, split into row blocks where numpy's BLAS runs them faster so.
+
+OpenBLAS (numpy's BLAS) multiplies a product whose M * N * K is at most 1e6 with a "small-matrix" kernel that
+reads the operands in place instead of packing them, on its AVX-512 cores (the SkylakeX kernels, which Cooperlake
+and SapphireRapids reuse; ``sgemm_small_kernel_permit``). For the narrow products of convolutions -- a
+3-channel stem's im2col [12544, 27] x [27, 32], MobileNetV2's 1x1 [12544, 16] x [16, 96] -- one call runs at
+60-90 GFLOPS, while the same product cut into row blocks that each fit under 1e6 runs at 90-130. Measured on
+single-threaded OpenBLAS 0.3.31 (docs/performance.md, fifth round): the blocks take 0.6-0.9x the time of one
+call where N is a multiple of 16 and K * N <= 6144 (at least 162 rows per block); where N is not a multiple of 16
+(24, 40, ...) or K * N is larger, they were as slow or slower (up to 1.6x), so there one call stays.
+
+Only float32, only with one BLAS thread (the small kernel is single-threaded: it would throw away a
+multi-threaded call's other cores), only on the cores above: elsewhere :func:`matmul_into` is one ``np.matmul``.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+SMALL_KERNEL_MNK = 1_000_000  # OpenBLAS's limit for its small-matrix kernel (M * N * K)
+MAX_BLOCKED_KN = 6144  # beyond this K * N, blocks under the limit measured no faster than one call
+SMALL_KERNEL_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+
+
+@cache
+def _blas():
+    """numpy's OpenBLAS controller (threadpoolctl) when its core type has the small-matrix kernel, else None."""
+    try:
+        from threadpoolctl import ThreadpoolController
+        controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
+    except Exception:  # no threadpoolctl, or a BLAS it cannot read: never block
+        return None
+    for controller in controllers:
+        if str(getattr(controller, "architecture", "")).lower() in SMALL_KERNEL_CORES:
+            return controller
+    return None
+
+
+def small_kernel_rows(k: int, n: int, dtype) -> int:
+    """The most rows a block of [rows, k] x [k, n] products may have to run on the small-matrix kernel where the
+    rule of the module doc says that pays; 0 where it does not (or the BLAS has no such kernel)."""
+    if dtype != np.float32 or n % 16 or k * n > MAX_BLOCKED_KN:
+        return 0
+    blas = _blas()
+    if blas is None or blas.get_num_threads() != 1:
+        return 0
+    return SMALL_KERNEL_MNK // (k * n)
+
+
+def block_rows(m: int, k: int, n: int, dtype) -> int:
+    """Rows per block for the product [m, k] x [k, n] (0: one call), by the rule of the module doc."""
+    limit = small_kernel_rows(k, n, dtype) if m * k * n > SMALL_KERNEL_MNK else 0
+    if not limit:
+        return 0
+    blocks = -(-m // limit)
+    return -(-m // blocks)  # equal blocks (no thin last block), each under the limit
+
+
+def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b, out=out)`` for 2-D ``a`` [M, K], ``b`` [K, N], ``out`` [M, N]: the same product, in row
+    blocks where :func:`block_rows` says numpy's BLAS runs it faster so."""
+    m, k = a.shape
+    rows = block_rows(m, k, b.shape[1], out.dtype)
+    if not rows:
+        return np.matmul(a, b, out=out)
+    for r0 in range(0, m, rows):
+        np.matmul(a[r0:r0 + rows], b, out=out[r0:r0 + rows])
+    return out
