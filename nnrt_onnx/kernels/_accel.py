@@ -598,71 +598,108 @@ def kn2row_gather(z: np.ndarray, out: np.ndarray, top: int, left: int) -> bool:
 
 
 def _build_winograd(numba):
+    # Every inner loop runs over a contiguous range with an unsigned index: an index computed from signed integers
+    # makes numba emit a negative-index wraparound per element, and LLVM then leaves the loop scalar (5x slower
+    # here). The planes of ``v``/``m`` are the rows of one C-contiguous [16, S] array (tile t's channels at t * C).
+    unsigned = np.uint64
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_in(xp, v, r0, r1, tw):  # pragma: no cover (compiled)
+    def transform_in(xp, v, r0, r1, tw, rows):  # pragma: no cover (compiled)
         # V = B^T d B of every 4x4 tile at (2 ty, 2 tx) of the padded xp, tile rows r0..r1 of each image, into
-        # v[16, tile, C] (index 4 a + b of V[a, b]); B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]
+        # v[4 a + b, t * C + ch] (V[a, b]); B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]: first the four
+        # row combinations of a tile row's four input rows (whole rows, into ``rows`` [4, (2 tw + 2) C]), then the
+        # four column combinations of each -- the same float operations in the same order as tile by tile
         n, c = xp.shape[0], xp.shape[3]
+        cu = unsigned(c)
+        size = (2 * tw + 2) * c
         t = 0
         for b in range(n):
             for ty in range(r0, r1):
-                d0, d1, d2, d3 = xp[b, 2 * ty], xp[b, 2 * ty + 1], xp[b, 2 * ty + 2], xp[b, 2 * ty + 3]
-                for tx in range(tw):
-                    x0 = 2 * tx
-                    for ch in range(c):
-                        a0, a1 = d0[x0, ch] - d2[x0, ch], d0[x0 + 1, ch] - d2[x0 + 1, ch]
-                        a2, a3 = d0[x0 + 2, ch] - d2[x0 + 2, ch], d0[x0 + 3, ch] - d2[x0 + 3, ch]
-                        b0, b1 = d1[x0, ch] + d2[x0, ch], d1[x0 + 1, ch] + d2[x0 + 1, ch]
-                        b2, b3 = d1[x0 + 2, ch] + d2[x0 + 2, ch], d1[x0 + 3, ch] + d2[x0 + 3, ch]
-                        c0, c1 = d2[x0, ch] - d1[x0, ch], d2[x0 + 1, ch] - d1[x0 + 1, ch]
-                        c2, c3 = d2[x0 + 2, ch] - d1[x0 + 2, ch], d2[x0 + 3, ch] - d1[x0 + 3, ch]
-                        e0, e1 = d1[x0, ch] - d3[x0, ch], d1[x0 + 1, ch] - d3[x0 + 1, ch]
-                        e2, e3 = d1[x0 + 2, ch] - d3[x0 + 2, ch], d1[x0 + 3, ch] - d3[x0 + 3, ch]
-                        v[0, t, ch], v[1, t, ch], v[2, t, ch], v[3, t, ch] = a0 - a2, a1 + a2, a2 - a1, a1 - a3
-                        v[4, t, ch], v[5, t, ch], v[6, t, ch], v[7, t, ch] = b0 - b2, b1 + b2, b2 - b1, b1 - b3
-                        v[8, t, ch], v[9, t, ch], v[10, t, ch], v[11, t, ch] = c0 - c2, c1 + c2, c2 - c1, c1 - c3
-                        v[12, t, ch], v[13, t, ch], v[14, t, ch], v[15, t, ch] = e0 - e2, e1 + e2, e2 - e1, e1 - e3
-                    t += 1
+                d0, d1 = xp[b, 2 * ty].ravel(), xp[b, 2 * ty + 1].ravel()
+                d2, d3 = xp[b, 2 * ty + 2].ravel(), xp[b, 2 * ty + 3].ravel()
+                q0, q1, q2, q3 = rows[0], rows[1], rows[2], rows[3]
+                for k in range(size):
+                    q0[k] = d0[k] - d2[k]
+                for k in range(size):
+                    q1[k] = d1[k] + d2[k]
+                for k in range(size):
+                    q2[k] = d2[k] - d1[k]
+                for k in range(size):
+                    q3[k] = d1[k] - d3[k]
+                for a in range(4):
+                    q = rows[a]
+                    va, vb, vc, vd = v[4 * a], v[4 * a + 1], v[4 * a + 2], v[4 * a + 3]
+                    for tx in range(tw):
+                        s0 = unsigned(2 * tx * c)
+                        s1, s2, s3 = s0 + cu, s0 + unsigned(2) * cu, s0 + unsigned(3) * cu
+                        at = unsigned((t + tx) * c)
+                        for ch in range(c):
+                            k = unsigned(ch)
+                            va[at + k] = q[s0 + k] - q[s2 + k]
+                        for ch in range(c):
+                            k = unsigned(ch)
+                            vb[at + k] = q[s1 + k] + q[s2 + k]
+                        for ch in range(c):
+                            k = unsigned(ch)
+                            vc[at + k] = q[s2 + k] - q[s1 + k]
+                        for ch in range(c):
+                            k = unsigned(ch)
+                            vd[at + k] = q[s1 + k] - q[s3 + k]
+                t += tw
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_out(m, out, r0, r1, tw, oh, ow):  # pragma: no cover (compiled)
-        # Y = A^T M A of every tile's m[16, tile, O] into its 2x2 output pixels that lie inside [OH, OW];
-        # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
+    def transform_out(m, out, r0, r1, tw, oh, ow, rows):  # pragma: no cover (compiled)
+        # Y = A^T M A of every tile's m[:, t * O: (t + 1) * O] into its 2x2 output pixels that lie inside [OH, OW];
+        # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: per tile row, the row combinations of the planes (whole tile rows,
+        # into ``rows`` [8, tw O]), then the column combinations into the output pixels
         n, o = out.shape[0], out.shape[3]
+        ou = unsigned(o)
+        size = tw * o
         t = 0
         for b in range(n):
             for ty in range(r0, r1):
                 y0 = 2 * ty
-                down = y0 + 1 < oh
-                for tx in range(tw):
-                    x0 = 2 * tx
-                    right = x0 + 1 < ow
-                    for ch in range(o):
-                        p0 = m[0, t, ch] + m[4, t, ch] + m[8, t, ch]
-                        p1 = m[1, t, ch] + m[5, t, ch] + m[9, t, ch]
-                        p2 = m[2, t, ch] + m[6, t, ch] + m[10, t, ch]
-                        p3 = m[3, t, ch] + m[7, t, ch] + m[11, t, ch]
-                        out[b, y0, x0, ch] = p0 + p1 + p2
-                        if right:
-                            out[b, y0, x0 + 1, ch] = p1 - p2 - p3
-                        if down:
-                            q0 = m[4, t, ch] - m[8, t, ch] - m[12, t, ch]
-                            q1 = m[5, t, ch] - m[9, t, ch] - m[13, t, ch]
-                            q2 = m[6, t, ch] - m[10, t, ch] - m[14, t, ch]
-                            q3 = m[7, t, ch] - m[11, t, ch] - m[15, t, ch]
-                            out[b, y0 + 1, x0, ch] = q0 + q1 + q2
-                            if right:
-                                out[b, y0 + 1, x0 + 1, ch] = q1 - q2 - q3
-                    t += 1
+                at = unsigned(t * o)
+                for j in range(4):
+                    p, a0, a1, a2 = rows[j], m[j], m[4 + j], m[8 + j]
+                    for kk in range(size):
+                        k = unsigned(kk)
+                        p[k] = a0[at + k] + a1[at + k] + a2[at + k]
+                if y0 + 1 < oh:
+                    for j in range(4):
+                        p, a1, a2, a3 = rows[4 + j], m[4 + j], m[8 + j], m[12 + j]
+                        for kk in range(size):
+                            k = unsigned(kk)
+                            p[k] = a1[at + k] - a2[at + k] - a3[at + k]
+                for half in range(2):
+                    y = y0 + half
+                    if y >= oh:
+                        break
+                    p0, p1, p2, p3 = rows[4 * half], rows[4 * half + 1], rows[4 * half + 2], rows[4 * half + 3]
+                    pixels = out[b, y].ravel()
+                    for tx in range(tw):
+                        src = unsigned(tx * o)
+                        dst = unsigned(2 * tx * o)
+                        for ch in range(o):
+                            k = unsigned(ch)
+                            pixels[dst + k] = p0[src + k] + p1[src + k] + p2[src + k]
+                        if 2 * tx + 1 < ow:
+                            dst += ou
+                            for ch in range(o):
+                                k = unsigned(ch)
+                                pixels[dst + k] = p1[src + k] - p2[src + k] - p3[src + k]
+                t += tw
 
     return transform_in, transform_out
 
 
 def winograd_transforms():
     """(transform_in, transform_out) of F(2x2, 3x3) as compiled loops with only adds and subtracts (the transform
-    matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw)`` writes
-    V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into ``v`` [16, T, C]; ``transform_out(m, out, r0,
-    r1, tw, oh, ow)`` writes Y = A^T M A of ``m`` [16, T, O] into ``out``'s pixels inside [OH, OW]."""
+    matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw, rows)`` writes
+    V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into the C-contiguous ``v`` [16, >= T C] (tile t's
+    channels at t C of each plane); ``transform_out(m, out, r0, r1, tw, oh, ow, rows)`` writes Y = A^T M A of ``m``
+    (laid out like ``v``, O per tile) into ``out``'s pixels inside [OH, OW]. ``rows``: float32 work arrays, [4,
+    (2 tw + 2) C] and [8, tw O]."""
     return _get("winograd")
 
 

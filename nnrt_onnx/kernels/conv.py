@@ -260,13 +260,14 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
         transform_in, transform_out = transforms
         v_full, m_full = (_scratch(name, (16, _skewed(n * rows * tw * k)), np.float32)
                           for name, k in (("wino_v", c), ("wino_m", o)))
+        rows_in = _scratch("wino_rows_in", (4, (2 * tw + 2) * c), np.float32)
+        rows_out = _scratch("wino_rows_out", (8, tw * o), np.float32)
         for r0 in range(0, th, rows):
             r1 = min(th, r0 + rows)
             t = n * (r1 - r0) * tw
-            v, m = v_full[:, : t * c].reshape(16, t, c), m_full[:, : t * o].reshape(16, t, o)
-            transform_in(xp, v, r0, r1, tw)
-            np.matmul(v, u, out=m)
-            transform_out(m, out, r0, r1, tw, oh, ow)
+            transform_in(xp, v_full, r0, r1, tw, rows_in)
+            np.matmul(v_full[:, : t * c].reshape(16, t, c), u, out=m_full[:, : t * o].reshape(16, t, o))
+            transform_out(m_full, out, r0, r1, tw, oh, ow, rows_out)
             finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
         return out
     d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
