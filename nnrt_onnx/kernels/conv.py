@@ -87,6 +87,9 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
 # work blocks of the blocked conv loops (measured on a 2-core EPYC with 512 KiB L2 and a Xeon with 2 MiB L2,
 # docs/performance.md)
 _IM2COL_BLOCK_BYTES = 1 << 19  # im2col rows per GEMM call (0.92-0.98x the time of 2 MiB blocks on the Xeon)
+# kernel-row runs (kW * C values) up to this long go through the compiled im2col: 0.5-0.66x numpy's copy at 9-96,
+# 0.89-0.92 at 192-384, but 1.19x at 768, where numpy's copy of long runs is as fast as a memcpy
+_COMPILED_IM2COL_MAX_RUN = 512
 _DEPTHWISE_BLOCK_BYTES = 1 << 18  # output rows a depthwise tap loop keeps in cache
 _SCRATCH = threading.local()
 
@@ -411,10 +414,13 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         finish = Finish(bias, post, activation)
         rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
+        compiled = n == 1 and d_w == 1 and kw * c <= _COMPILED_IM2COL_MAX_RUN
         for r0 in range(0, oh, rows):
             r1 = min(oh, r0 + rows)
             cols = cols_full[:, : r1 - r0]
-            np.copyto(cols, taps[:, r0:r1])  # im2col of the block: one copy
+            if not (compiled and _accel.im2col_rows(xp[0], cols.reshape((r1 - r0) * ow, k), r0, r1, (kh, kw),
+                                                    (s_h, s_w), d_h)):
+                np.copyto(cols, taps[:, r0:r1])  # im2col of the block: one copy
             block = out[:, r0:r1]
             if n == 1:
                 _gemm.matmul_into(cols.reshape((r1 - r0) * ow, k), wmat, block.reshape((r1 - r0) * ow, o))

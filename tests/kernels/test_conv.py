@@ -659,3 +659,34 @@ def test_small_kernel_blocks_in_every_conv_path(monkeypatch, shape, out_c, kerne
     assert limits and max(limits) > 0  # the blocks under test were taken
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The compiled im2col (short kernel-row runs): the same copy as the numpy path, against an explicit loop here
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size,c,kernel,strides,d_h,rows", [
+    ((11, 13), 3, (7, 7), (2, 2), 1, (0, 3)),  # a stem: 7x7/2 over 3 channels, a block of output rows
+    ((9, 8), 16, (3, 3), (1, 1), 2, (1, 4)),  # dilated rows (kernel columns stay contiguous)
+    ((6, 10), 5, (2, 3), (1, 2), 1, (0, 5)),  # unequal strides and kernel sides
+])
+def test_compiled_im2col_copies_each_window_row(dtype, size, c, kernel, strides, d_h, rows):
+    from nnrt_onnx.kernels import _accel
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed")
+    rng = np.random.default_rng(size[0] * c)
+    xp = rng.standard_normal(size + (c,)).astype(dtype)
+    kh, kw = kernel
+    ow = (size[1] - kw) // strides[1] + 1
+    r0, r1 = rows
+    cols = np.full(((r1 - r0) * ow, kh * kw * c), np.nan, dtype)
+    assert _accel.im2col_rows(xp, cols, r0, r1, kernel, strides, d_h)
+    want = np.empty_like(cols)
+    for r in range(r0, r1):
+        for q in range(ow):
+            window = [xp[r * strides[0] + i * d_h, q * strides[1] + j] for i in range(kh) for j in range(kw)]
+            want[(r - r0) * ow + q] = np.concatenate(window)
+    np.testing.assert_array_equal(cols, want)
+    assert not _accel.im2col_rows(xp.astype(np.int32), cols.astype(np.int32), r0, r1, kernel, strides, d_h)
