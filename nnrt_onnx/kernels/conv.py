@@ -215,20 +215,11 @@ def _skewed(length: int) -> int:
     return length + (528 - length) % 1024
 
 
-def _use_winograd(x, w, strides, dilation, group, out_size) -> bool:
-    """Where F(2x2, 3x3) measured faster than im2col + GEMM (docs/performance.md), for float32 3x3 stride-1
-    convolutions. With the compiled transforms: 32+ input channels, 16 <= O < 4 C output channels (16 -> 64, 32 ->
-    128, 64 -> 256 were 0.97-1.11x) and outputs of 6x6 or more (3x3 and 5x5 outputs waste too much of their 2x2
-    tiles: 1.24-1.30x); 0.7-0.9x the time of im2col + GEMM there. With the numpy transforms (Kronecker GEMMs): 64+
-    channels both ways and outputs of 8x8 or more."""
+def _winograd_shape(x, w, strides, dilation, group) -> bool:
+    """F(2x2, 3x3) can run: a float32 3x3 stride-1 undilated convolution of one group."""
     o, kh, kw, c = w.shape
-    if not (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
-            and tuple(dilation) == (1, 1) and group == 1):
-        return False
-    pixels = out_size[0] * out_size[1]
-    if _accel.winograd_transforms() is not None:
-        return c >= 32 and 16 <= o < 4 * c and pixels >= 36
-    return c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS and pixels >= 64
+    return (x.dtype == np.float32 and w.dtype == np.float32 and (kh, kw) == (3, 3) and tuple(strides) == (1, 1)
+            and tuple(dilation) == (1, 1) and group == 1)
 
 
 _WINO_MIN_CHANNELS = 64
@@ -300,26 +291,57 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
 
 
 def _use_kn2row(x, w, strides, dilation, group) -> bool:
-    """kn2row (below) where it measured faster than im2col + GEMM and Winograd (docs/performance.md): float
-    stride-1 undilated convolutions with at least twice as many input as output channels (and 16 or more): DenseNet's
-    3x3 128 -> 32 0.33-0.7x the time, U-Net's 32 -> 16 at 128x128 0.81x, 16 -> 8 0.79-0.85x; 32 -> 32: no gain),
-    when the compiled gather is there."""
+    """kn2row (below) can run: a float stride-1 undilated convolution of one group with a kernel larger than 1x1,
+    and the compiled gather."""
     o, kh, kw, c = w.shape
     return (x.dtype in (np.float32, np.float64) and w.dtype == x.dtype and group == 1 and kh * kw > 1
-            and tuple(strides) == (1, 1) and tuple(dilation) == (1, 1) and c >= max(16, 2 * o)
-            and _accel.enabled())
+            and tuple(strides) == (1, 1) and tuple(dilation) == (1, 1) and _accel.enabled())
 
 
 def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
-    """"kn2row", "winograd" or None (im2col + GEMM) for a non-1x1 convolution, as measured (docs/performance.md):
-    kn2row ahead of Winograd where the input has at least 3x the output channels (0.69-0.84x Winograd's time at
-    28x28 256 -> 64, 14x14 512 -> 128; 0.93-1.2x below that ratio)."""
+    """"kn2row", "winograd" or None (im2col + GEMM) for a non-1x1 convolution, by the rules measured in
+    docs/performance.md (fifth round: every method on 204 layer shapes). For the 3x3 float32 layers that compiled
+    Winograd transforms can take, :func:`_method_3x3`; otherwise kn2row where the input has at least twice as many
+    channels as the output (and 16 or more: DenseNet's 128 -> 32, U-Net's 32 -> 16 and 16 -> 8), and without numba
+    Winograd with its transforms as GEMMs for 64+ channels both ways and outputs of 8x8 or more."""
+    o, kh, kw, c = w.shape
     kn2row = _use_kn2row(x, w, strides, dilation, group)
-    if kn2row and w.shape[3] >= 3 * w.shape[0]:
+    winograd = _winograd_shape(x, w, strides, dilation, group)
+    if winograd and _accel.winograd_transforms() is not None:
+        return _method_3x3(c, o, out_size[0] * out_size[1], kn2row)
+    if kn2row and c >= max(16, 2 * o):
         return "kn2row"
-    if _use_winograd(x, w, strides, dilation, group, out_size):
+    if winograd and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS and out_size[0] * out_size[1] >= 64:
         return "winograd"
-    return "kn2row" if kn2row else None
+    return None
+
+
+def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
+    """The fastest method measured for a 3x3 stride-1 float32 layer of C -> O channels and ``pixels`` output pixels
+    (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round):
+
+    * outputs under 100 pixels (7x7): Winograd for C >= 32 and O >= 128 (0.74-0.96), else kn2row from 8 input
+      channels (0.46-0.99; Winograd's 2x2 tiles waste too much there: 0.82-1.33);
+    * under 400 pixels (14x14): Winograd for 64+ channels both ways (0.44-0.74), else kn2row where O < 4 C or O <=
+      64 (0.30-0.95), else Winograd from 16 channels (0.75-0.98; kn2row 1.06-1.88 there);
+    * larger: kn2row for O <= 16 with C >= 3 O (0.26-0.91; Winograd 0.53-1.03), else Winograd from 16 channels both
+      ways (0.49-1.04, O >= 4 C included; 16 input channels only from 50x50 outputs: 0.79-0.91 there, 0.95-1.08 at
+      28x28), else kn2row where C >= max(16, 2 O); 8 input channels: im2col."""
+    if pixels < 100:
+        if c >= 32 and o >= 128:
+            return "winograd"
+        return "kn2row" if kn2row and c >= 8 else None
+    if pixels < 400:
+        if c >= 64 and o >= 64:
+            return "winograd"
+        if kn2row and c >= 8 and (o < 4 * c or o <= 64):
+            return "kn2row"
+        return "winograd" if c >= 16 and o >= 16 else None
+    if kn2row and o <= 16 and c >= 3 * o:
+        return "kn2row"
+    if o >= 16 and (c >= 24 or (c >= 16 and pixels >= 2500)):
+        return "winograd"
+    return "kn2row" if kn2row and c >= max(16, 2 * o) else None
 
 
 def _kn2row_weights(w: np.ndarray):

@@ -379,10 +379,10 @@ def _direct_conv_f64(x, w, b, pads):
 
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 @pytest.mark.parametrize("shape,out_c,pads,fuse", [
-    ((1, 9, 11, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
-    ((2, 10, 10, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
+    ((1, 11, 13, 64), 64, (1, 1, 1, 1), 0),  # odd output sizes: partial tiles at the bottom/right
+    ((2, 12, 12, 72), 80, (0, 0, 0, 0), 1),  # VALID, batch 2, RELU
     ((1, 14, 13, 96), 64, (2, 0, 1, 2), 2),  # uneven explicit pads, RELU6
-    ((1, 8, 7, 32), 16, (1, 1, 1, 1), 1),  # few channels, a 6x7-tile output: the compiled transforms' range only
+    ((1, 23, 20, 32), 16, (1, 1, 1, 1), 1),  # few channels, 12x10 tiles: the compiled transforms' range only
 ])
 def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, pads, fuse, path):
     # both transforms: the compiled loops (numba) and the numpy GEMMs with the Kronecker matrices; in blocks of one
