@@ -29,6 +29,7 @@ from kernels.kernel_support import (
 
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
+from nnrt_onnx.kernels import _gemm
 
 # ---------------------------------------------------------------------------------------------------------------
 # convolution
@@ -620,12 +621,6 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
 # blocks, with a fake single-threaded small-kernel BLAS so that every machine blocks, against the float64 oracle
 
 
-class _SmallKernelBlas:
-    @staticmethod
-    def get_num_threads():
-        return 1
-
-
 @pytest.mark.parametrize("shape,out_c,kernel,stride,pads,method", [
     ((1, 40, 38, 16), 96, (1, 1), 1, (0, 0, 0, 0), None),  # 1x1: one GEMM of the pixels, 1520 x 16 x 96
     ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), None),  # a 3-channel stem: an im2col block, 1600 x 27 x 32
@@ -640,7 +635,7 @@ def test_small_kernel_blocks_in_every_conv_path(monkeypatch, shape, out_c, kerne
 
     if method and not _accel.enabled():
         pytest.skip("numba is off or not installed: no kn2row, and Winograd's blocks are the numpy path's")
-    monkeypatch.setattr(_gemm, "_blas", lambda: _SmallKernelBlas())
+    monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(1))
     limits = []
     real = _gemm.small_kernel_rows
     monkeypatch.setattr(_gemm, "small_kernel_rows", lambda *a: limits.append(real(*a)) or limits[-1])
@@ -690,3 +685,70 @@ def test_compiled_im2col_copies_each_window_row(dtype, size, c, kernel, strides,
             want[(r - r0) * ow + q] = np.concatenate(window)
     np.testing.assert_array_equal(cols, want)
     assert not _accel.im2col_rows(xp.astype(np.int32), cols.astype(np.int32), r0, r1, kernel, strides, d_h)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kernels/_gemm.py (the convolutions' GEMMs): narrow products in row blocks sized for OpenBLAS's small-matrix kernel.
+# The rule (which products are blocked, how) checked by hand computation, the products against a float64 oracle; a
+# fake BLAS controller makes every machine take the blocked path (the blocks are ordinary products wherever they run)
+
+
+class _FakeBlas:
+    def __init__(self, threads=1):
+        self.threads = threads
+
+    def get_num_threads(self):
+        return self.threads
+
+
+@pytest.fixture
+def small_kernel_blas(monkeypatch):
+    monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(1))
+
+
+F32 = np.dtype(np.float32)
+
+
+def test_block_rows_rule(small_kernel_blas):
+    # 12544 x 27 x 32 (a 3-channel stem's im2col): at most 1e6 // 864 = 1157 rows per block, so 11 blocks, made
+    # equal: ceil(12544 / 11) = 1141 rows
+    assert _gemm.block_rows(12544, 27, 32, F32) == 1141
+    # 3136 x 144 x 32: limit 1e6 // 4608 = 217 rows, 15 blocks of ceil(3136 / 15) = 210
+    assert _gemm.block_rows(3136, 144, 32, F32) == 210
+    assert _gemm.block_rows(12544, 16, 96, F32) == 628  # limit 651, 20 blocks of ceil(12544 / 20) = 628
+    # one call: N not a multiple of 16, K * N above 6144, float64, already under the limit
+    assert _gemm.block_rows(3136, 96, 24, F32) == 0
+    assert _gemm.block_rows(3136, 97, 64, F32) == 0  # K * N = 6208
+    assert _gemm.block_rows(3136, 96, 64, F32) == 157  # limit 162, 20 blocks of ceil(3136 / 20) = 157
+    assert _gemm.block_rows(12544, 27, 32, np.dtype(np.float64)) == 0
+    assert _gemm.block_rows(1157, 27, 32, F32) == 0  # 999,648 multiply-adds: the whole product is small already
+
+
+def test_no_blocks_with_several_blas_threads_or_another_blas(monkeypatch):
+    monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(2))  # the small kernel is single-threaded
+    assert _gemm.block_rows(12544, 27, 32, F32) == 0
+    monkeypatch.setattr(_gemm, "_blas", lambda: None)  # a BLAS (or core) without the small-matrix kernel
+    assert _gemm.block_rows(12544, 27, 32, F32) == 0
+    assert _gemm.small_kernel_rows(27, 32, F32) == 0
+
+
+def test_blas_detection_names_a_small_kernel_core_or_nothing():
+    blas = _gemm._blas()
+    assert blas is None or str(blas.architecture).lower() in _gemm.SMALL_KERNEL_CORES
+
+
+@pytest.mark.parametrize("m,k,n", [(3001, 27, 32), (4099, 16, 96), (2500, 48, 64), (2777, 128, 48)])
+def test_matmul_into_matches_float64_in_blocks(small_kernel_blas, m, k, n):
+    assert _gemm.block_rows(m, k, n, F32) > 0  # the blocked path is the one under test
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    out = np.full((m, n), np.nan, np.float32)
+    assert _gemm.matmul_into(a, b, out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    # into a column slice of a wider array (a strided output), leaving the other columns alone
+    wide = np.zeros((m, n + 16), np.float32)
+    _gemm.matmul_into(a, b, wide[:, 8:8 + n])
+    np.testing.assert_allclose(wide[:, 8:8 + n], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    assert not wide[:, :8].any() and not wide[:, 8 + n:].any()
