@@ -9,6 +9,7 @@ a few-percent effect shows through the noise of a shared machine that comparing 
 
 Switches (each turns one optimisation off by routing its callers to the path it replaced; docs/performance.md):
   finish       a convolution's bias, fused MUL/ADD vectors and activation in one compiled pass (off: numpy passes)
+  short_rows   that pass over rows of under 32 channels taking several rows as one (off: row by row)
   batch_norm   BATCH_NORM's one compiled pass (off: numpy passes over row blocks)
   kn2row       the kn2row convolution (off: Winograd or im2col + GEMM)
   winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
@@ -35,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "im2col", "small_gemm", "numba",
-            "residual", "fusion")
+SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "im2col",
+            "small_gemm", "numba", "residual", "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -53,7 +54,7 @@ def _parse(argv=None):
 
 def _setter(switch: str):
     """A function setting the optimisation on (True) or off (False)."""
-    from nnrt_onnx.kernels import _accel, _gemm, conv
+    from nnrt_onnx.kernels import _accel, _finish, _gemm, conv
 
     def declined(*_args, **_kwargs):
         return False
@@ -61,6 +62,9 @@ def _setter(switch: str):
     if switch == "finish":
         original = _accel.finish_rows
         return lambda on: setattr(_accel, "finish_rows", original if on else declined)
+    if switch == "short_rows":
+        below = _finish._FLAT_BELOW
+        return lambda on: setattr(_finish, "_FLAT_BELOW", below if on else 0)
     if switch == "batch_norm":
         original = _accel.channel_affine
         return lambda on: setattr(_accel, "channel_affine", original if on else declined)

@@ -592,13 +592,16 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
     if not _accel.enabled():
         pytest.skip("numba is off or not installed")
     rng = np.random.default_rng(7 + activation)
-    c = 19
+    c = 19  # (short rows: the compiled pass takes 13 rows at a time as one, and the last 2 of 15 as they are)
     block = (rng.standard_normal((3, 5, c)) * 8).astype(dtype)
     block[0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
     block[1, :, 0] = -0.0
     bias = rng.standard_normal(c).astype(dtype)
     bias[0] = -0.0
-    for post in ((), (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype)))):
+    residual = rng.standard_normal(block.shape).astype(dtype)
+    residual[2, 4, :2] = [np.nan, -0.0]
+    for post in ((), (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype))),
+                 (("addend", residual), ("mul", rng.standard_normal(c).astype(dtype)))):
         compiled, plain = block.copy(), block.copy()
         with np.errstate(all="ignore"):
             Finish(bias, post, activation)(compiled)
