@@ -15,6 +15,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
   shuffle      TRANSPOSE of the last two axes (a channel shuffle) as one compiled loop (off: numpy's copy)
   im2col_block im2col blocks of 512 KiB (off: 2 MiB)
+  big_weights  im2col blocks of at least twice the weight matrix's bytes (off: 512 KiB whatever the weights)
   im2col       the compiled im2col for short kernel-row runs (off: numpy's strided copy)
   small_gemm   narrow GEMMs in row blocks that run on OpenBLAS's small-matrix kernel (off: one call each)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
@@ -36,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "im2col",
-            "small_gemm", "numba", "residual", "fusion")
+SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
+            "im2col", "small_gemm", "numba", "residual", "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -77,6 +78,9 @@ def _setter(switch: str):
     if switch == "shuffle":
         original = _accel.swap_last_axes
         return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda _x: None))
+    if switch == "big_weights":
+        multiple = conv._IM2COL_WEIGHT_MULTIPLE
+        return lambda on: setattr(conv, "_IM2COL_WEIGHT_MULTIPLE", multiple if on else 0)
     if switch == "im2col":
         original = _accel.im2col_rows
         return lambda on: setattr(_accel, "im2col_rows", original if on else declined)

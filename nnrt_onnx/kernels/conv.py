@@ -87,6 +87,10 @@ def _real_bias(op: str, bias: np.ndarray, n_out: int, ctx, cdtype) -> np.ndarray
 # work blocks of the blocked conv loops (measured on a 2-core EPYC with 512 KiB L2 and a Xeon with 2 MiB L2,
 # docs/performance.md)
 _IM2COL_BLOCK_BYTES = 1 << 19  # im2col rows per GEMM call (0.92-0.98x the time of 2 MiB blocks on the Xeon)
+# ... but at least this many times the weight matrix's bytes: OpenBLAS packs the whole weight matrix again for every
+# call, which for a few rows of a large matrix costs more than the product (ResNet-50's 3x3/2 512 -> 512 at 7x7,
+# AlexNet's 13x13 384 -> 384: 0.52-0.82x the time in blocks that large; no change where the weights are small)
+_IM2COL_WEIGHT_MULTIPLE = 2
 # kernel-row runs (kW * C values) up to this long go through the compiled im2col: 0.5-0.66x numpy's copy at 9-96,
 # 0.89-0.92 at 192-384, but 1.19x at 768, where numpy's copy of long runs is as fast as a memcpy
 _COMPILED_IM2COL_MAX_RUN = 512
@@ -318,28 +322,32 @@ def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
 
 def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
     """The fastest method measured for a 3x3 stride-1 float32 layer of C -> O channels and ``pixels`` output pixels
-    (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round):
+    (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round; 264 shapes, 8 to 512
+    channels each way):
 
-    * outputs under 100 pixels (7x7): Winograd for C >= 32 and O >= 128 (0.74-0.96), else kn2row from 8 input
-      channels (0.46-0.99; Winograd's 2x2 tiles waste too much there: 0.82-1.33);
+    * outputs under 100 pixels (7x7): Winograd for C >= 32 and O >= 128 (0.74-0.99), else kn2row from 8 input
+      channels where O < 16 C (0.46-0.99; Winograd's 2x2 tiles waste too much there: 0.82-1.33; kn2row 1.29-1.55
+      for 8-24 -> 512);
     * under 400 pixels (14x14): Winograd for 64+ channels both ways (0.44-0.74), else kn2row where O < 4 C or O <=
       64 (0.30-0.95), else Winograd from 16 channels (0.75-0.98; kn2row 1.06-1.88 there);
     * larger: kn2row for O <= 16 with C >= 3 O (0.26-0.91; Winograd 0.53-1.03), else Winograd from 16 channels both
-      ways (0.49-1.04, O >= 4 C included; 16 input channels only from 50x50 outputs: 0.79-0.91 there, 0.95-1.08 at
-      28x28), else kn2row where C >= max(16, 2 O); 8 input channels: im2col."""
+      ways with O < 16 C (0.49-1.04, O >= 4 C included; 16 input channels only from 50x50 outputs: 0.79-0.91 there,
+      0.95-1.08 at 28x28; 1.1-1.45 at O = 16-32 C), else kn2row where C >= max(16, 2 O); 8 input channels: im2col.
+    Winograd never for O >= 16 C."""
+    wide = o >= 16 * c  # many more output than input channels: Winograd's and kn2row's larger GEMMs do not pay
     if pixels < 100:
-        if c >= 32 and o >= 128:
+        if c >= 32 and o >= 128 and not wide:
             return "winograd"
-        return "kn2row" if kn2row and c >= 8 else None
+        return "kn2row" if kn2row and c >= 8 and not wide else None
     if pixels < 400:
         if c >= 64 and o >= 64:
             return "winograd"
         if kn2row and c >= 8 and (o < 4 * c or o <= 64):
             return "kn2row"
-        return "winograd" if c >= 16 and o >= 16 else None
+        return "winograd" if c >= 16 and o >= 16 and not wide else None
     if kn2row and o <= 16 and c >= 3 * o:
         return "kn2row"
-    if o >= 16 and (c >= 24 or (c >= 16 and pixels >= 2500)):
+    if o >= 16 and (c >= 24 or (c >= 16 and pixels >= 2500)) and not wide:
         return "winograd"
     return "kn2row" if kn2row and c >= max(16, 2 * o) else None
 
@@ -434,7 +442,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
         wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
         finish = Finish(bias, post, activation)
-        rows = min(oh, max(1, _IM2COL_BLOCK_BYTES // max(1, n * ow * k * x.dtype.itemsize)))
+        block_bytes = max(_IM2COL_BLOCK_BYTES, _IM2COL_WEIGHT_MULTIPLE * k * o * x.dtype.itemsize)
+        rows = min(oh, max(1, block_bytes // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
         compiled = n == 1 and d_w == 1 and kw * c <= _COMPILED_IM2COL_MAX_RUN
         for r0 in range(0, oh, rows):
