@@ -15,7 +15,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   winograd     Winograd's compiled transforms (off: its transforms as GEMMs with the Kronecker matrices)
   shuffle      TRANSPOSE of the last two axes (a channel shuffle) as one compiled loop (off: numpy's copy)
   im2col_block im2col blocks of 512 KiB (off: 2 MiB)
-  big_weights  im2col blocks of at least twice the weight matrix's bytes (off: 512 KiB whatever the weights)
+  big_weights  im2col and Winograd blocks of at least twice their weights' bytes (off: 512 KiB / 1 MiB blocks)
   im2col       the compiled im2col for short kernel-row runs (off: numpy's strided copy)
   small_gemm   narrow GEMMs in row blocks that run on OpenBLAS's small-matrix kernel (off: one call each)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
@@ -79,8 +79,8 @@ def _setter(switch: str):
         original = _accel.swap_last_axes
         return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda _x: None))
     if switch == "big_weights":
-        multiple = conv._IM2COL_WEIGHT_MULTIPLE
-        return lambda on: setattr(conv, "_IM2COL_WEIGHT_MULTIPLE", multiple if on else 0)
+        multiples = {name: getattr(conv, name) for name in ("_IM2COL_WEIGHT_MULTIPLE", "_WINO_WEIGHT_MULTIPLE")}
+        return lambda on: [setattr(conv, name, value if on else 0) for name, value in multiples.items()]
     if switch == "im2col":
         original = _accel.im2col_rows
         return lambda on: setattr(_accel, "im2col_rows", original if on else declined)

@@ -446,7 +446,8 @@ def test_residual_add_fuses_into_the_convolution(kind, monkeypatch):
 
     for name in ("_IM2COL_BLOCK_BYTES", "_WINO_BLOCK_BYTES", "_KN2ROW_BLOCK_BYTES", "_DEPTHWISE_BLOCK_BYTES"):
         monkeypatch.setattr(conv_kernels, name, 1)
-    monkeypatch.setattr(conv_kernels, "_IM2COL_WEIGHT_MULTIPLE", 0)  # (blocks of one row, whatever the weights)
+    for name in ("_IM2COL_WEIGHT_MULTIPLE", "_WINO_WEIGHT_MULTIPLE"):
+        monkeypatch.setattr(conv_kernels, name, 0)  # (blocks of one row, whatever the weights)
     model, reference = conv_residual(kind, residual_first=kind != "1x1")
     ex = executor(model)
     assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 2
