@@ -329,9 +329,9 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
     (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round; 264 shapes, 8 to 512
     channels each way):
 
-    * outputs under 100 pixels (7x7): Winograd for C >= 32 and O >= 128 (0.74-0.99), else kn2row from 8 input
-      channels where O < 16 C (0.46-0.99; Winograd's 2x2 tiles waste too much there: 0.82-1.33; kn2row 1.29-1.55
-      for 8-24 -> 512);
+    * outputs under 100 pixels (7x7): kn2row from 8 input channels where O < 16 C (0.46-0.99; Winograd's 2x2 tiles
+      waste too much there: 0.82-1.33, and with 128-1024 channels 0.92-1.04 against kn2row's 0.85-0.98 with cold
+      caches; kn2row 1.29-1.55 for 8-24 -> 512);
     * under 400 pixels (14x14): Winograd for 64+ channels both ways (0.44-0.74), else kn2row where O < 4 C or O <=
       64 (0.30-0.95), else Winograd from 16 channels (0.75-0.98; kn2row 1.06-1.88 there);
     * larger: kn2row for O <= 16 with C >= 3 O (0.26-0.91; Winograd 0.53-1.03), else Winograd from 16 channels both
@@ -340,8 +340,6 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
     Winograd never for O >= 16 C."""
     wide = o >= 16 * c  # many more output than input channels: Winograd's and kn2row's larger GEMMs do not pay
     if pixels < 100:
-        if c >= 32 and o >= 128 and not wide:
-            return "winograd"
         return "kn2row" if kn2row and c >= 8 and not wide else None
     if pixels < 400:
         if c >= 64 and o >= 64:
