@@ -308,7 +308,7 @@ def _use_kn2row(x, w, strides, dilation, group) -> bool:
 
 def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
     """"kn2row", "winograd" or None (im2col + GEMM) for a non-1x1 convolution, by the rules measured in
-    docs/performance.md (fifth round: every method on 204 layer shapes). For the 3x3 float32 layers that compiled
+    docs/performance.md (fifth round: every method on 264 layer shapes). For the 3x3 float32 layers that compiled
     Winograd transforms can take, :func:`_method_3x3`; otherwise kn2row where the input has at least twice as many
     channels as the output (and 16 or more: DenseNet's 128 -> 32, U-Net's 32 -> 16 and 16 -> 8), and without numba
     Winograd with its transforms as GEMMs for 64+ channels both ways and outputs of 8x8 or more."""
