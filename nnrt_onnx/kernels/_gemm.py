@@ -14,6 +14,7 @@ multi-threaded call's other cores), only on the cores above: elsewhere :func:`ma
 """
 from __future__ import annotations
 
+import os
 from functools import cache
 
 import numpy as np
@@ -31,10 +32,20 @@ def _blas():
         controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
     except Exception:  # no threadpoolctl, or a BLAS it cannot read: never block
         return None
-    for controller in controllers:
-        if str(getattr(controller, "architecture", "")).lower() in SMALL_KERNEL_CORES:
-            return controller
-    return None
+    blas = numpy_openblas(controllers, os.path.dirname(np.__file__))
+    return blas if blas is not None and str(getattr(blas, "architecture", "")).lower() in SMALL_KERNEL_CORES else None
+
+
+def numpy_openblas(controllers, numpy_dir: str):
+    """Of threadpoolctl's OpenBLAS controllers, the one numpy uses: the library inside numpy's own folders (a wheel
+    bundles it in ``numpy.libs`` or ``numpy/.dylibs``), else the only one loaded (a numpy linked to a system or conda
+    OpenBLAS); None when several are loaded and none is numpy's (another package's OpenBLAS -- scipy's -- could
+    have another core type or thread count)."""
+    own = [c for c in controllers
+           if os.path.realpath(str(getattr(c, "filepath", ""))).startswith((numpy_dir + os.sep, numpy_dir + ".libs"))]
+    if own:
+        return own[0]
+    return controllers[0] if len(controllers) == 1 else None
 
 
 def small_kernel_rows(k: int, n: int, dtype) -> int:

@@ -741,6 +741,22 @@ def test_blas_detection_names_a_small_kernel_core_or_nothing():
     assert blas is None or str(blas.architecture).lower() in _gemm.SMALL_KERNEL_CORES
 
 
+def test_numpy_openblas_is_numpys_own_library_or_the_only_one():
+    from types import SimpleNamespace
+
+    numpy_dir = "/site/numpy"
+    bundled = SimpleNamespace(filepath="/site/numpy.libs/libscipy_openblas64_-abc.so")
+    scipys = SimpleNamespace(filepath="/site/scipy.libs/libscipy_openblas-def.so")
+    inside = SimpleNamespace(filepath="/site/numpy/.dylibs/libscipy_openblas64_.dylib")
+    system = SimpleNamespace(filepath="/usr/lib/libopenblas.so.0")
+    assert _gemm.numpy_openblas([scipys, bundled], numpy_dir) is bundled  # a wheel's own, whatever the order
+    assert _gemm.numpy_openblas([inside, scipys], numpy_dir) is inside
+    assert _gemm.numpy_openblas([system], numpy_dir) is system  # linked to a system OpenBLAS: the only one
+    assert _gemm.numpy_openblas([system, scipys], numpy_dir) is None  # several, none numpy's: no guess
+    assert _gemm.numpy_openblas([], numpy_dir) is None
+    assert _gemm.numpy_openblas([SimpleNamespace(filepath="/site/numpyx/lib.so"), scipys], numpy_dir) is None
+
+
 @pytest.mark.parametrize("m,k,n", [(3001, 27, 32), (4099, 16, 96), (2500, 48, 64), (2777, 128, 48)])
 def test_matmul_into_matches_float64_in_blocks(small_kernel_blas, m, k, n):
     assert _gemm.block_rows(m, k, n, F32) > 0  # the blocked path is the one under test
