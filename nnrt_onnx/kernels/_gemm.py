@@ -32,7 +32,7 @@ def _blas():
         controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
     except Exception:  # no threadpoolctl, or a BLAS it cannot read: never block
         return None
-    blas = numpy_openblas(controllers, os.path.dirname(np.__file__))
+    blas = numpy_openblas(controllers, os.path.realpath(os.path.dirname(np.__file__)))
     return blas if blas is not None and str(getattr(blas, "architecture", "")).lower() in SMALL_KERNEL_CORES else None
 
 
