@@ -348,7 +348,8 @@ def _build_pool(numba):
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy", inline="always")
     def _max_row(x, out_row, top, i0, i1, s_w, pl, k_w, fill):  # pragma: no cover (compiled)
         # One output row, kernel rows outermost: the input row a kernel row reads stays in L1 while every window
-        # of the row takes it (2x faster than window by window). Per window the cells still come in row-major
+        # of the row takes it (0.77-1.06x the time of window by window, interleaved on a noisy machine: no slower,
+        # sometimes faster; docs/performance.md fifth round). Per window the cells still come in row-major
         # order: the first copied, then a select per later cell (a NaN wins, a tie keeps the earlier cell), which
         # the channel loop vectorises -- the same result as the branchy "if v > a or v != v" loop.
         w, c = x.shape[1], x.shape[2]
@@ -939,5 +940,5 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
 
 
 __all__ = ["channel_affine", "depthwise", "depthwise_3x3", "enabled", "erf", "erf_gelu", "finish_arrays", "finish_rows",
-           "im2col_rows", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis", "swap_last_axes",
-           "winograd_transforms"]
+           "im2col_rows", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis",
+           "swap_last_axes", "winograd_transforms"]
