@@ -18,6 +18,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   big_weights  im2col and Winograd blocks of at least twice their weights' bytes (off: 512 KiB / 1 MiB blocks)
   im2col       the compiled im2col for short kernel-row runs (off: numpy's strided copy)
   small_gemm   narrow GEMMs in row blocks that run on OpenBLAS's small-matrix kernel (off: one call each)
+  tiles        products in AVX-512 register tiles (kernels/_tiles.py; off: numpy's BLAS)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
                switch, so the two sides are two compiled plans of the same model)
@@ -38,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
-            "im2col", "small_gemm", "numba", "residual", "fusion")
+            "im2col", "small_gemm", "tiles", "numba", "residual", "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -55,7 +56,7 @@ def _parse(argv=None):
 
 def _setter(switch: str):
     """A function setting the optimisation on (True) or off (False)."""
-    from nnrt_onnx.kernels import _accel, _finish, _gemm, conv
+    from nnrt_onnx.kernels import _accel, _finish, _gemm, _tiles, conv
 
     def declined(*_args, **_kwargs):
         return False
@@ -87,6 +88,9 @@ def _setter(switch: str):
     if switch == "small_gemm":
         original = _gemm.small_kernel_rows
         return lambda on: setattr(_gemm, "small_kernel_rows", original if on else (lambda *_args: 0))
+    if switch == "tiles":
+        original = _tiles.available
+        return lambda on: setattr(_tiles, "available", original if on else declined)
     if switch == "im2col_block":
         return lambda on: setattr(conv, "_IM2COL_BLOCK_BYTES", (1 << 19) if on else (1 << 21))
 

@@ -32,6 +32,8 @@ import threading
 
 import numpy as np
 
+from ._numba_cache import cache_ok as _cache_ok
+
 _LOCK = threading.Lock()
 _COMPILED: dict[str, object] = {}
 _DISABLED = object()
@@ -895,11 +897,6 @@ def layer_norm_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon:
     dtype = x.dtype
     return loop(np.ascontiguousarray(x), np.ascontiguousarray(gamma, dtype).reshape(-1),
                 np.ascontiguousarray(beta, dtype).reshape(-1), dtype.type(epsilon), np.empty_like(x))
-
-
-def _cache_ok() -> bool:
-    """Cache compiled code next to this file when that is writable (else compile once per process)."""
-    return os.access(os.path.dirname(os.path.abspath(__file__)), os.W_OK) or bool(os.environ.get("NUMBA_CACHE_DIR"))
 
 
 def depthwise(xp: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: np.ndarray, strides, dilation,

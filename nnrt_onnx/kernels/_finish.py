@@ -48,6 +48,15 @@ class Finish:
         # likewise
         self._compiled = None
 
+    def tile_epilogue(self):
+        """(bias or None, activation) for register tiles to apply as they store a product (``_tiles.matmul``, the
+        same float operations as this finish), or None where this finish does more (post operations) or its bias
+        is not a float32 vector."""
+        bias = self.bias
+        if self.post or (bias is not None and (bias.dtype != np.float32 or bias.ndim != 1)):
+            return None
+        return (None if bias is None else np.ascontiguousarray(bias)), self.activation
+
     def _operands(self, c: int, dtype, k: int):
         """The compiled pass's operands for rows of ``k`` times ``c`` values (the vectors repeated ``k`` times)."""
         post = tuple((name, None if name == "addend" else np.tile(vector, k)) for name, vector in self.post)

@@ -1,4 +1,9 @@
-"""Matrix products into a preallocated output, split into row blocks where numpy's BLAS runs them faster so.
+"""Matrix products into a preallocated output: in register tiles (:mod:`._tiles`) where those are faster than
+numpy's BLAS, else numpy's BLAS, split into row blocks where it runs them faster so.
+
+With one BLAS thread (the runtime's default policy) a float32 product whose shape :func:`._tiles.wanted` accepts
+runs in :mod:`._tiles`' register tiles (0.6-0.95x OpenBLAS's time on those shapes). With more threads BLAS keeps
+them: the tiles use one core.
 
 OpenBLAS (numpy's BLAS) multiplies a product whose M * N * K is at most 1e6 with a "small-matrix" kernel that
 reads the operands in place instead of packing them, on its AVX-512 cores (the SkylakeX kernels, which Cooperlake
@@ -19,21 +24,34 @@ from functools import cache
 
 import numpy as np
 
+from . import _tiles
+
 SMALL_KERNEL_MNK = 1_000_000  # OpenBLAS's limit for its small-matrix kernel (M * N * K)
 MAX_BLOCKED_KN = 6144  # beyond this K * N, blocks under the limit measured no faster than one call
 SMALL_KERNEL_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 
 
 @cache
-def _blas():
-    """numpy's OpenBLAS controller (threadpoolctl) when its core type has the small-matrix kernel, else None."""
+def _openblas():
+    """numpy's OpenBLAS controller (threadpoolctl), or None."""
     try:
         from threadpoolctl import ThreadpoolController
         controllers = ThreadpoolController().select(internal_api="openblas").lib_controllers
     except Exception:  # no threadpoolctl, or a BLAS it cannot read: never block
         return None
-    blas = numpy_openblas(controllers, os.path.realpath(os.path.dirname(np.__file__)))
+    return numpy_openblas(controllers, os.path.realpath(os.path.dirname(np.__file__)))
+
+
+def _blas():
+    """numpy's OpenBLAS controller when its core type has the small-matrix kernel, else None."""
+    blas = _openblas()
     return blas if blas is not None and str(getattr(blas, "architecture", "")).lower() in SMALL_KERNEL_CORES else None
+
+
+def single_threaded() -> bool:
+    """numpy's BLAS runs one thread (an OpenBLAS whose count threadpoolctl reads; any other BLAS: unknown, False)."""
+    blas = _openblas()
+    return blas is not None and blas.get_num_threads() == 1
 
 
 def numpy_openblas(controllers, numpy_dir: str):
@@ -46,6 +64,18 @@ def numpy_openblas(controllers, numpy_dir: str):
     if own:
         return own[0]
     return controllers[0] if len(controllers) == 1 else None
+
+
+def uses_tiles(m: int, k: int, n: int, dtype, batch: int = 1, finished: bool = False) -> bool:
+    """Whether [m, k] x [k, n] products of ``dtype`` (``batch`` of them in one call; ``finished``: with a bias and
+    activation to apply) run in register tiles: float32, one BLAS thread, tiles that can run here, and a shape
+    :func:`._tiles.wanted` takes -- without a finish, not one OpenBLAS's small-matrix kernel runs (the bare
+    products measured even to 1.5x slower in tiles there)."""
+    if dtype != np.float32 or not _tiles.wanted(batch * m * k * n, k, n, finished) or not single_threaded():
+        return False
+    if not finished and n % 16 == 0 and k * n <= MAX_BLOCKED_KN and _blas() is not None:
+        return False
+    return _tiles.available()
 
 
 def small_kernel_rows(k: int, n: int, dtype) -> int:
@@ -69,12 +99,40 @@ def block_rows(m: int, k: int, n: int, dtype) -> int:
 
 
 def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """``np.matmul(a, b, out=out)`` for 2-D ``a`` [M, K], ``b`` [K, N], ``out`` [M, N]: the same product, in row
-    blocks where :func:`block_rows` says numpy's BLAS runs it faster so."""
+    """``np.matmul(a, b, out=out)`` for 2-D ``a`` [M, K], ``b`` [K, N], ``out`` [M, N]: the same product, in register
+    tiles where the module doc says so (``b`` then best from :func:`._tiles.padded`), else in row blocks where
+    :func:`block_rows` says numpy's BLAS runs it faster so."""
     m, k = a.shape
-    rows = block_rows(m, k, b.shape[1], out.dtype)
+    n = b.shape[1]
+    if uses_tiles(m, k, n, out.dtype) and _tiles.matmul(a, b, out):
+        return out
+    rows = block_rows(m, k, n, out.dtype)
     if not rows:
         return np.matmul(a, b, out=out)
     for r0 in range(0, m, rows):
         np.matmul(a[r0:r0 + rows], b, out=out[r0:r0 + rows])
     return out
+
+
+def batched_matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b, out=out)`` for 3-D ``a`` [B, M, K], ``b`` [B, K, N], ``out`` [B, M, N]: in register tiles
+    (one call for the whole stack) where :func:`uses_tiles` says so, else one batched ``np.matmul``."""
+    if uses_tiles(a.shape[1], a.shape[2], b.shape[2], out.dtype, a.shape[0]) and _tiles.matmul(a, b, out):
+        return out
+    return np.matmul(a, b, out=out)
+
+
+def matmul_finished(a: np.ndarray, b: np.ndarray, out: np.ndarray, finish, stacked_bias: bool = False) -> bool:
+    """``out[...] = a @ b`` (2-D, or 3-D stacks) with ``finish`` (a ``_finish.Finish``) applied by the register
+    tiles as they store -- no second pass over ``out``; ``stacked_bias``: the finish's bias holds one vector per
+    matrix of the stack, one after the other (a grouped convolution's). False, with nothing written, where that
+    cannot be (the product does not run in tiles, or the finish does more than bias and activation): the caller
+    then multiplies and finishes."""
+    epilogue = finish.tile_epilogue()
+    batch = a.shape[0] if a.ndim == 3 else 1
+    if epilogue is None or not uses_tiles(a.shape[-2], a.shape[-1], b.shape[-1], out.dtype, batch, finished=True):
+        return False
+    bias, activation = epilogue
+    if bias is not None and stacked_bias:
+        bias = bias.reshape(a.shape[0], -1)
+    return _tiles.matmul(a, b, out, bias, activation)

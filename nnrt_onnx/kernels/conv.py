@@ -30,7 +30,7 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import _accel, _gemm, kernel, shape_rule
+from . import _accel, _gemm, _tiles, kernel, shape_rule
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 from ._finish import Finish
 
@@ -210,10 +210,11 @@ _WINO_WEIGHT_MULTIPLE = 2
 
 
 def _winograd_weights(w: np.ndarray) -> np.ndarray:
-    """[O, 3, 3, C] -> the transformed weights U [16, C, O] (float32, computed in float64)."""
+    """[O, 3, 3, C] -> the transformed weights U [16, C, O] (float32, computed in float64; rows padded for the
+    register tiles, :func:`._tiles.padded`)."""
     o, _, _, c = w.shape
     g = w.transpose(1, 2, 3, 0).reshape(9, c * o).astype(np.float64)
-    return np.ascontiguousarray((_WINO_KG @ g).reshape(16, c, o).astype(np.float32))
+    return _tiles.padded((_WINO_KG @ g).reshape(16, c, o).astype(np.float32))
 
 
 def _skewed(length: int) -> int:
@@ -268,7 +269,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
             r1 = min(th, r0 + rows)
             t = n * (r1 - r0) * tw
             transform_in(xp, v_full, r0, r1, tw, rows_in)
-            np.matmul(v_full[:, : t * c].reshape(16, t, c), u, out=m_full[:, : t * o].reshape(16, t, o))
+            _gemm.batched_matmul_into(v_full[:, : t * c].reshape(16, t, c), u, m_full[:, : t * o].reshape(16, t, o))
             transform_out(m_full, out, r0, r1, tw, oh, ow, rows_out)
             finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
         return out
@@ -284,7 +285,7 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
                            writeable=False)
         np.copyto(d.reshape(4, 4, n, r1 - r0, tw, c), tiles)
         np.matmul(_WINO_KB, d, out=v)
-        np.matmul(v.reshape(16, t, c), u, out=m.reshape(16, t, o))
+        _gemm.batched_matmul_into(v.reshape(16, t, c), u, m.reshape(16, t, o))
         np.matmul(_WINO_KA, m, out=y)
         tiles_out = y.reshape(2, 2, n, r1 - r0, tw, o).transpose(2, 3, 0, 4, 1, 5)  # [N, R, 2, TW, 2, O]
         rr = min(oh, 2 * r1) - 2 * r0
@@ -355,9 +356,9 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
 
 
 def _kn2row_weights(w: np.ndarray):
-    """[O, kH, kW, C] -> ([C, kH * kW * O] contiguous, all weights finite)."""
+    """[O, kH, kW, C] -> ([C, kH * kW * O] with rows padded for the register tiles, all weights finite)."""
     o, kh, kw, c = w.shape
-    return np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)), bool(np.isfinite(w).all())
+    return _tiles.padded(w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)), bool(np.isfinite(w).all())
 
 
 def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
@@ -421,9 +422,11 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     if group == 1 and kh == 1 and kw == 1 and not any(pads):
         src = x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
-        out2d = out.reshape(n * oh * ow, o)
-        _gemm.matmul_into(rows, _packed_matrix(w, o, w.dtype), out2d)
-        Finish(bias, post, activation)(out)
+        out2d, wmat = out.reshape(n * oh * ow, o), _packed_matrix(w, o, w.dtype)
+        finish = Finish(bias, post, activation)
+        if not _gemm.matmul_finished(rows, wmat, out2d, finish):
+            _gemm.matmul_into(rows, wmat, out2d)
+            finish(out)
         return out
     method = _special_method(x, w, strides, dilation, group, out_size)
     if method == "winograd":
@@ -456,7 +459,10 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
                 np.copyto(cols, taps[:, r0:r1])  # im2col of the block: one copy
             block = out[:, r0:r1]
             if n == 1:
-                _gemm.matmul_into(cols.reshape((r1 - r0) * ow, k), wmat, block.reshape((r1 - r0) * ow, o))
+                block2d, cols2d = block.reshape((r1 - r0) * ow, o), cols.reshape((r1 - r0) * ow, k)
+                if _gemm.matmul_finished(cols2d, wmat, block2d, finish):
+                    continue
+                _gemm.matmul_into(cols2d, wmat, block2d)
             else:
                 block[...] = np.matmul(cols.reshape(n, (r1 - r0) * ow, k), wmat).reshape(n, r1 - r0, ow, o)
             finish(block, (slice(None), slice(r0, r1)))
@@ -471,10 +477,13 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
         cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
         cols = cols.reshape(group, m, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
-    wg = _packed(w, ("groups", group), lambda a: np.ascontiguousarray(
+    wg = _packed(w, ("groups", group), lambda a: _tiles.padded(
         a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
-    np.matmul(cols, wg, out=out.reshape(m, group, og).transpose(1, 0, 2))  # each group into its output columns
-    Finish(bias, post, activation)(out)
+    # each group into its output columns (strided views: the tiles read and write them in place)
+    target, finish = out.reshape(m, group, og).transpose(1, 0, 2), Finish(bias, post, activation)
+    if not _gemm.matmul_finished(cols, wg, target, finish, stacked_bias=True):
+        _gemm.batched_matmul_into(cols, wg, target)
+        finish(out)
     return out
 
 

@@ -640,6 +640,7 @@ def test_small_kernel_blocks_in_every_conv_path(monkeypatch, shape, out_c, kerne
     if method and not _accel.enabled():
         pytest.skip("numba is off or not installed: no kn2row, and Winograd's blocks are the numpy path's")
     monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(1))
+    monkeypatch.setattr(_gemm, "uses_tiles", lambda *a, **k: False)  # the BLAS path under test, not the register tiles
     limits = []
     real = _gemm.small_kernel_rows
     monkeypatch.setattr(_gemm, "small_kernel_rows", lambda *a: limits.append(real(*a)) or limits[-1])
@@ -708,6 +709,7 @@ class _FakeBlas:
 @pytest.fixture
 def small_kernel_blas(monkeypatch):
     monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(1))
+    monkeypatch.setattr(_gemm, "uses_tiles", lambda *a, **k: False)  # the BLAS path under test, not the register tiles
 
 
 F32 = np.dtype(np.float32)
@@ -772,3 +774,182 @@ def test_matmul_into_matches_float64_in_blocks(small_kernel_blas, m, k, n):
     _gemm.matmul_into(a, b, wide[:, 8:8 + n])
     np.testing.assert_allclose(wide[:, 8:8 + n], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
     assert not wide[:, :8].any() and not wide[:, 8 + n:].any()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kernels/_tiles.py: float32 products in AVX-512 register tiles (numba + LLVM IR), against float64 products computed
+# here; their fused bias/activation bit for bit against the compiled finish pass; and every convolution path that
+# uses them, against the float64 direct convolution. Skipped where the tiles cannot run (no numba, no AVX-512).
+
+def _tiles_or_skip():
+    from nnrt_onnx.kernels import _tiles
+
+    if not _tiles.available():
+        pytest.skip("the register tiles need numba and an AVX-512 CPU")
+    return _tiles
+
+
+@pytest.mark.parametrize("m,k,n", [
+    (1, 1, 1), (5, 3, 7), (3, 2, 200),  # fewer rows than a tile; a single k; N > 64: several column panels
+    (13, 27, 16), (14, 27, 16), (47, 64, 32), (53, 9, 48), (50, 40, 64),  # each tile height, its 4-row and 1-row tails
+    (100, 300, 37), (200, 513, 64), (1000, 600, 130),  # K in blocks (> 256: later blocks add), masked last vectors
+    (700, 33, 24), (1500, 16, 96),  # chunks of rows (A's block in L2), N = 24 (MobileNetV2's projections)
+])
+def test_tiles_match_float64_products(m, k, n):
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(m * 7 + k * 3 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = _tiles.padded(rng.standard_normal((k, n)).astype(np.float32))
+    out = np.full((m, n), np.nan, np.float32)
+    assert _tiles.matmul(a, b, out)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=2e-6 * np.sqrt(k) * np.abs(want).max())
+
+
+def test_tiles_read_and_write_strided_rows_and_leave_the_rest():
+    # a column slice of the input (a group's channels) into a column slice of the output (a concatenation's)
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(5)
+    wide_in = rng.standard_normal((301, 100)).astype(np.float32)
+    b = _tiles.padded(rng.standard_normal((30, 20)).astype(np.float32))
+    wide_out = np.zeros((301, 80), np.float32)
+    assert _tiles.matmul(wide_in[:, 40:70], b, wide_out[:, 10:30])
+    want = wide_in[:, 40:70].astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(wide_out[:, 10:30], want, rtol=1e-5, atol=1e-5)
+    assert not wide_out[:, :10].any() and not wide_out[:, 30:].any()
+
+
+def test_tiles_stack_one_product_per_matrix_with_its_own_bias():
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((4, 61, 34)).astype(np.float32)
+    b = _tiles.padded(rng.standard_normal((4, 34, 34)).astype(np.float32))
+    bias = rng.standard_normal((4, 34)).astype(np.float32)
+    out = np.empty((4, 61, 34), np.float32)
+    assert _tiles.matmul(a, b, out, bias, 1)
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias[:, None, :], 0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert _tiles.matmul(a, b, out, bias[2], 0)  # one bias for every matrix
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64) + bias[2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", [0, 1, 2])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_tiles_finish_is_bit_identical_to_the_finish_pass(activation, with_bias):
+    from nnrt_onnx.kernels import _accel
+
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(activation * 2 + with_bias)
+    m, k, n = 61, 300, 37  # K in two blocks: the finish only after the last
+    a = (rng.standard_normal((m, k)) * 3).astype(np.float32)
+    a[0, 0], a[1], a[2, 0] = np.nan, 0.0, np.inf  # NaN and +-inf rows; an all-zero row gives +-0.0 with the bias
+    b = _tiles.padded(rng.standard_normal((k, n)).astype(np.float32))
+    bias = (rng.standard_normal(n) * 4).astype(np.float32)
+    bias[:3] = (-0.0, 7.5, -7.5)
+    bias = bias if with_bias else None
+    fused = np.empty((m, n), np.float32)
+    assert _tiles.matmul(a, b, fused, bias, activation)
+    separate = np.empty((m, n), np.float32)
+    assert _tiles.matmul(a, b, separate)
+    assert _accel.finish_rows(separate, _accel.finish_arrays(bias, (), n, np.float32), activation)
+    np.testing.assert_array_equal(fused.view(np.uint32), separate.view(np.uint32))
+
+
+def test_tiles_decline_what_they_cannot_run():
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((40, 20)).astype(np.float32)
+    out = np.full((40, 5), 7.0, np.float32)
+    tight = rng.standard_normal((20, 5)).astype(np.float32)  # 5 columns: the last row's vector would run past it
+    assert not _tiles.matmul(a, tight, out)
+    inside = np.zeros((21, 16), np.float32)  # a 5-column view with room after its last row: read as is
+    inside[:20, :5] = tight
+    assert _tiles.matmul(a, inside[:20, :5], out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ tight.astype(np.float64), rtol=1e-5, atol=1e-5)
+    out[...] = 7.0
+    b = _tiles.padded(tight)
+    assert not _tiles.matmul(a.astype(np.float64), b.astype(np.float64), out.astype(np.float64))
+    assert not _tiles.matmul(a[:, ::2], b[:10], out)  # a strided column step
+    assert not _tiles.matmul(a, b, out, np.zeros(5, np.float64))  # a bias of another dtype
+    assert not _tiles.matmul(a, b, out, None, 3)  # no such activation
+    assert not _tiles.matmul(a[:, :5], b[:5], a[:, :5])  # the output overlaps the input
+    assert (out == 7.0).all()
+
+
+@pytest.mark.parametrize("shape,out_c,kernel,stride,pads,group,method", [
+    ((1, 40, 38, 16), 24, (1, 1), 1, (0, 0, 0, 0), 1, None),  # 1x1 to 24 channels: one tiled product, finished
+    ((1, 41, 39, 16), 40, (1, 1), 2, (0, 0, 0, 0), 1, None),  # 1x1 stride 2
+    ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # a stem: im2col blocks, finished in the tiles
+    ((1, 30, 29, 136), 136, (1, 1), 1, (0, 0, 0, 0), 4, None),  # grouped 1x1 (ShuffleNet): strided groups
+    ((1, 17, 19, 24), 48, (3, 3), 1, (1, 1, 1, 1), 2, None),  # grouped 3x3: a stack of im2col products
+    ((1, 60, 41, 32), 8, (3, 1), 1, (1, 1, 0, 0), 1, "kn2row"),  # kn2row's bare product, N = 3 taps x 8
+    ((1, 40, 42, 64), 40, (3, 3), 1, (1, 1, 1, 1), 1, "winograd"),  # a stack of 16 bare products per block
+])
+@pytest.mark.parametrize("activation", [0, 2])
+def test_conv_paths_in_register_tiles_match_float64(monkeypatch, shape, out_c, kernel, stride, pads, group, method,
+                                                    activation):
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels.conv import conv2d
+
+    _tiles = _tiles_or_skip()
+    if method and not _accel.enabled():
+        pytest.skip("numba is off: no kn2row, and Winograd's blocks are the numpy path's")
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)  # the runtime's one-thread policy
+    calls = []
+    real = _tiles.matmul
+    monkeypatch.setattr(_tiles, "matmul", lambda *a: calls.append(a[3:]) or real(*a))
+    kh, kw = kernel
+    c = shape[3]
+    rng = np.random.default_rng(sum(shape) + out_c + kh + group)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_c, kh, kw, c // group)) / np.sqrt(kh * kw * c / group)).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    pt, pb, pl, pr = pads
+    oh = (shape[1] + pt + pb - kh) // stride + 1
+    ow = (shape[2] + pl + pr - kw) // stride + 1
+    assert conv_kernels._special_method(x, w, (stride, stride), (1, 1), group, (oh, ow)) == method
+    got = conv2d(x, w, b, strides=[stride, stride], pad_mode=-1, pad_list=list(pads), dilation=[1, 1], group=group,
+                 ctx=None, activation=activation)
+    og = out_c // group
+    want = np.concatenate([_direct_conv_f64(x[..., g * (c // group):(g + 1) * (c // group)], w[g * og:(g + 1) * og],
+                                            b[g * og:(g + 1) * og], pads) for g in range(group)], axis=-1)
+    want = want[:, ::stride, ::stride][:, :oh, :ow]
+    want = np.clip(want, 0, 6) if activation == 2 else want
+    assert calls  # the products ran in the tiles
+    if method is None:
+        assert all(len(extra) == 2 for extra in calls)  # ... which applied the bias and activation
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tiles_lanes_agree_with_the_kernels():
+    _tiles = _tiles_or_skip()
+    from nnrt_onnx.kernels import _tile_kernels
+
+    assert _tiles.LANES == _tile_kernels.LANES
+
+
+def test_tiles_rule(monkeypatch):
+    from nnrt_onnx.kernels import _tiles
+
+    monkeypatch.setattr(_tiles, "available", lambda: True)
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    monkeypatch.setattr(_gemm, "_blas", lambda: _FakeBlas(1))  # a BLAS with the small-matrix kernel
+    assert _gemm.uses_tiles(3136, 144, 24, F32)  # N = 24: no small kernel; 10.8M multiply-adds
+    assert not _gemm.uses_tiles(3136, 27, 32, F32)  # N % 16 == 0, K N <= 6144: the small kernel's
+    assert _gemm.uses_tiles(3136, 27, 32, F32, finished=True)  # ... unless the tiles save the finish's pass
+    assert _gemm.uses_tiles(3136, 576, 32, F32)  # K N = 18432: beyond the small kernel
+    assert not _gemm.uses_tiles(3136, 64, 96, F32)  # too wide for a bare product,
+    assert _gemm.uses_tiles(3136, 64, 96, F32, finished=True)  # not with a finish (K N = 6144 <= 32768)
+    assert not _gemm.uses_tiles(3136, 512, 128, F32, finished=True)  # K N = 65536
+    assert not _gemm.uses_tiles(196, 40, 24, F32)  # 188,160 multiply-adds: the call's overhead would show
+    assert _gemm.uses_tiles(49, 40, 24, F32, batch=16 * 2)  # a stack: the whole call's multiply-adds count
+    assert not _gemm.uses_tiles(3136, 4, 24, F32, finished=True)  # K < 8
+    assert not _gemm.uses_tiles(3136, 64, 4, F32, finished=True)  # N < 8
+    assert not _gemm.uses_tiles(3136, 144, 24, np.dtype(np.float64))
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: False)  # the tiles use one core
+    assert not _gemm.uses_tiles(3136, 144, 24, F32)
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    monkeypatch.setattr(_tiles, "available", lambda: False)
+    assert not _gemm.uses_tiles(3136, 144, 24, F32)

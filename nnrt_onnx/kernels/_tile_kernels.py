@@ -1,0 +1,247 @@
+"""The compiled part of :mod:`._tiles`: register-tile intrinsics (LLVM IR of ``<16 x float>`` vectors and
+``llvm.fma``) and the driver that walks a product's chunks, K blocks, column panels and tiles. Importing it needs
+numba and llvmlite; :mod:`._tiles` imports it only on an AVX-512 host. Everything here is module-level, so that
+numba's on-disk cache finds the driver again (a closure over the intrinsics would be a new cache key per process).
+"""
+from __future__ import annotations
+
+import numba
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from ._numba_cache import cache_ok
+
+LANES = 16  # float32 lanes of an AVX-512 vector
+TILE_ROWS = {1: 14, 2: 12, 3: 8, 4: 6}  # rows of a full tile by vectors per row (accumulators <= 28 of 32 registers)
+TAIL_ROWS = 4  # the last rows of a panel: tiles of 4 rows (4 V >= 8 independent sums hide FMA latency), then 1
+PANEL_VECTORS = 4  # columns per panel: 64
+_CHUNK_MULTIPLE = 168  # chunks are whole tiles for every tile height (lcm of 14, 12, 8, 6)
+
+f32 = ir.FloatType()
+i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+i8p = ir.IntType(8).as_pointer()
+vec = ir.VectorType(f32, LANES)
+ivec = ir.VectorType(i32, LANES)
+mask_type = ir.VectorType(i1, LANES)
+
+
+def pointer_suffix(ptr_type) -> str:  # intrinsic name mangling: opaque pointers (LLVM >= 17) or float*
+    return "p0" if getattr(ptr_type, "is_opaque", False) else "p0f32"
+
+
+def splat(builder, scalar, vector_type):
+    one = builder.insert_element(ir.Constant(vector_type, ir.Undefined), scalar, ir.Constant(i32, 0))
+    return builder.shuffle_vector(one, ir.Constant(vector_type, ir.Undefined),
+                                  ir.Constant(ir.VectorType(i32, vector_type.count), [0] * vector_type.count))
+
+
+def element(builder, base, row, stride, column):
+    """float* to element (row, column) of a 2-D array given its byte base pointer and row stride."""
+    row_start = builder.bitcast(builder.gep(base, [builder.mul(row, stride)]), f32.as_pointer())
+    return builder.gep(row_start, [column])
+
+
+def arrays_bias(context, builder, sig, args):
+    """The ``bias`` argument of a tile intrinsic as numba's array structure."""
+    return context.make_array(sig.args[9])(context, builder, args[9])
+
+
+def make_tile(rows: int, vectors: int):
+    """An intrinsic ``tile(a, b, c, i, j, k0, kn, lanes, add, bias, finish)``: c[i:i+rows, j:j+16 vectors] = (c's
+    values if add else 0) + a[i:i+rows, k0:k0+kn] @ b[k0:k0+kn, j:j+16 vectors], the sums in registers (one
+    accumulator vector per row and vector, starting from c's values or zero), the last vector's loads and stores
+    masked to its first ``lanes`` lanes; then, before the store, ``finish``: bit 0 adds ``bias[j:]``, ``finish >> 1``
+    is the activation (1 ReLU, 2 ReLU6) -- the float operations of ``_accel.finish_rows``, so bit-identical to
+    a finish pass after the product."""
+
+    @intrinsic
+    def tile(typingctx, a, b, c, i, j, k0, kn, lanes, add, bias, finish):
+        signature = types.none(a, b, c, i, j, k0, kn, lanes, add, bias, finish)
+
+        def codegen(context, builder, sig, args):
+            arrays = [context.make_array(t)(context, builder, v) for t, v in zip(sig.args[:3], args[:3])]
+            i_, j_, k0_, kn_, lanes_, add_, _, finish_ = args[3:]
+            a_stride, b_stride, c_stride = (cgutils.unpack_tuple(builder, x.strides)[0] for x in arrays)
+            a_base, b_base, c_base = (builder.bitcast(x.data, i8p) for x in arrays)
+            a_rows = [element(builder, a_base, builder.add(i_, ir.Constant(i64, r)), a_stride, k0_)
+                      for r in range(rows)]
+            c_rows = [element(builder, c_base, builder.add(i_, ir.Constant(i64, r)), c_stride, j_)
+                      for r in range(rows)]
+            targets = [[builder.gep(c_rows[r], [ir.Constant(i64, LANES * v)]) for v in range(vectors)]
+                       for r in range(rows)]
+            lane_mask = builder.icmp_signed("<", ir.Constant(ivec, list(range(LANES))),
+                                            splat(builder, builder.trunc(lanes_, i32), ivec))
+            masks = [ir.Constant(mask_type, [1] * LANES)] * (vectors - 1) + [lane_mask]  # the last vector: N's lanes
+            pointer = targets[0][0].type
+            load = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [pointer, i32, mask_type, vec]),
+                                                  "llvm.masked.load.v16f32." + pointer_suffix(pointer))
+            store = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [vec, pointer, i32, mask_type]),
+                "llvm.masked.store.v16f32." + pointer_suffix(pointer))
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, vec, vec]),
+                                                 "llvm.fma.v16f32")
+            zero = ir.Constant(vec, [0.0] * LANES)
+            entry = builder.block
+            earlier = builder.append_basic_block("tile.earlier")
+            start = builder.append_basic_block("tile.start")
+            loop = builder.append_basic_block("tile.loop")
+            done = builder.append_basic_block("tile.done")
+            builder.cbranch(builder.icmp_signed("!=", add_, ir.Constant(add_.type, 0)), earlier, start)
+
+            builder.position_at_end(earlier)  # add != 0: the sums start from the earlier K blocks' sums in c
+            loaded = [[builder.call(load, [targets[r][v], ir.Constant(i32, 4), masks[v], zero])
+                       for v in range(vectors)] for r in range(rows)]
+            builder.branch(start)
+
+            builder.position_at_end(start)
+            initial = [[builder.phi(vec) for _ in range(vectors)] for _ in range(rows)]
+            for r in range(rows):
+                for v in range(vectors):
+                    initial[r][v].add_incoming(zero, entry)
+                    initial[r][v].add_incoming(loaded[r][v], earlier)
+            builder.cbranch(builder.icmp_signed(">", kn_, ir.Constant(i64, 0)), loop, done)
+
+            builder.position_at_end(loop)  # one k: V loads of b's row, per row a broadcast and V FMAs
+            k = builder.phi(i64)
+            sums = [[builder.phi(vec) for _ in range(vectors)] for _ in range(rows)]
+            k.add_incoming(ir.Constant(i64, 0), start)
+            b_row = element(builder, b_base, builder.add(k0_, k), b_stride, j_)
+            b_vectors = [builder.load(builder.bitcast(builder.gep(b_row, [ir.Constant(i64, LANES * v)]),
+                                                      vec.as_pointer()), align=4) for v in range(vectors)]
+            updated = []
+            for r in range(rows):
+                a_value = splat(builder, builder.load(builder.gep(a_rows[r], [k]), align=4), vec)
+                updated.append([builder.call(fma, [a_value, b_vectors[v], sums[r][v]]) for v in range(vectors)])
+            k_next = builder.add(k, ir.Constant(i64, 1))
+            k.add_incoming(k_next, loop)
+            for r in range(rows):
+                for v in range(vectors):
+                    sums[r][v].add_incoming(initial[r][v], start)
+                    sums[r][v].add_incoming(updated[r][v], loop)
+            builder.cbranch(builder.icmp_signed("<", k_next, kn_), loop, done)
+
+            builder.position_at_end(done)  # the stores, the last vector masked; first the finish where asked
+            results = [[builder.phi(vec) for _ in range(vectors)] for _ in range(rows)]
+            for r in range(rows):
+                for v in range(vectors):
+                    results[r][v].add_incoming(initial[r][v], start)
+                    results[r][v].add_incoming(updated[r][v], loop)
+            plain = builder.append_basic_block("tile.plain")
+            finishing = builder.append_basic_block("tile.finishing")
+            stored = builder.append_basic_block("tile.stored")
+            finish_code = builder.trunc(finish_, i32)
+            builder.cbranch(builder.icmp_signed("!=", finish_code, ir.Constant(i32, 0)), finishing, plain)
+
+            builder.position_at_end(plain)
+            for r in range(rows):
+                for v in range(vectors):
+                    builder.call(store, [results[r][v], targets[r][v], ir.Constant(i32, 4), masks[v]])
+            builder.branch(stored)
+
+            builder.position_at_end(finishing)  # branch-free selects on the finish's flags
+            has_bias = splat(builder, builder.trunc(finish_code, i1), mask_type)
+            activation = builder.lshr(finish_code, ir.Constant(i32, 1))
+            relu = splat(builder, builder.icmp_signed("==", activation, ir.Constant(i32, 1)), mask_type)
+            relu6 = splat(builder, builder.icmp_signed("==", activation, ir.Constant(i32, 2)), mask_type)
+            bias_start = element(builder, builder.bitcast(arrays_bias(context, builder, sig, args).data, i8p),
+                                 ir.Constant(i64, 0), ir.Constant(i64, 0), j_)
+            biases = [builder.call(load, [builder.gep(bias_start, [ir.Constant(i64, LANES * v)]), ir.Constant(i32, 4),
+                                          builder.and_(masks[v], has_bias), zero]) for v in range(vectors)]
+            six = ir.Constant(vec, [6.0] * LANES)
+            for r in range(rows):
+                for v in range(vectors):
+                    x = results[r][v]
+                    x = builder.select(has_bias, builder.fadd(x, biases[v]), x)
+                    # ReLU: x <= 0 -> +0 (NaN stays); ReLU6: x < 0 -> +0, x > 6 -> 6 (NaN and -0.0 stay)
+                    x = builder.select(builder.and_(relu, builder.fcmp_ordered("<=", x, zero)), zero, x)
+                    x = builder.select(builder.and_(relu6, builder.fcmp_ordered("<", x, zero)), zero, x)
+                    x = builder.select(builder.and_(relu6, builder.fcmp_ordered(">", x, six)), six, x)
+                    builder.call(store, [x, targets[r][v], ir.Constant(i32, 4), masks[v]])
+            builder.branch(stored)
+            builder.position_at_end(stored)
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return tile
+
+
+tile_6x4, tile_8x3, tile_12x2, tile_14x1 = (make_tile(TILE_ROWS[v], v) for v in (4, 3, 2, 1))
+tail_4x4, tail_4x3, tail_4x2, tail_4x1 = (make_tile(TAIL_ROWS, v) for v in (4, 3, 2, 1))
+row_1x4, row_1x3, row_1x2, row_1x1 = (make_tile(1, v) for v in (4, 3, 2, 1))
+_PANEL = PANEL_VECTORS * LANES
+# any strides (unit column strides are checked by _tiles.matmul); the operands read-only (a writeable array passes)
+_STACK = numba.float32[:, :, :]
+_READ_STACK = types.Array(types.float32, 3, "A", readonly=True)
+_READ_ROWS = types.Array(types.float32, 2, "A", readonly=True)
+
+
+@numba.njit(nogil=True, boundscheck=False)
+def product(a, b, c, bias, finish, k_block, chunk_bytes):  # pragma: no cover (compiled)
+    # c = a @ b: row chunks (A's block in L2), K blocks (later ones add), 64-column panels, then tiles: full
+    # height, 4 rows, 1 row (chunks are whole full tiles, so the thinner tiles run only at the end of a panel)
+    m, k = a.shape
+    n = c.shape[1]
+    blocks = (k + k_block - 1) // k_block
+    kc = (k + blocks - 1) // blocks
+    chunk = max(_CHUNK_MULTIPLE, chunk_bytes // (4 * kc) // _CHUNK_MULTIPLE * _CHUNK_MULTIPLE)
+    for i0 in range(0, m, chunk):
+        i1 = min(m, i0 + chunk)
+        for k0 in range(0, k, kc):
+            kn = min(kc, k - k0)
+            add = k0 > 0
+            finish_now = finish if k0 + kn == k else 0  # the finish with the last K block
+            for j in range(0, n, _PANEL):
+                vectors = min(4, (n - j + 15) // 16)
+                lanes = min(16, n - j - 16 * (vectors - 1))
+                i = i0
+                if vectors == 4:
+                    while i + 6 <= i1:
+                        tile_6x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 6
+                    while i + 4 <= i1:
+                        tail_4x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 4
+                    while i < i1:
+                        row_1x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 1
+                elif vectors == 3:
+                    while i + 8 <= i1:
+                        tile_8x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 8
+                    while i + 4 <= i1:
+                        tail_4x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 4
+                    while i < i1:
+                        row_1x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 1
+                elif vectors == 2:
+                    while i + 12 <= i1:
+                        tile_12x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 12
+                    while i + 4 <= i1:
+                        tail_4x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 4
+                    while i < i1:
+                        row_1x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 1
+                else:
+                    while i + 14 <= i1:
+                        tile_14x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 14
+                    while i + 4 <= i1:
+                        tail_4x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 4
+                    while i < i1:
+                        row_1x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now)
+                        i += 1
+
+
+@numba.njit(numba.void(_READ_STACK, _READ_STACK, _STACK, _READ_ROWS, numba.int64, numba.int64, numba.int64),
+            cache=cache_ok(), nogil=True, boundscheck=False)
+def driver(a3, b3, c3, biases, finish, k_block, chunk_bytes):  # pragma: no cover (compiled)
+    # biases: one row per matrix, or one row for all
+    step = 1 if biases.shape[0] > 1 else 0
+    for p in range(a3.shape[0]):
+        product(a3[p], b3[p], c3[p], biases[p * step], finish, k_block, chunk_bytes)

@@ -1,0 +1,169 @@
+"""Float32 matrix products in AVX-512 register tiles: the narrow GEMMs of convolutions, faster than numpy's BLAS.
+
+OpenBLAS runs the products of convolutions -- many rows, few columns (N = 16-64: a stem's [12544, 27] x [27, 32],
+MobileNetV2's projections to 24 channels, ShuffleNet's 34-channel groups) -- at 50-90 GFLOPS on one core; its
+kernels are tuned for large square products. Here each output tile of R rows x V vectors of 16 floats (6 x 4,
+8 x 3, 12 x 2 or 14 x 1: 24-28 accumulators of the 32 vector registers) is one loop over K that keeps every
+accumulator in a register: per k, V loads of B's row, then per tile row one broadcast of A's value and V fused
+multiply-adds. The loop is written in LLVM IR (numba intrinsics emitting ``<16 x float>`` vectors and
+``llvm.fma``), because numba's auto-vectoriser does not keep a register tile (a numba loop nest was 2.5-4x slower
+than OpenBLAS, docs/performance.md). Measured against numpy's single-threaded OpenBLAS on the products of the
+bench models (``bench/tile_gemm.py``): 0.6-0.95x its time for N <= 64, about even to 1.2x for K * N > 65536 --
+so :func:`wanted` takes the former only.
+
+The driver blocks like a small GEMM library: K in blocks of at most 256 (the B panel's block stays in L1; later
+blocks add to the output), rows in chunks whose A block stays in L2, columns in panels of 64 (the last vector of a
+row masked to N). A may have any row stride (a grouped convolution's channel slice), the output too (a slice of a
+concatenation); B's rows are read in whole vectors, so B must be readable up to ``16 * ceil(N / 16)`` columns:
+:func:`padded` makes such a matrix, and :func:`matmul` checks the buffer's bounds before it reads.
+
+Products are summed in K order with FMA (one rounding per step), like OpenBLAS's AVX-512 kernels; results agree
+with numpy's to float32 rounding, not bit for bit. Only with numba, an AVX-512 host (``avx512f``; without it the
+16-lane vectors would spill), and ``NNRT_ONNX_NUMBA`` not 0; elsewhere :func:`matmul` returns False and the
+caller uses numpy.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+import numpy as np
+
+LANES = 16  # float32 lanes of an AVX-512 vector: _tile_kernels.LANES (that module needs numba: not imported here)
+K_BLOCK = 256  # at most this many k per pass over a tile (a 64-column panel's block of B: 64 KiB)
+CHUNK_BYTES = 1 << 17  # rows per chunk: the chunk's A block (rows x K block floats) about this size
+MIN_COLUMNS, MAX_COLUMNS = 16, 64  # N: narrower wastes most lanes; wider, OpenBLAS's packing catches up
+MIN_DEPTH = 8  # K: shorter products are all load and store
+MIN_MULTIPLY_ADDS = 1 << 20  # a call's M * K * N (a stack's in all): smaller ones pay more in call overhead
+# with a finish (bias, activation) fused into the stores, against BLAS and the finish's pass over the output:
+MIN_FINISHED_COLUMNS = 8
+MAX_FINISHED_KN = 1 << 15  # wider than MAX_COLUMNS while K * N is at most this
+
+_LOCK = threading.Lock()
+_STATE: dict[str, object] = {}
+_PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
+_NO_BIAS = np.zeros((1, 1), np.float32)  # the bias argument without a bias (its masked loads never read it)
+
+
+def wanted(multiply_adds: int, k: int, n: int, finished: bool = False) -> bool:
+    """Whether a call of float32 products [M, k] x [k, n] (``multiply_adds``: M k n over the whole call) is one the
+    tiles run faster than single-threaded OpenBLAS, by shape (``bench/tile_gemm.py``, the module doc); with
+    ``finished``, where the tiles also apply a bias and activation that BLAS would leave to a pass over the
+    output (which makes the tiles 0.35-0.9x the time on most shapes, even on products they multiply slower).
+    Products OpenBLAS runs on its small-matrix kernel are the caller's to exclude (``_gemm.uses_tiles``)."""
+    if finished:
+        return n >= MIN_FINISHED_COLUMNS and k >= MIN_DEPTH and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN)
+    return MIN_COLUMNS <= n <= MAX_COLUMNS and k >= MIN_DEPTH and multiply_adds >= MIN_MULTIPLY_ADDS
+
+
+def padded_columns(n: int) -> int:
+    return -(-n // LANES) * LANES
+
+
+def padded(b: np.ndarray) -> np.ndarray:
+    """``b`` [..., K, N] as a view of a zero-padded [..., K, 16 * ceil(N / 16)] copy: the same values, each matrix
+    readable by the tiles' whole-vector loads. The view is remembered (while it lives), so that :func:`matmul`
+    skips the bounds check for it."""
+    n = b.shape[-1]
+    storage = np.zeros(b.shape[:-1] + (padded_columns(n),), dtype=b.dtype)
+    storage[..., :n] = b
+    view = storage[..., :n]
+    key = id(view)
+    _PADDED[key] = weakref.ref(view, lambda _, key=key: _PADDED.pop(key, None))
+    return view
+
+
+def _driver():
+    """The compiled driver, or None (no numba, no AVX-512, switched off)."""
+    if os.environ.get("NNRT_ONNX_NUMBA", "").strip() == "0":
+        return None
+    driver = _STATE.get("driver")
+    if driver is None:
+        with _LOCK:
+            driver = _STATE.get("driver")
+            if driver is None:
+                driver = _STATE["driver"] = _build() or False
+    return driver or None
+
+
+def available() -> bool:
+    return _driver() is not None
+
+
+def _buffer_end(array: np.ndarray) -> int:
+    """The address just past the memory ``array`` lives in (the owning array's buffer)."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.flags.c_contiguous or root.flags.f_contiguous:
+        return root.__array_interface__["data"][0] + root.nbytes
+    from numpy.lib.array_utils import byte_bounds
+    return byte_bounds(root)[1]
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias: np.ndarray | None = None,
+           activation: int = 0) -> bool:
+    """``out[...] = a @ b`` for float32 matrices (2-D) or stacks of them (3-D, one product per matrix) with unit
+    column strides (rows and matrices may be strided), in register tiles, then ``+ bias`` (a float32 [N] vector,
+    or [B, N]: one per matrix of a stack) and ``activation`` (0 none, 1 ReLU, 2 ReLU6) on each tile before it is
+    stored -- bit-identical to ``_accel.finish_rows`` after the product. False (``out`` untouched) where the tiles
+    cannot run: no driver, another dtype or layout, B not readable in whole vectors (see :func:`padded`), ``out``
+    overlapping an operand, an empty product."""
+    made = _PADDED.get(id(b))
+    made = made is not None and made() is b  # padded() made b: its rows are readable in whole vectors
+    if a.ndim == 2 and b.ndim == 2 and out.ndim == 2:
+        a, b, out = a[np.newaxis], b[np.newaxis], out[np.newaxis]
+    elif not a.ndim == b.ndim == out.ndim == 3:
+        return False
+    batch, m, k = a.shape
+    n = b.shape[2]
+    if (a.dtype != np.float32 or b.dtype != np.float32 or out.dtype != np.float32 or b.shape[:2] != (batch, k)
+            or out.shape != (batch, m, n) or not (batch and m and k and n)):
+        return False
+    for array in (a, b, out):
+        strides = array.strides
+        if strides[2] != 4 or strides[1] < 0 or strides[0] < 0 or strides[1] % 4 or strides[0] % 4:
+            return False
+    if not out.flags.writeable or np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        return False
+    if not made:
+        last_row = b.__array_interface__["data"][0] + (batch - 1) * b.strides[0] + (k - 1) * b.strides[1]
+        if last_row + 4 * padded_columns(n) > _buffer_end(b):  # whole-vector loads of the last row stay inside
+            return False
+    if bias is not None:
+        if bias.ndim == 1:
+            bias = bias[np.newaxis]  # one bias for every matrix
+        if bias.dtype != np.float32 or bias.shape not in ((batch, n), (1, n)) or bias.strides[1] != 4:
+            return False
+    if activation not in (0, 1, 2):
+        return False
+    driver = _driver()
+    if driver is None:
+        return False
+    finish = (bias is not None) | (activation << 1)
+    driver(a, b, out, _NO_BIAS if bias is None else bias, finish, K_BLOCK, CHUNK_BYTES)
+    return True
+
+
+def _build():
+    """The compiled driver of :mod:`._tile_kernels`, or None where it cannot run (see the module doc)."""
+    try:
+        import llvmlite.binding as llvm_binding
+    except ImportError:
+        return None
+    try:
+        if not llvm_binding.get_host_cpu_features().get("avx512f", False):
+            return None
+    except Exception:  # a host LLVM cannot describe: no tiles
+        return None
+    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
+        return None  # numba compiles for another CPU (portable caches): AVX-512 is not known to be there
+    try:
+        from ._tile_kernels import driver
+    except ImportError:
+        return None
+    return driver
+
+
+__all__ = ["available", "matmul", "padded", "padded_columns", "wanted"]
