@@ -652,11 +652,16 @@ def _build_winograd(numba):
                             vd[at + k] = q[s1 + k] - q[s3 + k]
                 t += tw
 
+    finish_row = _build_finish_row(numba)
+
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_out(m, out, r0, r1, tw, oh, ow, rows):  # pragma: no cover (compiled)
+    def transform_out(m, out, r0, r1, tw, oh, ow, rows, finishing, bias, has_bias, vectors, kinds, activation,
+                      addend, has_addend):  # pragma: no cover (compiled)
         # Y = A^T M A of every tile's m[:, t * O: (t + 1) * O] into its 2x2 output pixels that lie inside [OH, OW];
         # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: per tile row, the row combinations of the planes (whole tile rows,
-        # into ``rows`` [8, tw O]), then the column combinations into the output pixels
+        # into ``rows`` [8, tw O]), then the column combinations into the output pixels; with ``finishing``, each
+        # output row's finish (finish_rows' operations on a row of OW pixels: bias and vectors tiled OW times, the
+        # addend's matching row) while the row is in L1
         n, o = out.shape[0], out.shape[3]
         ou = unsigned(o)
         size = tw * o
@@ -693,6 +698,11 @@ def _build_winograd(numba):
                             for ch in range(o):
                                 k = unsigned(ch)
                                 pixels[dst + k] = p1[src + k] - p2[src + k] - p3[src + k]
+                    if finishing:
+                        if has_bias:
+                            for kk in range(ow * o):
+                                pixels[kk] = pixels[kk] + bias[kk]
+                        finish_row(pixels, vectors, kinds, activation, addend[b, y].ravel() if has_addend else pixels)
                 t += tw
 
     return transform_in, transform_out
@@ -702,10 +712,16 @@ def winograd_transforms():
     """(transform_in, transform_out) of F(2x2, 3x3) as compiled loops with only adds and subtracts (the transform
     matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw, rows)`` writes
     V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into the C-contiguous ``v`` [16, >= T C] (tile t's
-    channels at t C of each plane); ``transform_out(m, out, r0, r1, tw, oh, ow, rows)`` writes Y = A^T M A of ``m``
-    (laid out like ``v``, O per tile) into ``out``'s pixels inside [OH, OW]. ``rows``: float32 work arrays, [4,
-    (2 tw + 2) C] and [8, tw O]."""
+    channels at t C of each plane); ``transform_out(m, out, r0, r1, tw, oh, ow, rows, *finishing)`` writes
+    Y = A^T M A of ``m`` (laid out like ``v``, O per tile) into ``out``'s pixels inside [OH, OW], then finishes each
+    output row as :func:`finish_rows` would where ``finishing`` (``_finish.Finish.row_operands``; else
+    :data:`NO_ROW_FINISH`). ``rows``: float32 work arrays, [4, (2 tw + 2) C] and [8, tw O]."""
     return _get("winograd")
+
+
+# transform_out's trailing arguments for "no finish"
+NO_ROW_FINISH = (False, np.zeros(1, np.float32), False, np.zeros((0, 1), np.float32), np.zeros(0, np.int64), 0,
+                 np.zeros((1, 1, 1, 1), np.float32), False)
 
 
 def _build_im2col(numba):

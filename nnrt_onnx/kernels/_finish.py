@@ -57,6 +57,24 @@ class Finish:
             return None
         return (None if bias is None else np.ascontiguousarray(bias)), self.activation
 
+    def row_operands(self, c: int, width: int, dtype):
+        """The trailing arguments with which a compiled kernel finishes whole output rows of ``width`` pixels of
+        ``c`` channels itself, as this finish would (``_accel.winograd_transforms``' ``transform_out``): (True,
+        bias, has_bias, vectors, kinds, activation, addend, has_addend), the vectors tiled ``width`` times; None
+        where the compiled finish cannot run (another dtype, several addends, an addend not C-contiguous) or there
+        is nothing to do."""
+        if self.bias is None and not self.post and not self.activation:
+            return None
+        vectors = ([] if self.bias is None else [self.bias]) + [v for name, v in self.post if name != "addend"]
+        if any(v.dtype != dtype for v in vectors) or len(self._addends) > 1:
+            return None
+        addend = self._addends[0] if self._addends else None
+        if addend is not None and (addend.dtype != dtype or not addend.flags.c_contiguous or addend.ndim != 4):
+            return None
+        bias, has_bias, tiled, kinds = self._operands(c, dtype, width)
+        return (True, bias, has_bias, tiled, kinds, self.activation,
+                np.zeros((1, 1, 1, 1), dtype) if addend is None else addend, addend is not None)
+
     def _operands(self, c: int, dtype, k: int):
         """The compiled pass's operands for rows of ``k`` times ``c`` values (the vectors repeated ``k`` times)."""
         post = tuple((name, None if name == "addend" else np.tile(vector, k)) for name, vector in self.post)

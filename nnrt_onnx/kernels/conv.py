@@ -265,13 +265,16 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
                           for name, k in (("wino_v", c), ("wino_m", o)))
         rows_in = _scratch("wino_rows_in", (4, (2 * tw + 2) * c), np.float32)
         rows_out = _scratch("wino_rows_out", (8, tw * o), np.float32)
+        # the finish row by row inside transform_out, where the compiled finish can run (else block by block)
+        row_finish = finish.row_operands(o, ow, np.float32) if out.flags.c_contiguous else None
         for r0 in range(0, th, rows):
             r1 = min(th, r0 + rows)
             t = n * (r1 - r0) * tw
             transform_in(xp, v_full, r0, r1, tw, rows_in)
             _gemm.batched_matmul_into(v_full[:, : t * c].reshape(16, t, c), u, m_full[:, : t * o].reshape(16, t, o))
-            transform_out(m_full, out, r0, r1, tw, oh, ow, rows_out)
-            finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
+            transform_out(m_full, out, r0, r1, tw, oh, ow, rows_out, *(row_finish or _accel.NO_ROW_FINISH))
+            if row_finish is None:
+                finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
         return out
     d_full = _scratch("wino_d", (16, n * rows * tw * c), np.float32)
     v_full = _scratch("wino_v", (16, n * rows * tw * c), np.float32)

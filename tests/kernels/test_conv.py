@@ -417,6 +417,42 @@ def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, 
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,out_c,activation", [
+    ((1, 11, 13, 64), 48, 1),  # odd output sizes: a last tile row and column half outside
+    ((2, 12, 12, 32), 16, 2),  # batch 2, 16 channels
+])
+def test_winograd_finishes_rows_inside_its_output_transform(monkeypatch, shape, out_c, activation):
+    # transform_out finishing each output row (bias, the plan's MUL/ADD vectors, a residual addend, the activation)
+    # is bit-identical to the finish pass over each block after it; both against the float64 direct convolution
+    from nnrt_onnx.kernels import _accel
+    from nnrt_onnx.kernels import _finish as finish_module
+    from nnrt_onnx.kernels import conv as conv_kernels
+
+    if _accel.winograd_transforms() is None:
+        pytest.skip("numba is off or not installed")
+    rng = np.random.default_rng(sum(shape) + out_c)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((out_c, 3, 3, shape[3])) / np.sqrt(9 * shape[3])).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    scale, shift = (rng.standard_normal(out_c).astype(np.float32) for _ in range(2))
+    oh, ow = shape[1], shape[2]
+    addend = rng.standard_normal((shape[0], oh, ow, out_c)).astype(np.float32)
+    post = (("mul", scale), ("add", shift), ("addend", addend))
+    monkeypatch.setattr(conv_kernels, "_WINO_BLOCK_BYTES", 1)  # blocks of one tile row
+    monkeypatch.setattr(conv_kernels, "_WINO_WEIGHT_MULTIPLE", 0)
+    calls = []
+    real = finish_module.Finish.row_operands
+    monkeypatch.setattr(finish_module.Finish, "row_operands", lambda *a: calls.append(1) or real(*a))
+    fused = conv_kernels._winograd_3x3(x, w, (1, 1, 1, 1), (oh, ow), b, activation, np.empty_like(addend), post)
+    assert calls  # the fused finish is the path under test
+    monkeypatch.setattr(finish_module.Finish, "row_operands", lambda *a: None)
+    separate = conv_kernels._winograd_3x3(x, w, (1, 1, 1, 1), (oh, ow), b, activation, np.empty_like(addend), post)
+    np.testing.assert_array_equal(fused.view(np.uint32), separate.view(np.uint32))
+    want = _direct_conv_f64(x, w, b, (1, 1, 1, 1)) * scale + shift + addend
+    want = np.maximum(want, 0) if activation == 1 else np.clip(want, 0, 6)
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # kn2row: stride-1 convolutions with few output channels as one GEMM against every tap's weights and a compiled
 # gather, against the same float64 direct convolution
