@@ -20,6 +20,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   small_gemm   narrow GEMMs in row blocks that run on OpenBLAS's small-matrix kernel (off: one call each)
   tiles        products in AVX-512 register tiles (kernels/_tiles.py; off: numpy's BLAS)
   row_finish   Winograd's output transform finishing each output row (off: a finish pass per block)
+  direct       convolutions read straight from their padded input in register tiles (off: im2col + GEMM)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
                switch, so the two sides are two compiled plans of the same model)
@@ -40,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
-            "im2col", "small_gemm", "tiles", "row_finish", "numba", "residual", "fusion")
+            "im2col", "small_gemm", "tiles", "row_finish", "direct", "numba", "residual", "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -92,6 +93,9 @@ def _setter(switch: str):
     if switch == "tiles":
         original = _tiles.available
         return lambda on: setattr(_tiles, "available", original if on else declined)
+    if switch == "direct":
+        original = conv._direct_in_tiles
+        return lambda on: setattr(conv, "_direct_in_tiles", original if on else declined)
     if switch == "row_finish":
         original = _finish.Finish.row_operands
         return lambda on: setattr(_finish.Finish, "row_operands", original if on else (lambda *_args: None))

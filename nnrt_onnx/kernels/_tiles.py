@@ -43,6 +43,7 @@ MAX_FINISHED_KN = 1 << 15  # wider than MAX_COLUMNS while K * N is at most this
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 _PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
+_COUNTING: dict[int, np.ndarray] = {}  # k -> 0, 1, ..., k - 1
 _NO_BIAS = np.zeros((1, 1), np.float32)  # the bias argument without a bias (its masked loads never read it)
 
 
@@ -110,16 +111,47 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias: np.ndarray | Non
     stored -- bit-identical to ``_accel.finish_rows`` after the product. False (``out`` untouched) where the tiles
     cannot run: no driver, another dtype or layout, B not readable in whole vectors (see :func:`padded`), ``out``
     overlapping an operand, an empty product."""
+    if a.ndim == 2 and b.ndim == 2 and out.ndim == 2:
+        a, out = a[np.newaxis], out[np.newaxis]
+    elif not (a.ndim == b.ndim == out.ndim == 3 and b.shape[0] == a.shape[0]):
+        return False
+    return _run(a, None, b, out, bias, activation)
+
+
+def gathered_matmul(windows: np.ndarray, columns: np.ndarray, b: np.ndarray, out: np.ndarray,
+                    bias: np.ndarray | None = None, activation: int = 0) -> bool:
+    """:func:`matmul` of the matrices ``windows[p][:, columns]`` without making them: ``windows`` [P, M, S] is a
+    float32 view whose rows start where each row of A's values lie (a convolution: each output pixel's window in
+    its padded input), ``columns`` (int64 [K], each in [0, S)) the offset of A's column k in such a row; ``b``
+    [K, N] (or [P, K, N]). A convolution straight from its input, without an im2col copy."""
+    if windows.ndim != 3 or out.ndim != 3 or columns.dtype != np.int64 or columns.ndim != 1:
+        return False
+    if not columns.size or columns.min() < 0 or columns.max() >= windows.shape[2]:
+        return False
+    return _run(windows, np.ascontiguousarray(columns), b if b.ndim == 3 else b[np.newaxis], out, bias, activation)
+
+
+def _counting(k: int) -> np.ndarray:
+    """0, 1, ..., k - 1: the columns of a plain product (cached)."""
+    columns = _COUNTING.get(k)
+    if columns is None:
+        columns = np.arange(k, dtype=np.int64)
+        columns.flags.writeable = False
+        if len(_COUNTING) < 4096:
+            _COUNTING[k] = columns
+    return columns
+
+
+def _run(a, columns, b, out, bias, activation) -> bool:
     made = _PADDED.get(id(b))
     made = made is not None and made() is b  # padded() made b: its rows are readable in whole vectors
-    if a.ndim == 2 and b.ndim == 2 and out.ndim == 2:
-        a, b, out = a[np.newaxis], b[np.newaxis], out[np.newaxis]
-    elif not a.ndim == b.ndim == out.ndim == 3:
-        return False
-    batch, m, k = a.shape
+    if b.ndim == 2:
+        b = b[np.newaxis]
+    batch, m = a.shape[:2]
+    k = a.shape[2] if columns is None else columns.shape[0]
     n = b.shape[2]
-    if (a.dtype != np.float32 or b.dtype != np.float32 or out.dtype != np.float32 or b.shape[:2] != (batch, k)
-            or out.shape != (batch, m, n) or not (batch and m and k and n)):
+    if (a.dtype != np.float32 or b.dtype != np.float32 or out.dtype != np.float32 or b.shape[0] not in (1, batch)
+            or b.shape[1] != k or out.shape != (batch, m, n) or not (batch and m and k and n)):
         return False
     for array in (a, b, out):
         strides = array.strides
@@ -128,7 +160,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias: np.ndarray | Non
     if not out.flags.writeable or np.may_share_memory(out, a) or np.may_share_memory(out, b):
         return False
     if not made:
-        last_row = b.__array_interface__["data"][0] + (batch - 1) * b.strides[0] + (k - 1) * b.strides[1]
+        last_row = b.__array_interface__["data"][0] + (b.shape[0] - 1) * b.strides[0] + (k - 1) * b.strides[1]
         if last_row + 4 * padded_columns(n) > _buffer_end(b):  # whole-vector loads of the last row stay inside
             return False
     if bias is not None:
@@ -142,7 +174,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias: np.ndarray | Non
     if driver is None:
         return False
     finish = (bias is not None) | (activation << 1)
-    driver(a, b, out, _NO_BIAS if bias is None else bias, finish, K_BLOCK, CHUNK_BYTES)
+    driver(a, b, out, _NO_BIAS if bias is None else bias, finish, _counting(k) if columns is None else columns,
+           columns is not None, K_BLOCK, CHUNK_BYTES)
     return True
 
 
@@ -166,4 +199,4 @@ def _build():
     return driver
 
 
-__all__ = ["available", "matmul", "padded", "padded_columns", "wanted"]
+__all__ = ["available", "gathered_matmul", "matmul", "padded", "padded_columns", "wanted"]

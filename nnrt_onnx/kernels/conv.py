@@ -401,6 +401,47 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
 _KN2ROW_BLOCK_BYTES = 1 << 22  # products of a block of input rows (4 MiB: DenseNet's 56x56 layers in one block)
 
 
+_DIRECT_MIN_WIDTH = 14  # output rows narrower than this are mostly the tiles' thin tail tiles: im2col + GEMM
+
+
+def _direct_offsets(w: np.ndarray, row_values: int, d_h: int, d_w: int) -> np.ndarray:
+    """The offset of each weight (kH, kW, C order) from its window's first value in an NHWC image whose rows hold
+    ``row_values`` values: i d_h W C + j d_w C + ch."""
+    _, kh, kw, c = w.shape
+    rows = np.arange(kh, dtype=np.int64)[:, None, None] * (d_h * row_values)
+    return (rows + np.arange(kw, dtype=np.int64)[None, :, None] * (d_w * c)
+            + np.arange(c, dtype=np.int64)[None, None, :]).reshape(-1)
+
+
+def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
+    """A one-group convolution of one padded image ``xp`` [1, Hp, Wp, C] straight from it in register tiles, no
+    im2col copy (``_tiles.gathered_matmul``: each output pixel's window read at the weights' offsets), its
+    finish fused where the tiles can apply it; False (nothing written) where the tiles do not take it."""
+    n, hp, wp, c = xp.shape
+    o, kh, kw, _ = w.shape
+    oh, ow = out_size
+    s_h, s_w = strides
+    d_h, d_w = dilation
+    if (n != 1 or ow < _DIRECT_MIN_WIDTH or xp.dtype != np.float32 or w.dtype != np.float32
+            or not out.flags.c_contiguous or not _gemm.uses_tiles(oh * ow, kh * kw * c, o, xp.dtype, finished=True)):
+        return False
+    xp = np.ascontiguousarray(xp)
+    span = ((kh - 1) * d_h * wp + (kw - 1) * d_w) * c + c  # a window's extent in the flat image
+    if ((oh - 1) * s_h * wp + (ow - 1) * s_w) * c + span > xp.size:  # (never, by the geometry: checked anyway)
+        return False
+    item = xp.itemsize
+    windows = as_strided(xp, (oh, ow, span), (s_h * wp * c * item, s_w * c * item, item), writeable=False)
+    columns = _packed(w, ("direct", wp, d_h, d_w), lambda a: _direct_offsets(a, wp * c, d_h, d_w))
+    wmat, target = _packed_matrix(w, o, w.dtype), out.reshape(oh, ow, o)
+    epilogue = finish.tile_epilogue()
+    if epilogue is not None:
+        return _tiles.gathered_matmul(windows, columns, wmat, target, *epilogue)
+    if not _tiles.gathered_matmul(windows, columns, wmat, target):
+        return False
+    finish(out)
+    return True
+
+
 def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activation=0, out=None, post=()):
     """Grouped 2-D convolution, NHWC, weight [O, kH, kW, C/group]; ``out_size`` (OH, OW) is :func:`_conv_geometry`'s.
     Bias and fused activation are applied in place (block by block where the convolution is blocked); ``out``,
@@ -440,6 +481,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
     if group == 1:
         k = kh * kw * c
+        if _direct_in_tiles(xp, w, out, strides, dilation, out_size, Finish(bias, post, activation)):
+            return out
         if d_w == 1:  # a kernel row's kW * C values are contiguous in NHWC: copy them as one inner run
             xp = np.ascontiguousarray(xp)
             sn, sh, sw, sc = xp.strides

@@ -915,7 +915,10 @@ def test_tiles_decline_what_they_cannot_run():
 @pytest.mark.parametrize("shape,out_c,kernel,stride,pads,group,method", [
     ((1, 40, 38, 16), 24, (1, 1), 1, (0, 0, 0, 0), 1, None),  # 1x1 to 24 channels: one tiled product, finished
     ((1, 41, 39, 16), 40, (1, 1), 2, (0, 0, 0, 0), 1, None),  # 1x1 stride 2
-    ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # a stem: im2col blocks, finished in the tiles
+    ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # a stem, straight from the padded input (no im2col)
+    ((1, 48, 47, 3), 24, (7, 7), 2, (3, 3, 3, 3), 1, None),  # a 7x7/2 stem
+    ((1, 33, 30, 16), 40, (5, 3), 1, (2, 2, 1, 1), 1, None),  # 5x3, no special method
+    ((1, 29, 30, 16), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # 3x3/2 (MobileNet's, ResNet's downsampling)
     ((1, 30, 29, 136), 136, (1, 1), 1, (0, 0, 0, 0), 4, None),  # grouped 1x1 (ShuffleNet): strided groups
     ((1, 17, 19, 24), 48, (3, 3), 1, (1, 1, 1, 1), 2, None),  # grouped 3x3: a stack of im2col products
     ((1, 60, 41, 32), 8, (3, 1), 1, (1, 1, 0, 0), 1, "kn2row"),  # kn2row's bare product, N = 3 taps x 8
@@ -933,8 +936,9 @@ def test_conv_paths_in_register_tiles_match_float64(monkeypatch, shape, out_c, k
         pytest.skip("numba is off: no kn2row, and Winograd's blocks are the numpy path's")
     monkeypatch.setattr(_gemm, "single_threaded", lambda: True)  # the runtime's one-thread policy
     calls = []
-    real = _tiles.matmul
+    real, real_gathered = _tiles.matmul, _tiles.gathered_matmul
     monkeypatch.setattr(_tiles, "matmul", lambda *a: calls.append(a[3:]) or real(*a))
+    monkeypatch.setattr(_tiles, "gathered_matmul", lambda *a: calls.append(a[4:]) or real_gathered(*a))
     kh, kw = kernel
     c = shape[3]
     rng = np.random.default_rng(sum(shape) + out_c + kh + group)
@@ -989,3 +993,54 @@ def test_tiles_rule(monkeypatch):
     monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
     monkeypatch.setattr(_tiles, "available", lambda: False)
     assert not _gemm.uses_tiles(3136, 144, 24, F32)
+
+
+@pytest.mark.parametrize("kernel,stride,dilation,pads", [
+    ((3, 3), (2, 2), (1, 1), (0, 1, 0, 1)),  # 3x3/2, pads on one side
+    ((3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),  # dilated: the window's columns are C apart, not contiguous
+    ((1, 5), (1, 2), (1, 1), (0, 0, 2, 2)),  # 1x5, unequal strides
+    ((4, 2), (3, 1), (1, 3), (1, 2, 3, 0)),  # even kernel, both dilations and strides uneven
+])
+def test_direct_convolution_in_tiles_matches_float64(monkeypatch, kernel, stride, dilation, pads):
+    # _direct_in_tiles: every kernel, stride and dilation read straight from the padded input at the weights'
+    # offsets, finished in the tiles (bias, ReLU6) or, with the plan's fused operations, by the finish pass after
+    from nnrt_onnx.kernels import conv as conv_kernels
+
+    _tiles = _tiles_or_skip()
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    calls = []
+    real = _tiles.gathered_matmul
+    monkeypatch.setattr(_tiles, "gathered_matmul", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(sum(kernel) + sum(stride) + sum(dilation))
+    kh, kw = kernel
+    x = rng.standard_normal((1, 37, 41, 12)).astype(np.float32)
+    w = (rng.standard_normal((20, kh, kw, 12)) / np.sqrt(kh * kw * 12)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    pt, pb, pl, pr = pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh = (xp.shape[1] - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (xp.shape[2] - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    want = np.zeros((1, oh, ow, 20)) + b
+    for i in range(kh):
+        for j in range(kw):
+            rows = xp[:, i * dilation[0]: i * dilation[0] + (oh - 1) * stride[0] + 1: stride[0],
+                      j * dilation[1]: j * dilation[1] + (ow - 1) * stride[1] + 1: stride[1]]
+            want += rows @ w[:, i, j, :].astype(np.float64).T
+    got = conv_kernels._conv_core(x, w, stride, dilation, pads, 1, (oh, ow), b, 2)
+    assert calls
+    np.testing.assert_allclose(got, np.clip(want, 0, 6), rtol=1e-5, atol=1e-5)
+    scale = rng.standard_normal(20).astype(np.float32)
+    addend = rng.standard_normal((1, oh, ow, 20)).astype(np.float32)
+    got = conv_kernels._conv_core(x, w, stride, dilation, pads, 1, (oh, ow), b, 1,
+                                  post=(("mul", scale), ("addend", addend)))
+    np.testing.assert_allclose(got, np.maximum(want * scale + addend, 0), rtol=1e-5, atol=1e-5)
+    assert len(calls) == 2
+
+
+def test_direct_offsets_by_hand():
+    # a 2x2 kernel over 3 channels, dilations (2, 3), in an image of rows of 10 pixels (30 values)
+    from nnrt_onnx.kernels.conv import _direct_offsets
+
+    w = np.zeros((1, 2, 2, 3), np.float32)
+    want = [0, 1, 2, 9, 10, 11, 60, 61, 62, 69, 70, 71]  # (i 2 * 30) + (j 3 * 3) + ch
+    assert _direct_offsets(w, 30, 2, 3).tolist() == want
