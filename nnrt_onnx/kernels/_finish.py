@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _accel
+from . import _accel, _tiles
 
 _POST_UFUNCS = {"mul": np.multiply, "add": np.add}
 _FLAT_ROW = 256  # values per row of the compiled pass where a block's rows are shorter than _FLAT_BELOW (Finish)
@@ -48,14 +48,18 @@ class Finish:
         # likewise
         self._compiled = None
 
-    def tile_epilogue(self):
-        """(bias or None, activation) for register tiles to apply as they store a product (``_tiles.matmul``, the
-        same float operations as this finish), or None where this finish does more (post operations) or its bias
-        is not a float32 vector."""
-        bias = self.bias
-        if self.post or (bias is not None and (bias.dtype != np.float32 or bias.ndim != 1)):
+    def tile_finish(self, columns: int, view, groups: int = 1):
+        """This finish as register tiles apply it while they store a product (``_tiles.tile_finish``: the same
+        float operations), or None where they cannot: more than two MUL/ADD vectors, a residual addend that is not
+        the last operation, another dtype. ``view`` lays a tensor shaped like the kernel's output out like the
+        product's output (the addend goes through it); ``groups``: the product is a stack of that many matrices,
+        one group's channels each."""
+        vectors = list(self.post)
+        addend = vectors.pop()[1] if vectors and vectors[-1][0] == "addend" else None
+        if any(name == "addend" for name, _ in vectors):
             return None
-        return (None if bias is None else np.ascontiguousarray(bias)), self.activation
+        return _tiles.tile_finish(columns, self.bias, self.activation, vectors,
+                                  None if addend is None else view(addend), groups)
 
     def row_operands(self, c: int, width: int, dtype):
         """The trailing arguments with which a compiled kernel finishes whole output rows of ``width`` pixels of

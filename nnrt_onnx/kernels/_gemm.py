@@ -122,17 +122,14 @@ def batched_matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.nda
     return np.matmul(a, b, out=out)
 
 
-def matmul_finished(a: np.ndarray, b: np.ndarray, out: np.ndarray, finish, stacked_bias: bool = False) -> bool:
+def matmul_finished(a: np.ndarray, b: np.ndarray, out: np.ndarray, finish, view, groups: int = 1) -> bool:
     """``out[...] = a @ b`` (2-D, or 3-D stacks) with ``finish`` (a ``_finish.Finish``) applied by the register
-    tiles as they store -- no second pass over ``out``; ``stacked_bias``: the finish's bias holds one vector per
-    matrix of the stack, one after the other (a grouped convolution's). False, with nothing written, where that
-    cannot be (the product does not run in tiles, or the finish does more than bias and activation): the caller
-    then multiplies and finishes."""
-    epilogue = finish.tile_epilogue()
+    tiles as they store -- no second pass over ``out``; ``view`` lays a tensor shaped like the finish's output out
+    like ``out`` (for a residual addend), ``groups``: a stack of that many matrices, one group's channels each.
+    False, with nothing written, where that cannot be (the product does not run in tiles, or the tiles cannot apply
+    this finish): the caller then multiplies and finishes."""
     batch = a.shape[0] if a.ndim == 3 else 1
-    if epilogue is None or not uses_tiles(a.shape[-2], a.shape[-1], b.shape[-1], out.dtype, batch, finished=True):
+    if not uses_tiles(a.shape[-2], a.shape[-1], b.shape[-1], out.dtype, batch, finished=True):
         return False
-    bias, activation = epilogue
-    if bias is not None and stacked_bias:
-        bias = bias.reshape(a.shape[0], -1)
-    return _tiles.matmul(a, b, out, bias, activation)
+    tile_finish = finish.tile_finish(batch * b.shape[-1] if groups > 1 else b.shape[-1], view, groups)
+    return tile_finish is not None and _tiles.matmul(a, b, out, tile_finish)

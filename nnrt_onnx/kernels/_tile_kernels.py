@@ -11,12 +11,19 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ._numba_cache import cache_ok
-
-LANES = 16  # float32 lanes of an AVX-512 vector
-TILE_ROWS = {1: 14, 2: 12, 3: 8, 4: 6}  # rows of a full tile by vectors per row (accumulators <= 28 of 32 registers)
-TAIL_ROWS = 4  # the last rows of a panel: tiles of 4 rows (4 V >= 8 independent sums hide FMA latency), then 1
-PANEL_VECTORS = 4  # columns per panel: 64
-_CHUNK_MULTIPLE = 168  # chunks are whole tiles for every tile height (lcm of 14, 12, 8, 6)
+from ._tile_layout import (
+    CHUNK_MULTIPLE,
+    FINISH_ACTIVATION_MASK,
+    FINISH_ACTIVATION_SHIFT,
+    FINISH_ADD,
+    FINISH_ADDEND_SHIFT,
+    FINISH_MULTIPLY,
+    FINISH_VECTOR_SHIFT,
+    LANES,
+    PANEL_VECTORS,
+    TAIL_ROWS,
+    TILE_ROWS,
+)
 
 f32 = ir.FloatType()
 i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -42,28 +49,30 @@ def element(builder, base, row, stride, column):
     return builder.gep(row_start, [column])
 
 
-def arrays_bias(context, builder, sig, args):
-    """The ``bias`` argument of a tile intrinsic as numba's array structure."""
-    return context.make_array(sig.args[9])(context, builder, args[9])
+def argument_array(context, builder, sig, args, position):
+    """Argument ``position`` of an intrinsic as numba's array structure."""
+    return context.make_array(sig.args[position])(context, builder, args[position])
 
 
 def make_tile(rows: int, vectors: int, gathered: bool):
-    """An intrinsic ``tile(a, b, c, i, j, k0, kn, lanes, add, bias, finish, columns)``: c[i:i+rows, j:j+16 vectors]
-    = (c's values if add else 0) + a[i:i+rows, columns[k0:k0+kn]] @ b[k0:k0+kn, j:j+16 vectors] (``columns``: A's
-    column of each k, a window's offsets for a convolution read straight from its input; read only by the
-    ``gathered`` variant -- the plain one reads a[i:i+rows, k0:k0+kn], one pointer walking each row, 1.5x faster
-    at small K), the sums in registers (one accumulator vector per row and vector, starting from c's values or
-    zero), the last vector's loads and stores masked to its first ``lanes`` lanes; then, before the store,
-    ``finish``: bit 0 adds ``bias[j:]``, ``finish >> 1`` is the activation (1 ReLU, 2 ReLU6) -- the float
-    operations of ``_accel.finish_rows``, so bit-identical to a finish pass after the product."""
+    """An intrinsic ``tile(a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend)``: c[i:i+rows,
+    j:j+16 vectors] = (c's values if add else 0) + a[i:i+rows, columns[k0:k0+kn]] @ b[k0:k0+kn, j:j+16 vectors]
+    (``columns``: A's column of each k, a window's offsets for a convolution read straight from its input; read
+    only by the ``gathered`` variant -- the plain one reads a[i:i+rows, k0:k0+kn], one pointer walking each row,
+    1.5x faster at small K), the sums in registers (one accumulator vector per row and vector, starting from c's
+    values or zero), the last vector's loads and stores masked to its first ``lanes`` lanes; then, before the
+    store, the ``finish`` (its code: _tile_layout's FINISH_* bits): the bias (``table[0, j:]``), up to two
+    per-column vectors (``table[1]``, ``table[2]``, each multiplied or added), the ``addend``'s matching element,
+    the activation -- the float operations of ``_accel.finish_rows`` in its order, so bit-identical to a finish
+    pass after the product."""
 
     @intrinsic
-    def tile(typingctx, a, b, c, i, j, k0, kn, lanes, add, bias, finish, columns):
-        signature = types.none(a, b, c, i, j, k0, kn, lanes, add, bias, finish, columns)
+    def tile(typingctx, a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend):
+        signature = types.none(a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend)
 
         def codegen(context, builder, sig, args):
             arrays = [context.make_array(t)(context, builder, v) for t, v in zip(sig.args[:3], args[:3])]
-            i_, j_, k0_, kn_, lanes_, add_, _, finish_, _ = args[3:]
+            i_, j_, k0_, kn_, lanes_, add_, _, finish_, _, _ = args[3:]
             columns = builder.gep(context.make_array(sig.args[11])(context, builder, args[11]).data, [k0_])
             a_stride, b_stride, c_stride = (cgutils.unpack_tuple(builder, x.strides)[0] for x in arrays)
             a_base, b_base, c_base = (builder.bitcast(x.data, i8p) for x in arrays)
@@ -153,19 +162,43 @@ def make_tile(rows: int, vectors: int, gathered: bool):
             builder.branch(stored)
 
             builder.position_at_end(finishing)  # branch-free selects on the finish's flags
-            has_bias = splat(builder, builder.trunc(finish_code, i1), mask_type)
-            activation = builder.lshr(finish_code, ir.Constant(i32, 1))
-            relu = splat(builder, builder.icmp_signed("==", activation, ir.Constant(i32, 1)), mask_type)
-            relu6 = splat(builder, builder.icmp_signed("==", activation, ir.Constant(i32, 2)), mask_type)
-            bias_start = element(builder, builder.bitcast(arrays_bias(context, builder, sig, args).data, i8p),
-                                 ir.Constant(i64, 0), ir.Constant(i64, 0), j_)
-            biases = [builder.call(load, [builder.gep(bias_start, [ir.Constant(i64, LANES * v)]), ir.Constant(i32, 4),
-                                          builder.and_(masks[v], has_bias), zero]) for v in range(vectors)]
+
+            def flag(shift, mask, value):  # splat(((finish_code >> shift) & mask) == value)
+                bits = builder.and_(builder.lshr(finish_code, ir.Constant(i32, shift)), ir.Constant(i32, mask))
+                return splat(builder, builder.icmp_signed("==", bits, ir.Constant(i32, value)), mask_type)
+
+            has_bias = flag(0, 1, 1)
+            relu = flag(FINISH_ACTIVATION_SHIFT, FINISH_ACTIVATION_MASK, 1)
+            relu6 = flag(FINISH_ACTIVATION_SHIFT, FINISH_ACTIVATION_MASK, 2)
+            multiplies = [flag(shift, 3, FINISH_MULTIPLY) for shift in FINISH_VECTOR_SHIFT]
+            adds = [flag(shift, 3, FINISH_ADD) for shift in FINISH_VECTOR_SHIFT]
+            has_addend = flag(FINISH_ADDEND_SHIFT, 1, 1)
+            table = argument_array(context, builder, sig, args, 9)
+            table_stride = cgutils.unpack_tuple(builder, table.strides)[0]
+            table_base = builder.bitcast(table.data, i8p)
+
+            def row_vectors(row, wanted):  # the table row's values for the tile's columns (no read where unwanted)
+                start = element(builder, table_base, ir.Constant(i64, row), table_stride, j_)
+                return [builder.call(load, [builder.gep(start, [ir.Constant(i64, LANES * v)]), ir.Constant(i32, 4),
+                                            builder.and_(masks[v], wanted), zero]) for v in range(vectors)]
+
+            biases = row_vectors(0, has_bias)
+            operands = [row_vectors(1 + slot, builder.or_(multiplies[slot], adds[slot])) for slot in range(2)]
+            addend_array = argument_array(context, builder, sig, args, 12)
+            addend_stride = cgutils.unpack_tuple(builder, addend_array.strides)[0]
+            addend_base = builder.bitcast(addend_array.data, i8p)
             six = ir.Constant(vec, [6.0] * LANES)
             for r in range(rows):
+                addend_row = element(builder, addend_base, builder.add(i_, ir.Constant(i64, r)), addend_stride, j_)
                 for v in range(vectors):
                     x = results[r][v]
                     x = builder.select(has_bias, builder.fadd(x, biases[v]), x)
+                    for slot in range(2):
+                        x = builder.select(multiplies[slot], builder.fmul(x, operands[slot][v]), x)
+                        x = builder.select(adds[slot], builder.fadd(x, operands[slot][v]), x)
+                    residual = builder.call(load, [builder.gep(addend_row, [ir.Constant(i64, LANES * v)]),
+                                                   ir.Constant(i32, 4), builder.and_(masks[v], has_addend), zero])
+                    x = builder.select(has_addend, builder.fadd(x, residual), x)
                     # ReLU: x <= 0 -> +0 (NaN stays); ReLU6: x < 0 -> +0, x > 6 -> 6 (NaN and -0.0 stay)
                     x = builder.select(builder.and_(relu, builder.fcmp_ordered("<=", x, zero)), zero, x)
                     x = builder.select(builder.and_(relu6, builder.fcmp_ordered("<", x, zero)), zero, x)
@@ -184,7 +217,6 @@ _PANEL = PANEL_VECTORS * LANES
 # any strides (unit column strides are checked by _tiles.matmul); the operands read-only (a writeable array passes)
 _STACK = numba.float32[:, :, :]
 _READ_STACK = types.Array(types.float32, 3, "A", readonly=True)
-_READ_ROWS = types.Array(types.float32, 2, "A", readonly=True)
 _READ_COLUMNS = types.Array(types.int64, 1, "C", readonly=True)
 
 
@@ -196,14 +228,14 @@ def make_product(gathered: bool):
     row_1x4, row_1x3, row_1x2, row_1x1 = (make_tile(1, v, gathered) for v in (4, 3, 2, 1))
 
     @numba.njit(nogil=True, boundscheck=False)
-    def product(a, b, c, bias, finish, columns, k_block, chunk_bytes):  # pragma: no cover (compiled)
+    def product(a, b, c, table, finish, columns, addend, k_block, chunk_bytes):  # pragma: no cover (compiled)
         # c = a @ b: row chunks (A's block in L2), K blocks (later ones add), 64-column panels, then tiles: full
         # height, 4 rows, 1 row (chunks are whole full tiles, so the thinner tiles run only at the end of a panel)
         m, n = c.shape
         k = columns.shape[0]
         blocks = (k + k_block - 1) // k_block
         kc = (k + blocks - 1) // blocks
-        chunk = max(_CHUNK_MULTIPLE, chunk_bytes // (4 * kc) // _CHUNK_MULTIPLE * _CHUNK_MULTIPLE)
+        chunk = max(CHUNK_MULTIPLE, chunk_bytes // (4 * kc) // CHUNK_MULTIPLE * CHUNK_MULTIPLE)
         for i0 in range(0, m, chunk):
             i1 = min(m, i0 + chunk)
             for k0 in range(0, k, kc):
@@ -216,43 +248,43 @@ def make_product(gathered: bool):
                     i = i0
                     if vectors == 4:
                         while i + 6 <= i1:
-                            tile_6x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tile_6x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 6
                         while i + 4 <= i1:
-                            tail_4x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tail_4x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 4
                         while i < i1:
-                            row_1x4(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            row_1x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 1
                     elif vectors == 3:
                         while i + 8 <= i1:
-                            tile_8x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tile_8x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 8
                         while i + 4 <= i1:
-                            tail_4x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tail_4x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 4
                         while i < i1:
-                            row_1x3(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            row_1x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 1
                     elif vectors == 2:
                         while i + 12 <= i1:
-                            tile_12x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tile_12x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 12
                         while i + 4 <= i1:
-                            tail_4x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tail_4x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 4
                         while i < i1:
-                            row_1x2(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            row_1x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 1
                     else:
                         while i + 14 <= i1:
-                            tile_14x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tile_14x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 14
                         while i + 4 <= i1:
-                            tail_4x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            tail_4x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 4
                         while i < i1:
-                            row_1x1(a, b, c, i, j, k0, kn, lanes, add, bias, finish_now, columns)
+                            row_1x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                             i += 1
 
     return product
@@ -262,15 +294,18 @@ product = make_product(False)
 gathered_product = make_product(True)
 
 
-@numba.njit(numba.void(_READ_STACK, _READ_STACK, _STACK, _READ_ROWS, numba.int64, _READ_COLUMNS, numba.boolean,
-                       numba.int64, numba.int64), cache=cache_ok(), nogil=True, boundscheck=False)
-def driver(a3, b3, c3, biases, finish, columns, gathered, k_block, chunk_bytes):  # pragma: no cover (compiled)
-    # b3, biases: one per matrix, or one for all; gathered: A's columns by ``columns``, else 0, 1, 2, ...
+@numba.njit(numba.void(_READ_STACK, _READ_STACK, _STACK, _READ_STACK, numba.int64, _READ_COLUMNS, _READ_STACK,
+                       numba.boolean, numba.int64, numba.int64), cache=cache_ok(), nogil=True, boundscheck=False)
+def driver(a3, b3, c3, tables, finish, columns, addends, gathered, k_block,
+           chunk_bytes):  # pragma: no cover (compiled)
+    # b3, tables (the finish's [3, N] vectors), addends: one per matrix, or one for all; gathered: A's columns by
+    # ``columns``, else 0, 1, 2, ...
     b_step = 1 if b3.shape[0] > 1 else 0
-    bias_step = 1 if biases.shape[0] > 1 else 0
+    table_step = 1 if tables.shape[0] > 1 else 0
+    addend_step = 1 if addends.shape[0] > 1 else 0
     for p in range(a3.shape[0]):
+        b, table, addend = b3[p * b_step], tables[p * table_step], addends[p * addend_step]
         if gathered:
-            gathered_product(a3[p], b3[p * b_step], c3[p], biases[p * bias_step], finish, columns, k_block,
-                             chunk_bytes)
+            gathered_product(a3[p], b, c3[p], table, finish, columns, addend, k_block, chunk_bytes)
         else:
-            product(a3[p], b3[p * b_step], c3[p], biases[p * bias_step], finish, columns, k_block, chunk_bytes)
+            product(a3[p], b, c3[p], table, finish, columns, addend, k_block, chunk_bytes)

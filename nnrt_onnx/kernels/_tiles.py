@@ -27,10 +27,20 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
-LANES = 16  # float32 lanes of an AVX-512 vector: _tile_kernels.LANES (that module needs numba: not imported here)
+from ._tile_layout import (
+    FINISH_ACTIVATION_SHIFT,
+    FINISH_ADD,
+    FINISH_ADDEND_SHIFT,
+    FINISH_BIAS,
+    FINISH_MULTIPLY,
+    FINISH_VECTOR_SHIFT,
+    LANES,
+)
+
 K_BLOCK = 256  # at most this many k per pass over a tile (a 64-column panel's block of B: 64 KiB)
 CHUNK_BYTES = 1 << 17  # rows per chunk: the chunk's A block (rows x K block floats) about this size
 MIN_COLUMNS, MAX_COLUMNS = 16, 64  # N: narrower wastes most lanes; wider, OpenBLAS's packing catches up
@@ -44,7 +54,9 @@ _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 _PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
 _COUNTING: dict[int, np.ndarray] = {}  # k -> 0, 1, ..., k - 1
-_NO_BIAS = np.zeros((1, 1), np.float32)  # the bias argument without a bias (its masked loads never read it)
+# the finish's arguments without a finish (their masked loads never read them)
+_NO_TABLE = np.zeros((1, 3, 1), np.float32)
+_NO_ADDEND = np.zeros((1, 1, 1), np.float32)
 
 
 def wanted(multiply_adds: int, k: int, n: int, finished: bool = False) -> bool:
@@ -103,23 +115,60 @@ def _buffer_end(array: np.ndarray) -> int:
     return byte_bounds(root)[1]
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, bias: np.ndarray | None = None,
-           activation: int = 0) -> bool:
+class TileFinish(NamedTuple):
+    """A finish the tiles apply as they store (:func:`tile_finish` makes one)."""
+
+    table: np.ndarray  # [B or 1, 3, N] float32: the bias, then two per-column vectors
+    code: int  # _tile_layout's FINISH_* bits
+    addend: np.ndarray | None  # [B or 1, M, N], laid out like the product's output: a residual to add
+
+
+def tile_finish(columns: int, bias: np.ndarray | None = None, activation: int = 0, vectors=(),
+                addend: np.ndarray | None = None, groups: int = 1) -> TileFinish | None:
+    """The finish ``+ bias``, then each of ``vectors`` (at most two ("mul" | "add", [N] vector) pairs, in order),
+    then ``+ addend`` (a float32 array laid out like the product's output, 2-D or a 3-D stack), then
+    ``activation`` (0 none, 1 ReLU, 2 ReLU6) -- ``_accel.finish_rows``' operations in its order -- for products
+    of ``columns`` output columns in all (``groups`` products of columns / groups each, one group's slice of every
+    vector: a grouped convolution); None where the tiles cannot apply it (more vectors, another dtype)."""
+    if len(vectors) > 2 or activation not in (0, 1, 2) or columns % groups:
+        return None
+    listed = [bias] + [vector for _, vector in vectors]
+    if any(v is not None and (v.dtype != np.float32 or v.shape != (columns,)) for v in listed):
+        return None
+    table = np.zeros((3, columns), np.float32)
+    code = activation << FINISH_ACTIVATION_SHIFT
+    if bias is not None:
+        table[0] = bias
+        code |= FINISH_BIAS
+    for slot, (name, vector) in enumerate(vectors):
+        if name not in ("mul", "add"):
+            return None
+        table[1 + slot] = vector
+        code |= (FINISH_MULTIPLY if name == "mul" else FINISH_ADD) << FINISH_VECTOR_SHIFT[slot]
+    if addend is not None:
+        if addend.dtype != np.float32:
+            return None
+        addend = addend if addend.ndim == 3 else addend[np.newaxis]
+        code |= 1 << FINISH_ADDEND_SHIFT
+    table = np.ascontiguousarray(table.reshape(3, groups, columns // groups).transpose(1, 0, 2))
+    return TileFinish(table, code, addend)
+
+
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray, finish: TileFinish | None = None) -> bool:
     """``out[...] = a @ b`` for float32 matrices (2-D) or stacks of them (3-D, one product per matrix) with unit
-    column strides (rows and matrices may be strided), in register tiles, then ``+ bias`` (a float32 [N] vector,
-    or [B, N]: one per matrix of a stack) and ``activation`` (0 none, 1 ReLU, 2 ReLU6) on each tile before it is
-    stored -- bit-identical to ``_accel.finish_rows`` after the product. False (``out`` untouched) where the tiles
-    cannot run: no driver, another dtype or layout, B not readable in whole vectors (see :func:`padded`), ``out``
-    overlapping an operand, an empty product."""
+    column strides (rows and matrices may be strided), in register tiles, each tile finished (``finish``, see
+    :func:`tile_finish`) before it is stored -- bit-identical to ``_accel.finish_rows`` after the product. False
+    (``out`` untouched) where the tiles cannot run: no driver, another dtype or layout, B not readable in whole
+    vectors (see :func:`padded`), ``out`` overlapping an operand, an empty product."""
     if a.ndim == 2 and b.ndim == 2 and out.ndim == 2:
         a, out = a[np.newaxis], out[np.newaxis]
     elif not (a.ndim == b.ndim == out.ndim == 3 and b.shape[0] == a.shape[0]):
         return False
-    return _run(a, None, b, out, bias, activation)
+    return _run(a, None, b, out, finish)
 
 
 def gathered_matmul(windows: np.ndarray, columns: np.ndarray, b: np.ndarray, out: np.ndarray,
-                    bias: np.ndarray | None = None, activation: int = 0) -> bool:
+                    finish: TileFinish | None = None) -> bool:
     """:func:`matmul` of the matrices ``windows[p][:, columns]`` without making them: ``windows`` [P, M, S] is a
     float32 view whose rows start where each row of A's values lie (a convolution: each output pixel's window in
     its padded input), ``columns`` (int64 [K], each in [0, S)) the offset of A's column k in such a row; ``b``
@@ -128,7 +177,7 @@ def gathered_matmul(windows: np.ndarray, columns: np.ndarray, b: np.ndarray, out
         return False
     if not columns.size or columns.min() < 0 or columns.max() >= windows.shape[2]:
         return False
-    return _run(windows, np.ascontiguousarray(columns), b if b.ndim == 3 else b[np.newaxis], out, bias, activation)
+    return _run(windows, np.ascontiguousarray(columns), b if b.ndim == 3 else b[np.newaxis], out, finish)
 
 
 def _counting(k: int) -> np.ndarray:
@@ -142,7 +191,12 @@ def _counting(k: int) -> np.ndarray:
     return columns
 
 
-def _run(a, columns, b, out, bias, activation) -> bool:
+def _strided_ok(array: np.ndarray) -> bool:
+    strides = array.strides
+    return strides[2] == 4 and strides[1] >= 0 and strides[0] >= 0 and not strides[1] % 4 and not strides[0] % 4
+
+
+def _run(a, columns, b, out, finish) -> bool:
     made = _PADDED.get(id(b))
     made = made is not None and made() is b  # padded() made b: its rows are readable in whole vectors
     if b.ndim == 2:
@@ -153,29 +207,28 @@ def _run(a, columns, b, out, bias, activation) -> bool:
     if (a.dtype != np.float32 or b.dtype != np.float32 or out.dtype != np.float32 or b.shape[0] not in (1, batch)
             or b.shape[1] != k or out.shape != (batch, m, n) or not (batch and m and k and n)):
         return False
-    for array in (a, b, out):
-        strides = array.strides
-        if strides[2] != 4 or strides[1] < 0 or strides[0] < 0 or strides[1] % 4 or strides[0] % 4:
-            return False
+    if not (_strided_ok(a) and _strided_ok(b) and _strided_ok(out)):
+        return False
     if not out.flags.writeable or np.may_share_memory(out, a) or np.may_share_memory(out, b):
         return False
     if not made:
         last_row = b.__array_interface__["data"][0] + (b.shape[0] - 1) * b.strides[0] + (k - 1) * b.strides[1]
         if last_row + 4 * padded_columns(n) > _buffer_end(b):  # whole-vector loads of the last row stay inside
             return False
-    if bias is not None:
-        if bias.ndim == 1:
-            bias = bias[np.newaxis]  # one bias for every matrix
-        if bias.dtype != np.float32 or bias.shape not in ((batch, n), (1, n)) or bias.strides[1] != 4:
-            return False
-    if activation not in (0, 1, 2):
+    table, code, addend = finish if finish is not None else (_NO_TABLE, 0, None)
+    if finish is not None and (table.dtype != np.float32 or table.shape not in ((batch, 3, n), (1, 3, n))
+                               or not _strided_ok(table)):
+        return False
+    if addend is None:
+        addend = _NO_ADDEND
+    elif (addend.dtype != np.float32 or addend.shape not in ((batch, m, n), (1, m, n)) or not _strided_ok(addend)
+          or np.may_share_memory(out, addend)):
         return False
     driver = _driver()
     if driver is None:
         return False
-    finish = (bias is not None) | (activation << 1)
-    driver(a, b, out, _NO_BIAS if bias is None else bias, finish, _counting(k) if columns is None else columns,
-           columns is not None, K_BLOCK, CHUNK_BYTES)
+    driver(a, b, out, table, code, _counting(k) if columns is None else columns, addend, columns is not None,
+           K_BLOCK, CHUNK_BYTES)
     return True
 
 
@@ -199,4 +252,4 @@ def _build():
     return driver
 
 
-__all__ = ["available", "gathered_matmul", "matmul", "padded", "padded_columns", "wanted"]
+__all__ = ["TileFinish", "available", "gathered_matmul", "matmul", "tile_finish", "padded", "padded_columns", "wanted"]

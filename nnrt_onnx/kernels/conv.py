@@ -433,9 +433,9 @@ def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
     windows = as_strided(xp, (oh, ow, span), (s_h * wp * c * item, s_w * c * item, item), writeable=False)
     columns = _packed(w, ("direct", wp, d_h, d_w), lambda a: _direct_offsets(a, wp * c, d_h, d_w))
     wmat, target = _packed_matrix(w, o, w.dtype), out.reshape(oh, ow, o)
-    epilogue = finish.tile_epilogue()
-    if epilogue is not None:
-        return _tiles.gathered_matmul(windows, columns, wmat, target, *epilogue)
+    tile_finish = finish.tile_finish(o, lambda t: t.reshape(oh, ow, o))
+    if tile_finish is not None:
+        return _tiles.gathered_matmul(windows, columns, wmat, target, tile_finish)
     if not _tiles.gathered_matmul(windows, columns, wmat, target):
         return False
     finish(out)
@@ -468,7 +468,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         rows = src.reshape(n * oh * ow, c) if src.flags.c_contiguous else np.ascontiguousarray(src).reshape(-1, c)
         out2d, wmat = out.reshape(n * oh * ow, o), _packed_matrix(w, o, w.dtype)
         finish = Finish(bias, post, activation)
-        if not _gemm.matmul_finished(rows, wmat, out2d, finish):
+        if not _gemm.matmul_finished(rows, wmat, out2d, finish, lambda t: t.reshape(n * oh * ow, o)):
             _gemm.matmul_into(rows, wmat, out2d)
             finish(out)
         return out
@@ -506,7 +506,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             block = out[:, r0:r1]
             if n == 1:
                 block2d, cols2d = block.reshape((r1 - r0) * ow, o), cols.reshape((r1 - r0) * ow, k)
-                if _gemm.matmul_finished(cols2d, wmat, block2d, finish):
+                if _gemm.matmul_finished(cols2d, wmat, block2d, finish,
+                                         lambda t, r0=r0, r1=r1: t[:, r0:r1].reshape((r1 - r0) * ow, o)):
                     continue
                 _gemm.matmul_into(cols2d, wmat, block2d)
             else:
@@ -527,7 +528,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
     # each group into its output columns (strided views: the tiles read and write them in place)
     target, finish = out.reshape(m, group, og).transpose(1, 0, 2), Finish(bias, post, activation)
-    if not _gemm.matmul_finished(cols, wg, target, finish, stacked_bias=True):
+    if not _gemm.matmul_finished(cols, wg, target, finish, lambda t: t.reshape(m, group, og).transpose(1, 0, 2),
+                                 group):
         _gemm.batched_matmul_into(cols, wg, target)
         finish(out)
     return out

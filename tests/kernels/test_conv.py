@@ -855,23 +855,28 @@ def test_tiles_read_and_write_strided_rows_and_leave_the_rest():
     assert not wide_out[:, :10].any() and not wide_out[:, 30:].any()
 
 
-def test_tiles_stack_one_product_per_matrix_with_its_own_bias():
+def test_tiles_stack_one_product_per_matrix_with_its_own_group_of_channels():
+    # a grouped finish: 4 products, each with its group's slice of the bias and of a scale, and its own residual
     _tiles = _tiles_or_skip()
     rng = np.random.default_rng(6)
     a = rng.standard_normal((4, 61, 34)).astype(np.float32)
     b = _tiles.padded(rng.standard_normal((4, 34, 34)).astype(np.float32))
-    bias = rng.standard_normal((4, 34)).astype(np.float32)
+    bias, scale = (rng.standard_normal(4 * 34).astype(np.float32) for _ in range(2))
+    addend = rng.standard_normal((4, 61, 34)).astype(np.float32)
     out = np.empty((4, 61, 34), np.float32)
-    assert _tiles.matmul(a, b, out, bias, 1)
-    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias[:, None, :], 0)
+    assert _tiles.matmul(a, b, out, _tiles.tile_finish(4 * 34, bias, 1, [("mul", scale)], addend, groups=4))
+    product = a.astype(np.float64) @ b.astype(np.float64)
+    want = np.maximum((product + bias.reshape(4, 1, 34)) * scale.reshape(4, 1, 34) + addend, 0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
-    assert _tiles.matmul(a, b, out, bias[2], 0)  # one bias for every matrix
-    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64) + bias[2], rtol=1e-5, atol=1e-5)
+    assert _tiles.matmul(a, b, out, _tiles.tile_finish(34, bias[:34]))  # one bias for every matrix
+    np.testing.assert_allclose(out, product + bias[:34], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("post", [(), (("mul", 0),), (("add", 1), ("mul", 0)), (("addend", None),),
+                                  (("mul", 0), ("add", 1), ("addend", None))])
 @pytest.mark.parametrize("activation", [0, 1, 2])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_tiles_finish_is_bit_identical_to_the_finish_pass(activation, with_bias):
+def test_tiles_finish_is_bit_identical_to_the_finish_pass(activation, with_bias, post):
     from nnrt_onnx.kernels import _accel
 
     _tiles = _tiles_or_skip()
@@ -883,11 +888,19 @@ def test_tiles_finish_is_bit_identical_to_the_finish_pass(activation, with_bias)
     bias = (rng.standard_normal(n) * 4).astype(np.float32)
     bias[:3] = (-0.0, 7.5, -7.5)
     bias = bias if with_bias else None
+    vectors = [(rng.standard_normal(n) * 2).astype(np.float32) for _ in range(2)]
+    vectors[0][3:5] = (np.inf, -0.0)
+    wide = rng.standard_normal((m, n + 9)).astype(np.float32)  # the residual: a strided view
+    addend = wide[:, 4:4 + n]
+    operations = [(name, vectors[i]) for name, i in post if name != "addend"]
     fused = np.empty((m, n), np.float32)
-    assert _tiles.matmul(a, b, fused, bias, activation)
+    finish = _tiles.tile_finish(n, bias, activation, operations, addend if post and post[-1][0] == "addend" else None)
+    assert _tiles.matmul(a, b, fused, finish)
     separate = np.empty((m, n), np.float32)
     assert _tiles.matmul(a, b, separate)
-    assert _accel.finish_rows(separate, _accel.finish_arrays(bias, (), n, np.float32), activation)
+    arrays = _accel.finish_arrays(bias, [(name, None if name == "addend" else vectors[i]) for name, i in post], n,
+                                  np.float32)
+    assert _accel.finish_rows(separate, arrays, activation, np.ascontiguousarray(addend) if post else None)
     np.testing.assert_array_equal(fused.view(np.uint32), separate.view(np.uint32))
 
 
@@ -906,8 +919,10 @@ def test_tiles_decline_what_they_cannot_run():
     b = _tiles.padded(tight)
     assert not _tiles.matmul(a.astype(np.float64), b.astype(np.float64), out.astype(np.float64))
     assert not _tiles.matmul(a[:, ::2], b[:10], out)  # a strided column step
-    assert not _tiles.matmul(a, b, out, np.zeros(5, np.float64))  # a bias of another dtype
-    assert not _tiles.matmul(a, b, out, None, 3)  # no such activation
+    assert _tiles.tile_finish(5, np.zeros(5, np.float64)) is None  # a bias of another dtype
+    assert _tiles.tile_finish(5, None, 3) is None  # no such activation
+    assert _tiles.tile_finish(5, None, 0, [("mul", np.ones(5, np.float32))] * 3) is None  # three vectors
+    assert not _tiles.matmul(a, b, out, _tiles.tile_finish(5, None, 0, (), out))  # a residual that is the output
     assert not _tiles.matmul(a[:, :5], b[:5], a[:, :5])  # the output overlaps the input
     assert (out == 7.0).all()
 
@@ -958,16 +973,9 @@ def test_conv_paths_in_register_tiles_match_float64(monkeypatch, shape, out_c, k
     want = np.clip(want, 0, 6) if activation == 2 else want
     assert calls  # the products ran in the tiles
     if method is None:
-        assert all(len(extra) == 2 for extra in calls)  # ... which applied the bias and activation
+        assert all(len(extra) == 1 and extra[0] is not None for extra in calls)  # ... which applied the finish
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def test_tiles_lanes_agree_with_the_kernels():
-    _tiles = _tiles_or_skip()
-    from nnrt_onnx.kernels import _tile_kernels
-
-    assert _tiles.LANES == _tile_kernels.LANES
 
 
 def test_tiles_rule(monkeypatch):
@@ -1044,3 +1052,30 @@ def test_direct_offsets_by_hand():
     w = np.zeros((1, 2, 2, 3), np.float32)
     want = [0, 1, 2, 9, 10, 11, 60, 61, 62, 69, 70, 71]  # (i 2 * 30) + (j 3 * 3) + ch
     assert _direct_offsets(w, 30, 2, 3).tolist() == want
+
+
+@pytest.mark.parametrize("group,out_c", [(1, 24), (4, 136)])
+def test_1x1_convolutions_finish_the_plans_fused_operations_in_tiles(monkeypatch, group, out_c):
+    # bias, the plan's MUL/ADD vectors and a residual addend (BN folded after the conv, a ResNet/MobileNet block),
+    # then ReLU6: applied by the tiles as they store, a group's slice each for a grouped convolution
+    from nnrt_onnx.kernels import conv as conv_kernels
+
+    _tiles = _tiles_or_skip()
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    finishes = []
+    real = _tiles.matmul
+    monkeypatch.setattr(_tiles, "matmul", lambda *a: finishes.append(a[3] if len(a) > 3 else None) or real(*a))
+    rng = np.random.default_rng(group + out_c)
+    c = 16 * group
+    x = rng.standard_normal((1, 30, 29, c)).astype(np.float32)
+    w = (rng.standard_normal((out_c, 1, 1, c // group)) / 4).astype(np.float32)
+    b, scale, shift = (rng.standard_normal(out_c).astype(np.float32) for _ in range(3))
+    addend = rng.standard_normal((1, 30, 29, out_c)).astype(np.float32)
+    post = (("mul", scale), ("add", shift), ("addend", addend))
+    got = conv_kernels._conv_core(x, w, (1, 1), (1, 1), (0, 0, 0, 0), group, (30, 29), b, 2, post=post)
+    assert finishes and all(f is not None and f.addend is not None for f in finishes)
+    og, cg = out_c // group, c // group
+    product = np.concatenate([x[..., g * cg:(g + 1) * cg].astype(np.float64) @ w[g * og:(g + 1) * og, 0, 0].T
+                              for g in range(group)], axis=-1)
+    want = np.clip((product + b) * scale + shift + addend, 0, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
