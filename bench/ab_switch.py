@@ -21,6 +21,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   tiles        products in AVX-512 register tiles (kernels/_tiles.py; off: numpy's BLAS)
   row_finish   Winograd's output transform finishing each output row (off: a finish pass per block)
   direct       convolutions read straight from their padded input in register tiles (off: im2col + GEMM)
+  sixth_round  tiles, direct and row_finish together (docs/performance.md, sixth round)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
                switch, so the two sides are two compiled plans of the same model)
@@ -41,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
-            "im2col", "small_gemm", "tiles", "row_finish", "direct", "numba", "residual", "fusion")
+            "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "numba", "residual", "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -93,6 +94,9 @@ def _setter(switch: str):
     if switch == "tiles":
         original = _tiles.available
         return lambda on: setattr(_tiles, "available", original if on else declined)
+    if switch == "sixth_round":
+        setters = [_setter(name) for name in ("tiles", "row_finish", "direct")]
+        return lambda on: [setter(on) for setter in setters]
     if switch == "direct":
         original = conv._direct_in_tiles
         return lambda on: setattr(conv, "_direct_in_tiles", original if on else declined)

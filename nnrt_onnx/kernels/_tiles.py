@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 import weakref
 from typing import NamedTuple
 
@@ -248,6 +249,10 @@ def _build():
     try:
         from ._tile_kernels import driver
     except ImportError:
+        return None
+    except Exception as exc:  # a numba/LLVM that cannot compile the tiles (another version's IR rules): BLAS then
+        warnings.warn(f"nnrt_onnx: the register tiles did not compile ({type(exc).__name__}: {exc}); "
+                      "convolutions use numpy's BLAS", RuntimeWarning, stacklevel=2)
         return None
     return driver
 

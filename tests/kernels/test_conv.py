@@ -1079,3 +1079,31 @@ def test_1x1_convolutions_finish_the_plans_fused_operations_in_tiles(monkeypatch
                               for g in range(group)], axis=-1)
     want = np.clip((product + b) * scale + shift + addend, 0, 6)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tiles_that_do_not_compile_leave_convolutions_to_blas(monkeypatch):
+    # a numba/LLVM that rejects the tiles' IR: a warning, no driver, and every caller on its BLAS path
+    import builtins
+    import sys
+
+    from nnrt_onnx.kernels import _tiles
+
+    real_import = builtins.__import__
+
+    def failing_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if name == "_tile_kernels" or name.endswith("._tile_kernels"):
+            raise RuntimeError("LLVM ERROR: unsupported intrinsic")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.delitem(sys.modules, "nnrt_onnx.kernels._tile_kernels", raising=False)
+    monkeypatch.setattr(builtins, "__import__", failing_import)
+    monkeypatch.setattr(_tiles, "_STATE", {})
+    llvm_binding = pytest.importorskip("llvmlite.binding")
+    monkeypatch.setattr(llvm_binding, "get_host_cpu_features", lambda: {"avx512f": True})  # any machine
+    monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    monkeypatch.delenv("NNRT_ONNX_NUMBA", raising=False)
+    with pytest.warns(RuntimeWarning, match="did not compile"):
+        assert not _tiles.available()
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    assert not _gemm.uses_tiles(3136, 144, 24, F32)
