@@ -23,7 +23,8 @@ NS = (8, 16, 24, 32, 48, 64, 96, 128, 144, 192, 256)
 LIMIT = 1_000_000
 
 
-def _seconds(fn, runs: int = 9) -> float:
+def median_seconds(fn, runs: int = 9) -> float:
+    """The median wall time of ``runs`` calls of ``fn`` (also bench/tile_gemm.py's timer)."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -47,7 +48,7 @@ def _ratio(m: int, k: int, n: int, pairs: int, rng) -> float | None:
         for r0 in range(0, m, rows):
             np.matmul(a[r0:r0 + rows], b, out=out[r0:r0 + rows])
 
-    return statistics.median(_seconds(blocks) / _seconds(one_call) for _ in range(pairs))
+    return statistics.median(median_seconds(blocks) / median_seconds(one_call) for _ in range(pairs))
 
 
 def main(argv=None) -> int:

@@ -18,25 +18,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm_blocks import median_seconds  # noqa: E402  (the same timer)
 
 KS = (3, 16, 27, 32, 64, 128, 147, 288, 576, 1152)
 NS = (2, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
-
-
-def _seconds(fn, runs: int = 7) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _ratio(m: int, k: int, n: int, stack: int, finish: bool, pairs: int, rng) -> float:
@@ -51,8 +43,10 @@ def _ratio(m: int, k: int, n: int, stack: int, finish: bool, pairs: int, rng) ->
     finishing = Finish(bias, (), 1 if finish else 0)
     tiles_on = _tiles.available
 
+    tile_finish = _tiles.tile_finish(n, bias, 1) if finish else None
+
     def with_tiles():
-        assert _tiles.matmul(a, b, out, bias, 1 if finish else 0)
+        assert _tiles.matmul(a, b, out, tile_finish)
 
     def with_blas():
         _tiles.available = lambda: False  # _gemm's own path without the tiles
@@ -63,7 +57,7 @@ def _ratio(m: int, k: int, n: int, stack: int, finish: bool, pairs: int, rng) ->
         finishing(out)
 
     with_tiles()
-    return statistics.median(_seconds(with_tiles) / _seconds(with_blas) for _ in range(pairs))
+    return statistics.median(median_seconds(with_tiles, 7) / median_seconds(with_blas, 7) for _ in range(pairs))
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,45 @@
+"""The benchmark scripts behind the kernels' measured rules still run against the code they measure (a smoke
+test: tiny sizes, no timing claims)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def _script(name: str):
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+@pytest.mark.parametrize("stack,finish", [(0, False), (2, True)])
+def test_tile_gemm_sweep_cell_runs(stack, finish):
+    from nnrt_onnx.kernels import _tiles
+
+    if not _tiles.available():
+        pytest.skip("the register tiles need numba and an AVX-512 CPU")
+    tile_gemm = _script("tile_gemm")
+    ratio = tile_gemm._ratio(30, 27, 24, stack, finish, 1, np.random.default_rng(0))
+    assert ratio > 0
+
+
+def test_ab_switch_turns_every_switch_on_and_off(monkeypatch):
+    monkeypatch.setenv("NNRT_ONNX_NUMBA", "1")  # (the "numba" switch edits the environment: restored after)
+    ab_switch = _script("ab_switch")
+    for switch in ab_switch.SWITCHES:
+        if switch in ab_switch.PLAN_SWITCHES:
+            continue
+        set_on = ab_switch._setter(switch)
+        set_on(False)
+        set_on(True)
