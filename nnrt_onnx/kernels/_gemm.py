@@ -2,8 +2,10 @@
 numpy's BLAS, else numpy's BLAS, split into row blocks where it runs them faster so.
 
 With one BLAS thread (the runtime's default policy) a float32 product whose shape :func:`._tiles.wanted` accepts
-runs in :mod:`._tiles`' register tiles (0.6-0.95x OpenBLAS's time on those shapes). With more threads BLAS keeps
-them: the tiles use one core.
+runs in :mod:`._tiles`' register tiles (:func:`uses_tiles`): bare products off OpenBLAS's small-matrix kernel's
+shapes (0.56-0.9x its time there), and products whose finish -- a convolution's bias, fused vectors, residual and
+activation -- the tiles apply as they store (:func:`matmul_finished`: 0.34-0.9x "BLAS + the finish pass"). With
+more threads BLAS keeps them all: the tiles use one core.
 
 OpenBLAS (numpy's BLAS) multiplies a product whose M * N * K is at most 1e6 with a "small-matrix" kernel that
 reads the operands in place instead of packing them, on its AVX-512 cores (the SkylakeX kernels, which Cooperlake
@@ -67,9 +69,9 @@ def numpy_openblas(controllers, numpy_dir: str):
 
 
 def uses_tiles(m: int, k: int, n: int, dtype, batch: int = 1, finished: bool = False) -> bool:
-    """Whether [m, k] x [k, n] products of ``dtype`` (``batch`` of them in one call; ``finished``: with a bias and
-    activation to apply) run in register tiles: float32, one BLAS thread, tiles that can run here, and a shape
-    :func:`._tiles.wanted` takes -- without a finish, not one OpenBLAS's small-matrix kernel runs (the bare
+    """Whether [m, k] x [k, n] products of ``dtype`` (``batch`` of them in one call; ``finished``: with a finish the
+    tiles apply as they store) run in register tiles: float32, one BLAS thread, tiles that can run here, and a
+    shape :func:`._tiles.wanted` takes -- without a finish, not one OpenBLAS's small-matrix kernel runs (the bare
     products measured even to 1.5x slower in tiles there)."""
     if dtype != np.float32 or not _tiles.wanted(batch * m * k * n, k, n, finished) or not single_threaded():
         return False

@@ -1,7 +1,8 @@
 """The compiled part of :mod:`._tiles`: register-tile intrinsics (LLVM IR of ``<16 x float>`` vectors and
 ``llvm.fma``) and the driver that walks a product's chunks, K blocks, column panels and tiles. Importing it needs
-numba and llvmlite; :mod:`._tiles` imports it only on an AVX-512 host. Everything here is module-level, so that
-numba's on-disk cache finds the driver again (a closure over the intrinsics would be a new cache key per process).
+numba and llvmlite; :mod:`._tiles` imports it only on an AVX-512 host. The cached driver is a module-level
+function (cached, a closure over the intrinsics would be a new cache key in every process); the products it calls,
+made per tile variant by :func:`make_product`, are compiled into it.
 """
 from __future__ import annotations
 

@@ -7,20 +7,28 @@ kernels are tuned for large square products. Here each output tile of R rows x V
 accumulator in a register: per k, V loads of B's row, then per tile row one broadcast of A's value and V fused
 multiply-adds. The loop is written in LLVM IR (numba intrinsics emitting ``<16 x float>`` vectors and
 ``llvm.fma``), because numba's auto-vectoriser does not keep a register tile (a numba loop nest was 2.5-4x slower
-than OpenBLAS, docs/performance.md). Measured against numpy's single-threaded OpenBLAS on the products of the
-bench models (``bench/tile_gemm.py``): 0.6-0.95x its time for N <= 64, about even to 1.2x for K * N > 65536 --
-so :func:`wanted` takes the former only.
+than OpenBLAS, docs/performance.md, fifth round).
 
-The driver blocks like a small GEMM library: K in blocks of at most 256 (the B panel's block stays in L1; later
-blocks add to the output), rows in chunks whose A block stays in L2, columns in panels of 64 (the last vector of a
-row masked to N). A may have any row stride (a grouped convolution's channel slice), the output too (a slice of a
-concatenation); B's rows are read in whole vectors, so B must be readable up to ``16 * ceil(N / 16)`` columns:
-:func:`padded` makes such a matrix, and :func:`matmul` checks the buffer's bounds before it reads.
+Because the kernel is ours, two things BLAS cannot do come with it: the convolution's finish (bias, the plan's
+MUL/ADD vectors, a residual, the activation: :class:`TileFinish`) is applied to each tile before it is stored, so
+the output is written once; and :func:`gathered_matmul` reads A's columns at given offsets from each row's start,
+so a convolution runs straight from its padded input with no im2col copy. Measured against numpy's single-threaded
+OpenBLAS (``bench/tile_gemm.py``; docs/performance.md, sixth round): bare products 0.56-0.9x its time for N = 16-64
+off its small-matrix kernel's shapes, but up to 1.5x on them and for N > 64; with a finish against "BLAS + the
+finish pass", 0.34-0.9x for N >= 8 up to K N = 32768. :func:`wanted` is that rule.
+
+The driver blocks like a small GEMM library: K in blocks of at most 256 (a 64-column panel's block of B, 64 KiB,
+stays in L1/L2; later blocks start from the stored sums), rows in chunks whose A block stays in L2, columns in
+panels of 64 (the last vector of a row masked to N). A may have any row stride (a grouped convolution's channel
+slice), the output too (a slice of a concatenation); B's rows are read in whole vectors, so B must be readable up
+to ``16 * ceil(N / 16)`` columns: :func:`padded` makes such a matrix, and :func:`matmul` checks the buffer's bounds
+before it reads anything else.
 
 Products are summed in K order with FMA (one rounding per step), like OpenBLAS's AVX-512 kernels; results agree
-with numpy's to float32 rounding, not bit for bit. Only with numba, an AVX-512 host (``avx512f``; without it the
-16-lane vectors would spill), and ``NNRT_ONNX_NUMBA`` not 0; elsewhere :func:`matmul` returns False and the
-caller uses numpy.
+with numpy's to float32 rounding, not bit for bit (the finish is bit-identical to the finish pass). Only with
+numba, an AVX-512 host (``avx512f``; without it the 16-lane vectors would spill), and ``NNRT_ONNX_NUMBA`` not 0;
+elsewhere (or if the tiles fail to compile: a warning) :func:`matmul` returns False and the caller uses numpy. The
+compiled driver (:mod:`._tile_kernels`) takes about 7 s to compile the first time, then loads from numba's cache.
 """
 from __future__ import annotations
 
