@@ -54,7 +54,9 @@ K_BLOCK = 256  # at most this many k per pass over a tile (a 64-column panel's b
 CHUNK_BYTES = 1 << 17  # rows per chunk: the chunk's A block (rows x K block floats) about this size
 MIN_COLUMNS, MAX_COLUMNS = 16, 64  # N: narrower wastes most lanes; wider, OpenBLAS's packing catches up
 MIN_DEPTH = 8  # K: shorter products are all load and store
-MIN_MULTIPLY_ADDS = 1 << 20  # a call's M * K * N (a stack's in all): smaller ones pay more in call overhead
+# a call's M * K * N (a stack's in all): smaller bare products pay more in call overhead; and a model whose products
+# are all smaller (a toy CNN) gains a fraction of a millisecond, not worth the tiles' 7 s first compile
+MIN_MULTIPLY_ADDS = 1 << 20
 # with a finish (bias, activation) fused into the stores, against BLAS and the finish's pass over the output:
 MIN_FINISHED_COLUMNS = 8
 MAX_FINISHED_KN = 1 << 15  # wider than MAX_COLUMNS while K * N is at most this
@@ -73,10 +75,13 @@ def wanted(multiply_adds: int, k: int, n: int, finished: bool = False) -> bool:
     tiles run faster than single-threaded OpenBLAS, by shape (``bench/tile_gemm.py``, the module doc); with
     ``finished``, where the tiles also apply a bias and activation that BLAS would leave to a pass over the
     output (which makes the tiles 0.35-0.9x the time on most shapes, even on products they multiply slower).
+    Either way at least MIN_MULTIPLY_ADDS per call.
     Products OpenBLAS runs on its small-matrix kernel are the caller's to exclude (``_gemm.uses_tiles``)."""
+    if multiply_adds < MIN_MULTIPLY_ADDS or k < MIN_DEPTH:
+        return False
     if finished:
-        return n >= MIN_FINISHED_COLUMNS and k >= MIN_DEPTH and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN)
-    return MIN_COLUMNS <= n <= MAX_COLUMNS and k >= MIN_DEPTH and multiply_adds >= MIN_MULTIPLY_ADDS
+        return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN)
+    return MIN_COLUMNS <= n <= MAX_COLUMNS
 
 
 def padded_columns(n: int) -> int:

@@ -928,12 +928,12 @@ def test_tiles_decline_what_they_cannot_run():
 
 
 @pytest.mark.parametrize("shape,out_c,kernel,stride,pads,group,method", [
-    ((1, 40, 38, 16), 24, (1, 1), 1, (0, 0, 0, 0), 1, None),  # 1x1 to 24 channels: one tiled product, finished
-    ((1, 41, 39, 16), 40, (1, 1), 2, (0, 0, 0, 0), 1, None),  # 1x1 stride 2
+    ((1, 60, 58, 16), 24, (1, 1), 1, (0, 0, 0, 0), 1, None),  # 1x1 to 24 channels: one tiled product, finished
+    ((1, 81, 79, 16), 40, (1, 1), 2, (0, 0, 0, 0), 1, None),  # 1x1 stride 2
     ((1, 80, 79, 3), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # a stem, straight from the padded input (no im2col)
     ((1, 48, 47, 3), 24, (7, 7), 2, (3, 3, 3, 3), 1, None),  # a 7x7/2 stem
     ((1, 33, 30, 16), 40, (5, 3), 1, (2, 2, 1, 1), 1, None),  # 5x3, no special method
-    ((1, 29, 30, 16), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # 3x3/2 (MobileNet's, ResNet's downsampling)
+    ((1, 33, 34, 16), 32, (3, 3), 2, (1, 1, 1, 1), 1, None),  # 3x3/2 (MobileNet's, ResNet's downsampling)
     ((1, 30, 29, 136), 136, (1, 1), 1, (0, 0, 0, 0), 4, None),  # grouped 1x1 (ShuffleNet): strided groups
     ((1, 17, 19, 24), 48, (3, 3), 1, (1, 1, 1, 1), 2, None),  # grouped 3x3: a stack of im2col products
     ((1, 60, 41, 32), 8, (3, 1), 1, (1, 1, 0, 0), 1, "kn2row"),  # kn2row's bare product, N = 3 taps x 8
@@ -992,6 +992,7 @@ def test_tiles_rule(monkeypatch):
     assert _gemm.uses_tiles(3136, 64, 96, F32, finished=True)  # not with a finish (K N = 6144 <= 32768)
     assert not _gemm.uses_tiles(3136, 512, 128, F32, finished=True)  # K N = 65536
     assert not _gemm.uses_tiles(196, 40, 24, F32)  # 188,160 multiply-adds: the call's overhead would show
+    assert not _gemm.uses_tiles(1024, 27, 16, F32, finished=True)  # a toy CNN's layer: not worth compiling for
     assert _gemm.uses_tiles(49, 40, 24, F32, batch=16 * 2)  # a stack: the whole call's multiply-adds count
     assert not _gemm.uses_tiles(3136, 4, 24, F32, finished=True)  # K < 8
     assert not _gemm.uses_tiles(3136, 64, 4, F32, finished=True)  # N < 8
@@ -1021,7 +1022,7 @@ def test_direct_convolution_in_tiles_matches_float64(monkeypatch, kernel, stride
     monkeypatch.setattr(_tiles, "gathered_matmul", lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(sum(kernel) + sum(stride) + sum(dilation))
     kh, kw = kernel
-    x = rng.standard_normal((1, 37, 41, 12)).astype(np.float32)
+    x = rng.standard_normal((1, 57, 61, 12)).astype(np.float32)  # (every layer >= 2^20 multiply-adds: tiles' rule)
     w = (rng.standard_normal((20, kh, kw, 12)) / np.sqrt(kh * kw * 12)).astype(np.float32)
     b = rng.standard_normal(20).astype(np.float32)
     pt, pb, pl, pr = pads
@@ -1067,12 +1068,12 @@ def test_1x1_convolutions_finish_the_plans_fused_operations_in_tiles(monkeypatch
     monkeypatch.setattr(_tiles, "matmul", lambda *a: finishes.append(a[3] if len(a) > 3 else None) or real(*a))
     rng = np.random.default_rng(group + out_c)
     c = 16 * group
-    x = rng.standard_normal((1, 30, 29, c)).astype(np.float32)
+    x = rng.standard_normal((1, 60, 58, c)).astype(np.float32)
     w = (rng.standard_normal((out_c, 1, 1, c // group)) / 4).astype(np.float32)
     b, scale, shift = (rng.standard_normal(out_c).astype(np.float32) for _ in range(3))
-    addend = rng.standard_normal((1, 30, 29, out_c)).astype(np.float32)
+    addend = rng.standard_normal((1, 60, 58, out_c)).astype(np.float32)
     post = (("mul", scale), ("add", shift), ("addend", addend))
-    got = conv_kernels._conv_core(x, w, (1, 1), (1, 1), (0, 0, 0, 0), group, (30, 29), b, 2, post=post)
+    got = conv_kernels._conv_core(x, w, (1, 1), (1, 1), (0, 0, 0, 0), group, (60, 58), b, 2, post=post)
     assert finishes and all(f is not None and f.addend is not None for f in finishes)
     og, cg = out_c // group, c // group
     product = np.concatenate([x[..., g * cg:(g + 1) * cg].astype(np.float64) @ w[g * og:(g + 1) * og, 0, 0].T
