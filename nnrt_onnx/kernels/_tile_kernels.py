@@ -221,17 +221,36 @@ _READ_STACK = types.Array(types.float32, 3, "A", readonly=True)
 _READ_COLUMNS = types.Array(types.int64, 1, "C", readonly=True)
 
 
+def make_panel(rows: int, vectors: int, gathered: bool):
+    """The rows i0..i1 of one column panel of ``vectors`` vectors: full tiles of ``rows`` rows, then tiles of
+    TAIL_ROWS rows, then single rows (a chunk is whole full tiles, so the thinner ones run only at a panel's end)."""
+    full, tail, single = (make_tile(height, vectors, gathered) for height in (rows, TAIL_ROWS, 1))
+
+    @numba.njit(nogil=True, boundscheck=False)
+    def panel(a, b, c, i0, i1, j, k0, kn, lanes, add, table, finish, columns, addend):  # pragma: no cover
+        i = i0
+        while i + rows <= i1:
+            full(a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend)
+            i += rows
+        while i + TAIL_ROWS <= i1:
+            tail(a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend)
+            i += TAIL_ROWS
+        while i < i1:
+            single(a, b, c, i, j, k0, kn, lanes, add, table, finish, columns, addend)
+            i += 1
+
+    return panel
+
+
 def make_product(gathered: bool):
-    """The loops of one product over its tiles (chunks, K blocks, panels, tile heights), with plain or gathered
-    tiles (:func:`make_tile`)."""
-    tile_6x4, tile_8x3, tile_12x2, tile_14x1 = (make_tile(TILE_ROWS[v], v, gathered) for v in (4, 3, 2, 1))
-    tail_4x4, tail_4x3, tail_4x2, tail_4x1 = (make_tile(TAIL_ROWS, v, gathered) for v in (4, 3, 2, 1))
-    row_1x4, row_1x3, row_1x2, row_1x1 = (make_tile(1, v, gathered) for v in (4, 3, 2, 1))
+    """The loops of one product over its tiles (chunks, K blocks, panels), with plain or gathered tiles
+    (:func:`make_tile`)."""
+    # one panel function per vector count: numba picks an intrinsic at compile time, never by a runtime value
+    panel_4, panel_3, panel_2, panel_1 = (make_panel(TILE_ROWS[v], v, gathered) for v in (4, 3, 2, 1))
 
     @numba.njit(nogil=True, boundscheck=False)
     def product(a, b, c, table, finish, columns, addend, k_block, chunk_bytes):  # pragma: no cover (compiled)
-        # c = a @ b: row chunks (A's block in L2), K blocks (later ones add), 64-column panels, then tiles: full
-        # height, 4 rows, 1 row (chunks are whole full tiles, so the thinner tiles run only at the end of a panel)
+        # c = a @ b: row chunks (A's block in L2), K blocks (later ones add), 64-column panels, then the panel's tiles
         m, n = c.shape
         k = columns.shape[0]
         blocks = (k + k_block - 1) // k_block
@@ -246,47 +265,14 @@ def make_product(gathered: bool):
                 for j in range(0, n, _PANEL):
                     vectors = min(4, (n - j + 15) // 16)
                     lanes = min(16, n - j - 16 * (vectors - 1))
-                    i = i0
                     if vectors == 4:
-                        while i + 6 <= i1:
-                            tile_6x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 6
-                        while i + 4 <= i1:
-                            tail_4x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 4
-                        while i < i1:
-                            row_1x4(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 1
+                        panel_4(a, b, c, i0, i1, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                     elif vectors == 3:
-                        while i + 8 <= i1:
-                            tile_8x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 8
-                        while i + 4 <= i1:
-                            tail_4x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 4
-                        while i < i1:
-                            row_1x3(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 1
+                        panel_3(a, b, c, i0, i1, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                     elif vectors == 2:
-                        while i + 12 <= i1:
-                            tile_12x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 12
-                        while i + 4 <= i1:
-                            tail_4x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 4
-                        while i < i1:
-                            row_1x2(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 1
+                        panel_2(a, b, c, i0, i1, j, k0, kn, lanes, add, table, finish_now, columns, addend)
                     else:
-                        while i + 14 <= i1:
-                            tile_14x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 14
-                        while i + 4 <= i1:
-                            tail_4x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 4
-                        while i < i1:
-                            row_1x1(a, b, c, i, j, k0, kn, lanes, add, table, finish_now, columns, addend)
-                            i += 1
+                        panel_1(a, b, c, i0, i1, j, k0, kn, lanes, add, table, finish_now, columns, addend)
 
     return product
 

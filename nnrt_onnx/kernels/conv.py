@@ -481,7 +481,8 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
     ek_h, ek_w = effective_extent(kh, d_h), effective_extent(kw, d_w)
     if group == 1:
         k = kh * kw * c
-        if _direct_in_tiles(xp, w, out, strides, dilation, out_size, Finish(bias, post, activation)):
+        finish = Finish(bias, post, activation)
+        if _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish):
             return out
         if d_w == 1:  # a kernel row's kW * C values are contiguous in NHWC: copy them as one inner run
             xp = np.ascontiguousarray(xp)
@@ -491,8 +492,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]
             win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]
             taps = win.transpose(0, 1, 2, 4, 5, 3)  # [N, OH, OW, kH, kW, C]: the weight's (kH, kW, C) order
-        wmat = _packed_matrix(w, o, w.dtype)  # [K, O], contiguous
-        finish = Finish(bias, post, activation)
+        wmat = _packed_matrix(w, o, w.dtype)  # [K, O], rows padded for the register tiles
         block_bytes = max(_IM2COL_BLOCK_BYTES, _IM2COL_WEIGHT_MULTIPLE * k * o * x.dtype.itemsize)
         rows = min(oh, max(1, block_bytes // max(1, n * ow * k * x.dtype.itemsize)))
         cols_full = _scratch("im2col", (n, rows, ow) + taps.shape[3:], x.dtype)
