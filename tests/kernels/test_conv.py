@@ -842,6 +842,24 @@ def test_tiles_match_float64_products(m, k, n):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=2e-6 * np.sqrt(k) * np.abs(want).max())
 
 
+@pytest.mark.parametrize("m,k,n", [(14, 20, 16), (47, 9, 32), (53, 30, 48), (50, 40, 64), (31, 300, 20)])
+def test_gathered_tiles_match_float64_products(m, k, n):
+    # every tile height with its 4-row and 1-row tails, each row's values read at the same offsets from a row
+    # start a stride apart (a convolution's windows), here offsets out of order and with gaps
+    _tiles = _tiles_or_skip()
+    rng = np.random.default_rng(m + k + n)
+    span, stride = 3 * k, 5
+    flat = rng.standard_normal((m - 1) * stride + span).astype(np.float32)
+    windows = np.lib.stride_tricks.as_strided(flat, (1, m, span), (0, 4 * stride, 4), writeable=False)
+    columns = rng.permutation(span)[:k].astype(np.int64)
+    b = _tiles.padded(rng.standard_normal((k, n)).astype(np.float32))
+    out = np.full((1, m, n), np.nan, np.float32)
+    assert _tiles.gathered_matmul(windows, columns, b, out)
+    a = np.stack([flat[row * stride + columns] for row in range(m)]).astype(np.float64)
+    want = a @ b.astype(np.float64)
+    np.testing.assert_allclose(out[0], want, rtol=1e-5, atol=2e-6 * np.sqrt(k) * np.abs(want).max())
+
+
 def test_tiles_read_and_write_strided_rows_and_leave_the_rest():
     # a column slice of the input (a group's channels) into a column slice of the output (a concatenation's)
     _tiles = _tiles_or_skip()
