@@ -22,6 +22,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   row_finish   Winograd's output transform finishing each output row (off: a finish pass per block)
   direct       convolutions read straight from their padded input in register tiles (off: im2col + GEMM)
   sixth_round  tiles, direct and row_finish together (docs/performance.md, sixth round)
+  direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
+               choice between Winograd, kn2row and im2col as before it; seventh round)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
   residual     residual ADDs fused into the convolution before them (off: a plan compiled without; a plan-time
                switch, so the two sides are two compiled plans of the same model)
@@ -42,7 +44,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
-            "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "numba", "residual", "fusion")
+            "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "direct_3x3", "numba", "residual",
+            "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
@@ -100,6 +103,10 @@ def _setter(switch: str):
     if switch == "direct":
         original = conv._direct_in_tiles
         return lambda on: setattr(conv, "_direct_in_tiles", original if on else declined)
+    if switch == "direct_3x3":
+        rule = conv._method_3x3
+        return lambda on: setattr(conv, "_method_3x3", rule if on else (
+            lambda c, o, pixels, kn2row, direct=False: rule(c, o, pixels, kn2row, False)))
     if switch == "row_finish":
         original = _finish.Finish.row_operands
         return lambda on: setattr(_finish.Finish, "row_operands", original if on else (lambda *_args: None))

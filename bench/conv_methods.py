@@ -3,9 +3,10 @@
 ``nnrt_onnx/kernels/conv.py`` (``_method_3x3``).
 
 For each output size H x H, input channels C and output channels O of the grid (layers of 2e5..4e8 multiply-adds),
-the layer runs through the kernel with each method forced -- im2col + GEMM, kn2row, Winograd F(2x2, 3x3) --
+the layer runs through the kernel with each method forced -- im2col + GEMM (or, where it runs, the direct
+convolution in register tiles: the method None stands for both), kn2row, Winograd F(2x2, 3x3) --
 interleaved over ``--rounds`` rounds (each side >= 10 ms per round); printed: the method the rule chooses, the
-im2col time, and kn2row's and Winograd's median time relative to im2col. The summary line gives the geometric mean
+None's time, and kn2row's and Winograd's median time relative to it. The summary line gives the geometric mean
 over the grid of (the chosen method's time / the fastest method's time): 1.0 means the rule always picks the fastest.
 Re-run it on another CPU before trusting the rule there.
 
@@ -77,8 +78,10 @@ def main(argv=None) -> int:
                             times[method].append(_timed(conv, choose, method, run, count))
                     median = {m: statistics.median(v) for m, v in times.items()}
                     chosen = choose(x, w, (1, 1), (1, 1), 1, (size, size))
+                    direct = conv._direct_possible(x, w, 1, (size, size))
                     losses.append(median[chosen] / min(median.values()))
-                    print(f"{size:>3}x{size:<3} {c:>3} -> {o:<3} chosen {str(chosen):8s} im2col "
+                    none = "direct" if direct else "im2col"
+                    print(f"{size:>3}x{size:<3} {c:>3} -> {o:<3} chosen {str(chosen):8s} {none} "
                           f"{median[None] * 1e3:7.3f} ms  kn2row {median['kn2row'] / median[None]:.2f}  "
                           f"winograd {median['winograd'] / median[None]:.2f}", flush=True)
     print(f"{len(losses)} layers: chosen / fastest, geometric mean {statistics.geometric_mean(losses):.3f}, "

@@ -320,7 +320,7 @@ def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
     kn2row = _use_kn2row(x, w, strides, dilation, group)
     winograd = _winograd_shape(x, w, strides, dilation, group)
     if winograd and _accel.winograd_transforms() is not None:
-        return _method_3x3(c, o, out_size[0] * out_size[1], kn2row)
+        return _method_3x3(c, o, out_size[0] * out_size[1], kn2row, _direct_possible(x, w, group, out_size))
     if kn2row and c >= max(16, 2 * o):
         return "kn2row"
     if winograd and c >= _WINO_MIN_CHANNELS and o >= _WINO_MIN_CHANNELS and out_size[0] * out_size[1] >= 64:
@@ -328,7 +328,7 @@ def _special_method(x, w, strides, dilation, group, out_size) -> str | None:
     return None
 
 
-def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
+def _method_3x3(c: int, o: int, pixels: int, kn2row: bool, direct: bool = False) -> str | None:
     """The fastest method measured for a 3x3 stride-1 float32 layer of C -> O channels and ``pixels`` output pixels
     (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round; 264 shapes, 8 to 512
     channels each way):
@@ -341,7 +341,12 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
     * larger: kn2row for O <= 16 with C >= 3 O (0.26-0.91; Winograd 0.53-1.03), else Winograd from 16 channels both
       ways with O < 16 C (0.49-1.04, O >= 4 C included; 16 input channels only from 50x50 outputs: 0.79-0.91 there,
       0.95-1.08 at 28x28; 1.1-1.45 at O = 16-32 C), else kn2row where C >= max(16, 2 O); 8 input channels: im2col.
-    Winograd never for O >= 16 C."""
+    Winograd never for O >= 16 C.
+
+    Where the direct convolution in register tiles can run (``direct``: :func:`_direct_possible`; the None path is
+    then that, not im2col), outputs of 400 pixels or more take it for 16 <= O <= 64 with C <= 32, and for O <= 16
+    with 16 <= C <= 4 O from 3000 pixels (56x56) on (Winograd and kn2row 1.1-1.6x its time there: seventh round,
+    the sweep re-run with the direct path); and kn2row then for O <= 24 with C >= 4 O (Winograd 1.1-1.4x)."""
     wide = o >= 16 * c  # many more output than input channels: Winograd's and kn2row's larger GEMMs do not pay
     if pixels < 100:
         return "kn2row" if kn2row and c >= 8 and not wide else None
@@ -351,6 +356,11 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool) -> str | None:
         if kn2row and c >= 8 and (o < 4 * c or o <= 64):
             return "kn2row"
         return "winograd" if c >= 16 and o >= 16 and not wide else None
+    if direct:
+        if (16 <= o <= 64 and c <= 32) or (o <= 16 and 16 <= c <= 4 * o and pixels >= 3000):
+            return None
+        if kn2row and o <= 24 and c >= 4 * o:
+            return "kn2row"
     if kn2row and o <= 16 and c >= 3 * o:
         return "kn2row"
     if o >= 16 and (c >= 24 or (c >= 16 and pixels >= 2500)) and not wide:
@@ -413,6 +423,16 @@ def _direct_offsets(w: np.ndarray, row_values: int, d_h: int, d_w: int) -> np.nd
             + np.arange(c, dtype=np.int64)[None, None, :]).reshape(-1)
 
 
+def _direct_possible(x, w, group: int, out_size) -> bool:
+    """Whether :func:`_direct_in_tiles` takes this convolution (of one image, float32, one group, output rows of
+    at least _DIRECT_MIN_WIDTH pixels, a product the finished register tiles run)."""
+    n, _, _, c = x.shape
+    o, kh, kw, _ = w.shape
+    oh, ow = out_size
+    return (n == 1 and group == 1 and ow >= _DIRECT_MIN_WIDTH and x.dtype == np.float32 and w.dtype == np.float32
+            and _gemm.uses_tiles(oh * ow, kh * kw * c, o, x.dtype, finished=True))
+
+
 def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
     """A one-group convolution of one padded image ``xp`` [1, Hp, Wp, C] straight from it in register tiles, no
     im2col copy (``_tiles.gathered_matmul``: each output pixel's window read at the weights' offsets), its
@@ -422,8 +442,7 @@ def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
     oh, ow = out_size
     s_h, s_w = strides
     d_h, d_w = dilation
-    if (n != 1 or ow < _DIRECT_MIN_WIDTH or xp.dtype != np.float32 or w.dtype != np.float32
-            or not out.flags.c_contiguous or not _gemm.uses_tiles(oh * ow, kh * kw * c, o, xp.dtype, finished=True)):
+    if not out.flags.c_contiguous or not _direct_possible(xp, w, 1, out_size):
         return False
     xp = np.ascontiguousarray(xp)
     span = ((kh - 1) * d_h * wp + (kw - 1) * d_w) * c + c  # a window's extent in the flat image

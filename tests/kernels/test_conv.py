@@ -1022,6 +1022,34 @@ def test_tiles_rule(monkeypatch):
     assert not _gemm.uses_tiles(3136, 144, 24, F32)
 
 
+def test_3x3_rule_takes_the_direct_convolution_where_it_measured_fastest(monkeypatch):
+    # _method_3x3 with the direct path (docs/performance.md, seventh round): the sweep's cells by hand
+    from nnrt_onnx.kernels import _accel, _tiles
+    from nnrt_onnx.kernels import conv as conv_kernels
+
+    rule = conv_kernels._method_3x3
+    assert rule(32, 32, 56 * 56, True, direct=True) is None  # ResNet-18-half's 56x56 layers
+    assert rule(32, 32, 56 * 56, True, direct=False) == "winograd"  # (no tiles: im2col would be the None path)
+    assert rule(16, 64, 112 * 112, True, direct=True) is None
+    assert rule(64, 64, 56 * 56, True, direct=True) == "winograd"  # O > 64 C / C > 32: Winograd still
+    assert rule(16, 8, 56 * 56, True, direct=True) is None  # O <= 16, 16 <= C <= 4 O, 56x56
+    assert rule(16, 8, 28 * 28, True, direct=True) == "kn2row"  # ... not below 3000 pixels
+    assert rule(128, 24, 28 * 28, True, direct=True) == "kn2row"  # O <= 24, C >= 4 O
+    assert rule(128, 24, 28 * 28, True, direct=False) == "winograd"
+    assert rule(32, 32, 14 * 14, True, direct=True) == "kn2row"  # under 400 pixels: the rule without direct
+    if _accel.winograd_transforms() is None:
+        return
+    monkeypatch.setattr(_tiles, "available", lambda: True)
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
+    x = np.zeros((1, 56, 56, 32), np.float32)
+    w = np.zeros((32, 3, 3, 32), np.float32)
+    assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (56, 56)) is None
+    assert conv_kernels._special_method(np.zeros((2, 56, 56, 32), np.float32), w, (1, 1), (1, 1), 1,
+                                        (56, 56)) == "winograd"  # two images: no direct path
+    monkeypatch.setattr(_gemm, "single_threaded", lambda: False)  # BLAS threads: no tiles
+    assert conv_kernels._special_method(x, w, (1, 1), (1, 1), 1, (56, 56)) == "winograd"
+
+
 @pytest.mark.parametrize("kernel,stride,dilation,pads", [
     ((3, 3), (2, 2), (1, 1), (0, 1, 0, 1)),  # 3x3/2, pads on one side
     ((3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),  # dilated: the window's columns are C apart, not contiguous
