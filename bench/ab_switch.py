@@ -22,6 +22,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   row_finish   Winograd's output transform finishing each output row (off: a finish pass per block)
   direct       convolutions read straight from their padded input in register tiles (off: im2col + GEMM)
   sixth_round  tiles, direct and row_finish together (docs/performance.md, sixth round)
+  checked_once a convolution's checks and decoded parameters, and its register tiles' finish table, made once and
+               remembered (off: made in every call, as before)
   direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
                choice between Winograd, kn2row and im2col as before it; seventh round)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
@@ -44,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
-            "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "direct_3x3", "numba", "residual",
+            "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "direct_3x3", "numba", "residual",
             "fusion")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
@@ -103,6 +105,14 @@ def _setter(switch: str):
     if switch == "direct":
         original = conv._direct_in_tiles
         return lambda on: setattr(conv, "_direct_in_tiles", original if on else declined)
+    if switch == "checked_once":
+        checked = conv._conv_checked
+
+        def every_time(*args):
+            conv._CHECKED.clear()
+            _tiles._FINISHES.clear()
+            return checked(*args)
+        return lambda on: setattr(conv, "_conv_checked", checked if on else every_time)
     if switch == "direct_3x3":
         rule = conv._method_3x3
         return lambda on: setattr(conv, "_method_3x3", rule if on else (

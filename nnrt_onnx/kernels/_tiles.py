@@ -65,6 +65,8 @@ _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 _PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
 _COUNTING: dict[int, np.ndarray] = {}  # k -> 0, 1, ..., k - 1
+_FINISHES: dict[tuple, tuple] = {}  # tile_finish's tables of read-only arrays, by their ids (and the arrays)
+_FINISHES_LIMIT = 1024
 # the finish's arguments without a finish (their masked loads never read them)
 _NO_TABLE = np.zeros((1, 3, 1), np.float32)
 _NO_ADDEND = np.zeros((1, 1, 1), np.float32)
@@ -147,6 +149,17 @@ def tile_finish(columns: int, bias: np.ndarray | None = None, activation: int = 
     if len(vectors) > 2 or activation not in (0, 1, 2) or columns % groups:
         return None
     listed = [bias] + [vector for _, vector in vectors]
+    # a compiled model's bias and vectors are the same read-only arrays in every run: their table is made once
+    constant = all(v is None or not v.flags.writeable for v in listed)
+    key = (columns, groups, activation, addend is None) + tuple(id(v) for v in listed) + tuple(n for n, _ in vectors)
+    made = _FINISHES.get(key) if constant else None
+    if made is not None and all(a is b for a, b in zip(made[0], listed)):
+        table, code = made[1]
+        if addend is not None:
+            addend = addend if addend.ndim == 3 else addend[np.newaxis]
+            if addend.dtype != np.float32:
+                return None
+        return TileFinish(table, code, addend)
     if any(v is not None and (v.dtype != np.float32 or v.shape != (columns,)) for v in listed):
         return None
     table = np.zeros((3, columns), np.float32)
@@ -165,6 +178,11 @@ def tile_finish(columns: int, bias: np.ndarray | None = None, activation: int = 
         addend = addend if addend.ndim == 3 else addend[np.newaxis]
         code |= 1 << FINISH_ADDEND_SHIFT
     table = np.ascontiguousarray(table.reshape(3, groups, columns // groups).transpose(1, 0, 2))
+    table.flags.writeable = False
+    if constant:
+        if len(_FINISHES) >= _FINISHES_LIMIT:
+            _FINISHES.clear()
+        _FINISHES[key] = (listed, (table, code))  # (holding the arrays keeps their ids from being reused)
     return TileFinish(table, code, addend)
 
 

@@ -584,11 +584,38 @@ def _conv_shapes(op, x, weight, group):
     return cdtype, x_shape, w_shape, group
 
 
+# (op, the inputs' shapes and dtypes, the parameters) -> _conv_checked's result, which depends on nothing else: a
+# compiled model's convolution checks and decodes its parameters once, not in every run (~20 us a call)
+_CHECKED: dict = {}
+_CHECKED_LIMIT = 4096
+
+
+def _conv_checked(op, x, weight, bias, strides, pad_mode, pad_list, dilation, group):
+    """The checked geometry of a convolution: (compute dtype, output [N, OH, OW, O], group, strides, dilation,
+    pads), remembered by its inputs' shapes and dtypes and its parameters."""
+    try:
+        key = (op, x.shape, x.dtype, weight.shape, weight.dtype, bias.shape, bias.dtype, tuple(strides), pad_mode,
+               tuple(pad_list), tuple(dilation), group)
+        checked = _CHECKED.get(key)
+    except TypeError:  # a parameter that is no sequence, or unhashable: the checks below say what is wrong
+        key, checked = None, None
+    if checked is None:
+        cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
+        s, d, (oh, ow, pads) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
+        _check_bias_dims(op, bias.shape, o)
+        checked = (cdtype, (n, oh, ow, o), group, s, d, pads)
+        if key is not None:
+            if len(_CHECKED) >= _CHECKED_LIMIT:
+                _CHECKED.clear()
+            _CHECKED[key] = checked
+    return checked
+
+
 def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None,
                  post=()):
-    cdtype, (n, h, w, c), (o, kh, kw, cg), group = _conv_shapes(op, x, weight, group)
-    s, d, (oh, ow, pads) = _conv_window(op, h, w, kh, kw, strides, dilation, pad_mode, pad_list)
-    b = _real_bias(op, bias, o, ctx, cdtype)
+    cdtype, (n, oh, ow, o), group, s, d, pads = _conv_checked(op, x, weight, bias, strides, pad_mode, pad_list,
+                                                              dilation, group)
+    b = bias.astype(cdtype, copy=False) if bias.dtype in _FLOATS else _real_bias(op, bias, o, ctx, cdtype)
     activation = _activation_code(activation)
     if out is not None and (out.dtype != x.dtype or x.dtype != cdtype or out.shape != (n, oh, ow, o)
                             or not out.flags.c_contiguous):

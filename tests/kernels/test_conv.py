@@ -922,6 +922,30 @@ def test_tiles_finish_is_bit_identical_to_the_finish_pass(activation, with_bias,
     np.testing.assert_array_equal(fused.view(np.uint32), separate.view(np.uint32))
 
 
+def test_tile_finish_tables_are_made_once_for_read_only_vectors_only():
+    from nnrt_onnx.kernels import _tiles  # (the tables are plain numpy: no compiled tiles needed)
+
+    bias = np.arange(24, dtype=np.float32)
+    assert _tiles.tile_finish(24, bias, 1).table[0, 0, 0] == 0
+    bias[0] = 5  # a writeable array may change between calls: its table is made anew
+    assert _tiles.tile_finish(24, bias, 1).table[0, 0, 0] == 5
+    bias.flags.writeable = False  # a compiled model's constant
+    scale = np.full(24, 2, np.float32)
+    scale.flags.writeable = False
+    first = _tiles.tile_finish(24, bias, 1, [("mul", scale)])
+    again = _tiles.tile_finish(24, bias, 1, [("mul", scale)])
+    assert again.table is first.table and again.code == first.code
+    assert _tiles.tile_finish(24, bias, 2, [("mul", scale)]).code != first.code  # another activation
+    assert _tiles.tile_finish(24, bias, 1, [("add", scale)]).code != first.code  # another operation
+    addend = np.ones((10, 24), np.float32)
+    with_addend = _tiles.tile_finish(24, bias, 1, [("mul", scale)], addend)
+    assert with_addend.code != first.code and with_addend.addend.shape == (1, 10, 24)
+    np.testing.assert_array_equal(with_addend.table, first.table)
+    other = scale.copy()  # equal values, another array: its own entry, checked by identity
+    other.flags.writeable = False
+    assert _tiles.tile_finish(24, bias, 1, [("mul", other)]).table is not first.table
+
+
 def test_tiles_decline_what_they_cannot_run():
     _tiles = _tiles_or_skip()
     rng = np.random.default_rng(7)
