@@ -32,6 +32,7 @@ import threading
 
 import numpy as np
 
+from . import _avx512
 from ._numba_cache import cache_ok as _cache_ok
 
 _LOCK = threading.Lock()
@@ -947,6 +948,9 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
         return False
     has_bias = bias is not None
     b = bias.astype(out.dtype, copy=False) if has_bias else np.zeros(1, out.dtype)
+    if out.dtype == np.float32 and out.strides[3] == 4:  # the same loop in AVX-512 vectors (0.5-1x its time)
+        vectors = _avx512.compiled("_depthwise_vectors", "depthwise_3x3")
+        loop = loop if vectors is None else vectors
     loop(np.ascontiguousarray(x), np.ascontiguousarray(wt), b, out, int(strides[0]), int(strides[1]),
          int(dilation[0]), int(dilation[1]), int(pads[0]), int(pads[2]), int(activation), has_bias)
     return True

@@ -25,34 +25,21 @@ from ._tile_layout import (
     TAIL_ROWS,
     TILE_ROWS,
 )
-
-f32 = ir.FloatType()
-i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-i8p = ir.IntType(8).as_pointer()
-vec = ir.VectorType(f32, LANES)
-ivec = ir.VectorType(i32, LANES)
-mask_type = ir.VectorType(i1, LANES)
-
-
-def pointer_suffix(ptr_type) -> str:  # intrinsic name mangling: opaque pointers (LLVM >= 17) or float*
-    return "p0" if getattr(ptr_type, "is_opaque", False) else "p0f32"
-
-
-def splat(builder, scalar, vector_type):
-    one = builder.insert_element(ir.Constant(vector_type, ir.Undefined), scalar, ir.Constant(i32, 0))
-    return builder.shuffle_vector(one, ir.Constant(vector_type, ir.Undefined),
-                                  ir.Constant(ir.VectorType(i32, vector_type.count), [0] * vector_type.count))
-
-
-def element(builder, base, row, stride, column):
-    """float* to element (row, column) of a 2-D array given its byte base pointer and row stride."""
-    row_start = builder.bitcast(builder.gep(base, [builder.mul(row, stride)]), f32.as_pointer())
-    return builder.gep(row_start, [column])
-
-
-def argument_array(context, builder, sig, args, position):
-    """Argument ``position`` of an intrinsic as numba's array structure."""
-    return context.make_array(sig.args[position])(context, builder, args[position])
+from ._vector_ir import (
+    ZERO,
+    activated,
+    argument_array,
+    element,
+    f32,
+    i8p,
+    i32,
+    i64,
+    lane_mask,
+    mask_type,
+    splat,
+    vec,
+    vector_intrinsics,
+)
 
 
 def make_tile(rows: int, vectors: int, gathered: bool):
@@ -86,18 +73,9 @@ def make_tile(rows: int, vectors: int, gathered: bool):
                       for r in range(rows)]
             targets = [[builder.gep(c_rows[r], [ir.Constant(i64, LANES * v)]) for v in range(vectors)]
                        for r in range(rows)]
-            lane_mask = builder.icmp_signed("<", ir.Constant(ivec, list(range(LANES))),
-                                            splat(builder, builder.trunc(lanes_, i32), ivec))
-            masks = [ir.Constant(mask_type, [1] * LANES)] * (vectors - 1) + [lane_mask]  # the last vector: N's lanes
-            pointer = targets[0][0].type
-            load = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [pointer, i32, mask_type, vec]),
-                                                  "llvm.masked.load.v16f32." + pointer_suffix(pointer))
-            store = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [vec, pointer, i32, mask_type]),
-                "llvm.masked.store.v16f32." + pointer_suffix(pointer))
-            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, vec, vec]),
-                                                 "llvm.fma.v16f32")
-            zero = ir.Constant(vec, [0.0] * LANES)
+            masks = [ir.Constant(mask_type, [1] * LANES)] * (vectors - 1) + [lane_mask(builder, lanes_)]  # N's lanes
+            load, store, fma = vector_intrinsics(builder)
+            zero = ZERO
             entry = builder.block
             earlier = builder.append_basic_block("tile.earlier")
             start = builder.append_basic_block("tile.start")
@@ -190,7 +168,6 @@ def make_tile(rows: int, vectors: int, gathered: bool):
             addend_array = argument_array(context, builder, sig, args, 12)
             addend_stride = cgutils.unpack_tuple(builder, addend_array.strides)[0]
             addend_base = builder.bitcast(addend_array.data, i8p)
-            six = ir.Constant(vec, [6.0] * LANES)
             for r in range(rows):
                 addend_row = element(builder, addend_base, builder.add(i_, ir.Constant(i64, r)), addend_stride, j_)
                 for v in range(vectors):
@@ -202,10 +179,7 @@ def make_tile(rows: int, vectors: int, gathered: bool):
                     residual = builder.call(load, [builder.gep(addend_row, [ir.Constant(i64, LANES * v)]),
                                                    ir.Constant(i32, 4), builder.and_(masks[v], has_addend), zero])
                     x = builder.select(has_addend, builder.fadd(x, residual), x)
-                    # ReLU: x <= 0 -> +0 (NaN stays); ReLU6: x < 0 -> +0, x > 6 -> 6 (NaN and -0.0 stay)
-                    x = builder.select(builder.and_(relu, builder.fcmp_ordered("<=", x, zero)), zero, x)
-                    x = builder.select(builder.and_(relu6, builder.fcmp_ordered("<", x, zero)), zero, x)
-                    x = builder.select(builder.and_(relu6, builder.fcmp_ordered(">", x, six)), six, x)
+                    x = activated(builder, x, relu, relu6)
                     builder.call(store, [x, targets[r][v], ir.Constant(i32, 4), masks[v]])
             builder.branch(stored)
             builder.position_at_end(stored)

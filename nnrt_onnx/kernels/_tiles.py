@@ -32,14 +32,12 @@ compiled driver (:mod:`._tile_kernels`) takes about 7 s to compile the first tim
 """
 from __future__ import annotations
 
-import os
-import threading
-import warnings
 import weakref
 from typing import NamedTuple
 
 import numpy as np
 
+from . import _avx512
 from ._tile_layout import (
     FINISH_ACTIVATION_SHIFT,
     FINISH_ADD,
@@ -61,8 +59,6 @@ MIN_MULTIPLY_ADDS = 1 << 20
 MIN_FINISHED_COLUMNS = 8
 MAX_FINISHED_KN = 1 << 15  # wider than MAX_COLUMNS while K * N is at most this
 
-_LOCK = threading.Lock()
-_STATE: dict[str, object] = {}
 _PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
 _COUNTING: dict[int, np.ndarray] = {}  # k -> 0, 1, ..., k - 1
 _FINISHES: dict[tuple, tuple] = {}  # tile_finish's tables of read-only arrays, by their ids (and the arrays)
@@ -104,16 +100,8 @@ def padded(b: np.ndarray) -> np.ndarray:
 
 
 def _driver():
-    """The compiled driver, or None (no numba, no AVX-512, switched off)."""
-    if os.environ.get("NNRT_ONNX_NUMBA", "").strip() == "0":
-        return None
-    driver = _STATE.get("driver")
-    if driver is None:
-        with _LOCK:
-            driver = _STATE.get("driver")
-            if driver is None:
-                driver = _STATE["driver"] = _build() or False
-    return driver or None
+    """The compiled driver, or None (no numba, no AVX-512, switched off: :mod:`._avx512`)."""
+    return _avx512.compiled("_tile_kernels", "driver")
 
 
 def available() -> bool:
@@ -262,30 +250,6 @@ def _run(a, columns, b, out, finish) -> bool:
     driver(a, b, out, table, code, _counting(k) if columns is None else columns, addend, columns is not None,
            K_BLOCK, CHUNK_BYTES)
     return True
-
-
-def _build():
-    """The compiled driver of :mod:`._tile_kernels`, or None where it cannot run (see the module doc)."""
-    try:
-        import llvmlite.binding as llvm_binding
-    except ImportError:
-        return None
-    try:
-        if not llvm_binding.get_host_cpu_features().get("avx512f", False):
-            return None
-    except Exception:  # a host LLVM cannot describe: no tiles
-        return None
-    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
-        return None  # numba compiles for another CPU (portable caches): AVX-512 is not known to be there
-    try:
-        from ._tile_kernels import driver
-    except ImportError:
-        return None
-    except Exception as exc:  # a numba/LLVM that cannot compile the tiles (another version's IR rules): BLAS then
-        warnings.warn(f"nnrt_onnx: the register tiles did not compile ({type(exc).__name__}: {exc}); "
-                      "convolutions use numpy's BLAS", RuntimeWarning, stacklevel=2)
-        return None
-    return driver
 
 
 __all__ = ["TileFinish", "available", "gathered_matmul", "matmul", "tile_finish", "padded", "padded_columns", "wanted"]

@@ -1152,23 +1152,28 @@ def test_1x1_convolutions_finish_the_plans_fused_operations_in_tiles(monkeypatch
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_tiles_that_do_not_compile_leave_convolutions_to_blas(monkeypatch):
-    # a numba/LLVM that rejects the tiles' IR: a warning, no driver, and every caller on its BLAS path
-    import builtins
-    import sys
+def test_avx512_kernels_that_do_not_compile_leave_convolutions_to_their_other_paths(monkeypatch):
+    # a numba/LLVM that rejects the IR: a warning, no compiled function, and every caller on its other path (BLAS
+    # for the tiles, numba's loop for the depthwise convolution: same results)
+    import importlib
 
-    from nnrt_onnx.kernels import _tiles
+    from nnrt_onnx.kernels import _accel, _avx512, _tiles
+    from nnrt_onnx.kernels import conv as conv_kernels
 
-    real_import = builtins.__import__
+    real_import = importlib.import_module
 
-    def failing_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "_tile_kernels" or name.endswith("._tile_kernels"):
+    def failing_import(name, package=None):
+        if name.endswith(("._tile_kernels", "._depthwise_vectors")):
             raise RuntimeError("LLVM ERROR: unsupported intrinsic")
-        return real_import(name, globals, locals, fromlist, level)
+        return real_import(name, package)
 
-    monkeypatch.delitem(sys.modules, "nnrt_onnx.kernels._tile_kernels", raising=False)
-    monkeypatch.setattr(builtins, "__import__", failing_import)
-    monkeypatch.setattr(_tiles, "_STATE", {})
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 9, 10, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 3, 3, 1)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    with_vectors = conv_kernels._conv_core(x, w, (1, 1), (1, 1), (1, 1, 1, 1), 20, (9, 10), b, 2)
+    monkeypatch.setattr(importlib, "import_module", failing_import)
+    monkeypatch.setattr(_avx512, "_LOADED", {})
     llvm_binding = pytest.importorskip("llvmlite.binding")
     monkeypatch.setattr(llvm_binding, "get_host_cpu_features", lambda: {"avx512f": True})  # any machine
     monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
@@ -1178,3 +1183,42 @@ def test_tiles_that_do_not_compile_leave_convolutions_to_blas(monkeypatch):
         assert not _tiles.available()
     monkeypatch.setattr(_gemm, "single_threaded", lambda: True)
     assert not _gemm.uses_tiles(3136, 144, 24, F32)
+    with pytest.warns(RuntimeWarning, match="did not compile"):
+        without = conv_kernels._conv_core(x, w, (1, 1), (1, 1), (1, 1, 1, 1), 20, (9, 10), b, 2)
+    if _accel.enabled():  # (both runs on numba's loop or the IR: bit-identical either way)
+        np.testing.assert_array_equal(without, with_vectors)
+
+
+@pytest.mark.parametrize("h,w,c,stride,dilation,pads,activation,with_bias", [
+    (9, 11, 37, 1, 1, (1, 1), 2, True),  # 37 channels: two whole blocks of 16 and a masked one
+    (8, 8, 16, 2, 1, (0, 1), 1, False),
+    (10, 13, 5, 2, 2, (2, 0), 0, True),  # dilated, one masked block
+    (5, 30, 50, 1, 3, (3, 3), 1, True),  # pads as wide as the dilated kernel: rows and columns all in the padding
+    (7, 7, 33, 3, 1, (1, 2), 2, False),
+])
+def test_depthwise_vectors_are_bit_identical_to_numbas_loop(h, w, c, stride, dilation, pads, activation, with_bias):
+    # the AVX-512 depthwise 3x3 (_depthwise_vectors) does _accel's loop's float operations in its order: the same
+    # bits, NaN, inf (0 * inf in the padding: NaN) and -0.0 included
+    from nnrt_onnx.kernels import _accel, _avx512
+
+    vectors = _avx512.compiled("_depthwise_vectors", "depthwise_3x3")
+    loop = _accel._get("depthwise3x3")
+    if vectors is None or loop is None:
+        pytest.skip("needs numba and an AVX-512 CPU")
+    rng = np.random.default_rng(h * w + c)
+    x = rng.standard_normal((2, h, w, c)).astype(np.float32)
+    x[0, 0, 0, :3] = [np.nan, np.inf, -0.0]
+    x[1, -1, -1, -2:] = [-np.inf, -0.0]
+    wt = rng.standard_normal((3, 3, c)).astype(np.float32)
+    wt[0, 0, 1] = np.inf
+    wt[2, 2, 3] = -0.0
+    bias = rng.standard_normal(c).astype(np.float32) if with_bias else np.zeros(1, np.float32)
+    pt, pl = pads
+    oh = (h + 2 * pt - 2 * dilation - 1) // stride + 1
+    ow = (w + 2 * pl - 2 * dilation - 1) // stride + 1
+    want = np.full((2, oh, ow, c), 7, np.float32)
+    got = want.copy()
+    args = (stride, stride, dilation, dilation, pt, pl, activation, with_bias)
+    loop(x, wt, bias, want, *args)
+    vectors(x, wt, bias, got, *args)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
