@@ -232,3 +232,38 @@ def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
             np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
             compared += 1
     assert compared > 100
+
+
+@pytest.mark.parametrize("h,w,c,window,stride,pads,is_max,start_at_zero", [
+    (9, 11, 37, 3, 2, (1, 1), True, False),  # 37 channels: two whole blocks of 16 and a masked one
+    (8, 8, 16, 2, 2, (0, 0), True, False),
+    (10, 13, 5, 3, 1, (1, 1), False, True),  # padding clips the first cell: sums from +0.0
+    (7, 9, 33, 3, 2, (0, 0), False, False),
+    (8, 10, 17, 2, 2, (0, 0), False, False),
+    (6, 6, 20, 2, 2, (1, 1), False, True),
+    (5, 5, 18, 3, 3, (2, 2), True, False),  # windows entirely in the padding: the fill (-inf; NaN for averages)
+    (5, 5, 18, 3, 3, (2, 2), False, True),
+])
+def test_pool_vectors_are_bit_identical_to_numbas_loop(h, w, c, window, stride, pads, is_max, start_at_zero):
+    # the AVX-512 pooling (_pool_vectors) gives _accel's pool_loop's results bit for bit: NaN and inf cells, -0.0
+    # sums, the fills of windows with no cell inside
+    from nnrt_onnx.kernels import _accel, _avx512
+
+    vectors = _avx512.compiled("_pool_vectors", "pool")
+    loop = _accel._get("pool")
+    if vectors is None or loop is None:
+        pytest.skip("needs numba and an AVX-512 CPU")
+    rng = np.random.default_rng(h * w + c + window)
+    x = rng.standard_normal((2, h, w, c)).astype(np.float32)
+    x[0, 0, 0, :3] = [np.nan, np.inf, -0.0]
+    x[1, 1, 1, :2] = [-np.inf, -0.0]
+    x[1, :3, :3, 4] = -0.0  # windows of -0.0 only: their average stays -0.0 unless it starts from +0.0
+    pt, pl = pads
+    oh, ow = (h + 2 * pt - window) // stride + 1, (w + 2 * pl - window) // stride + 1
+    want = np.full((2, oh, ow, c), 7, np.float32)
+    got = want.copy()
+    loop(x, want, window, window, stride, stride, pt, pl, is_max, start_at_zero,
+         np.float32(-np.inf if is_max else np.nan))
+    assert vectors(x, got, is_max, window, window, stride, stride, pt, pl, start_at_zero)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not vectors(x, got, is_max, 5, 5, 1, 1, 0, 0, start_at_zero)  # other windows: numba's loop

@@ -1,0 +1,176 @@
+"""Max and average pooling with 2x2 and 3x3 windows in AVX-512 vectors: the compiled part of ``_accel.pool`` on
+AVX-512 hosts, for float32.
+
+numba's loop (``_accel``'s ``pool_loop``) vectorises its channel loops 8 lanes wide and sets up every window
+cell's row view. Here one intrinsic per (kind, window) writes the loop over an output row's pixels for one block of
+16 channels in LLVM IR, the window's cells unrolled. The results are ``pool_loop``'s bit for bit:
+
+* max: the cells in row-major order, each taking the place of the running maximum where it is greater or NaN
+  (``v if v > a or v != v else a``), starting from -inf -- which the first cell always replaces unless it is -inf
+  itself, so the same as starting from the first cell; a cell in the padding loads -inf, which never replaces
+  anything; a window with no cell inside gives -inf, the loop's fill;
+* average: the valid cells added in row-major order to -0.0 (``-0.0 + v`` is ``v`` for every v: the loop's "start
+  from the first cell") or, where the loop starts from 0 (``start_at_zero``), to +0.0; cells in the padding are
+  skipped (a select, not an added +0.0, which would turn a -0.0 sum into +0.0); then divided by the number of
+  cells inside (none: 0 / 0, NaN, the loop's fill).
+
+Importing it needs numba and llvmlite and compiles the driver (or loads it from numba's cache).
+"""
+from __future__ import annotations
+
+import numba
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from ._numba_cache import cache_ok
+from ._tile_layout import LANES
+from ._vector_ir import ZERO, argument_array, f32, i8p, i32, i64, lane_mask, mask_type, splat, vec, vector_intrinsics
+
+MINUS_INF = ir.Constant(vec, [float("-inf")] * LANES)
+MINUS_ZERO = ir.Constant(vec, [-0.0] * LANES)
+WINDOWS = ((2, 2), (3, 3))
+
+
+def _pointer(builder, base, offset):
+    return builder.bitcast(builder.gep(base, [offset]), f32.as_pointer())
+
+
+def make_row(is_max: bool, k_h: int, k_w: int, bounded: bool):
+    """An intrinsic ``row(x, out, b, r, q0, q1, ch, lanes, geometry, start_at_zero)``: output pixels q0..q1-1 of
+    row r of image b, channels ch..ch+lanes-1 (lanes <= 16), of a k_h x k_w max (``is_max``) or average pooling;
+    ``geometry`` (s_h, s_w, pt, pl). ``bounded``: every cell's column checked against the input (pixels at the
+    left and right edges); else only the rows are."""
+
+    @intrinsic
+    def row(typingctx, x, out, b, r, q0, q1, ch, lanes, geometry, start_at_zero):
+        signature = types.none(x, out, b, r, q0, q1, ch, lanes, geometry, start_at_zero)
+
+        def codegen(context, builder, sig, args):
+            x_arr, out_arr = (argument_array(context, builder, sig, args, i) for i in range(2))
+            b_, r_, q0_, q1_, ch_, lanes_, geometry_, start_at_zero_ = args[2:]
+            s_h, s_w, pt, pl = cgutils.unpack_tuple(builder, geometry_)
+            x_strides = cgutils.unpack_tuple(builder, x_arr.strides)
+            x_shape = cgutils.unpack_tuple(builder, x_arr.shape)
+            out_strides = cgutils.unpack_tuple(builder, out_arr.strides)
+            load, store, _ = vector_intrinsics(builder)
+            mask = lane_mask(builder, lanes_)
+            four32, zero64, one64 = ir.Constant(i32, 4), ir.Constant(i64, 0), ir.Constant(i64, 1)
+            channel_bytes = builder.mul(ch_, ir.Constant(i64, 4))
+            x_base, out_base = builder.bitcast(x_arr.data, i8p), builder.bitcast(out_arr.data, i8p)
+            height, width = x_shape[1], x_shape[2]
+
+            def inside(index, size):  # 0 <= index < size, as i1
+                return builder.and_(builder.icmp_signed(">=", index, zero64), builder.icmp_signed("<", index, size))
+
+            top = builder.sub(builder.mul(r_, s_h), pt)
+            image = builder.add(builder.mul(b_, x_strides[0]), channel_bytes)
+            rows, row_ok, valid_rows = [], [], zero64
+            for i in range(k_h):
+                index = builder.add(top, ir.Constant(i64, i))
+                rows.append(builder.gep(x_base, [builder.add(image, builder.mul(index, x_strides[1]))]))
+                ok = inside(index, height)
+                row_ok.append(ok)
+                valid_rows = builder.add(valid_rows, builder.zext(ok, i64))
+            out_row = builder.gep(out_base, [builder.add(builder.add(builder.mul(b_, out_strides[0]),
+                                                                     builder.mul(r_, out_strides[1])), channel_bytes)])
+            from_zero = builder.icmp_signed("!=", start_at_zero_, ir.Constant(start_at_zero_.type, 0))
+            initial = MINUS_INF if is_max else builder.select(splat(builder, from_zero, mask_type), ZERO, MINUS_ZERO)
+
+            entry = builder.block
+            loop = builder.append_basic_block("pool.loop")
+            done = builder.append_basic_block("pool.done")
+            builder.cbranch(builder.icmp_signed("<", q0_, q1_), loop, done)
+            builder.position_at_end(loop)
+            q = builder.phi(i64)
+            q.add_incoming(q0_, entry)
+            column = builder.sub(builder.mul(q, s_w), pl)
+            first = builder.mul(column, x_strides[2])
+            column_ok, valid_columns = [], ir.Constant(i64, k_w)
+            if bounded:
+                valid_columns = zero64
+                for j in range(k_w):
+                    ok = inside(builder.add(column, ir.Constant(i64, j)), width)
+                    column_ok.append(ok)
+                    valid_columns = builder.add(valid_columns, builder.zext(ok, i64))
+            acc = initial
+            for i in range(k_h):  # row-major cells: the loop's order
+                for j in range(k_w):
+                    ok = builder.and_(row_ok[i], column_ok[j]) if bounded else row_ok[i]
+                    ok_lanes = splat(builder, ok, mask_type)
+                    offset = builder.add(first, builder.mul(ir.Constant(i64, j), x_strides[2]))
+                    value = builder.call(load, [_pointer(builder, rows[i], offset), four32,
+                                                builder.and_(mask, ok_lanes), MINUS_INF if is_max else ZERO])
+                    if is_max:  # v if v > a or v != v else a (a padded cell: -inf, never taken)
+                        wins = builder.or_(builder.fcmp_ordered(">", value, acc),
+                                           builder.fcmp_unordered("uno", value, value))
+                        acc = builder.select(wins, value, acc)
+                    else:
+                        acc = builder.select(ok_lanes, builder.fadd(acc, value), acc)
+            if not is_max:
+                count = builder.sitofp(builder.mul(valid_rows, valid_columns), f32)
+                acc = builder.fdiv(acc, splat(builder, count, vec))
+            builder.call(store, [acc, _pointer(builder, out_row, builder.mul(q, out_strides[2])), four32, mask])
+            q_next = builder.add(q, one64)
+            q.add_incoming(q_next, builder.block)
+            builder.cbranch(builder.icmp_signed("<", q_next, q1_), loop, done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+
+        return signature, codegen
+
+    return row
+
+
+def make_pooling(is_max: bool, k_h: int, k_w: int):
+    """Every output row of one (kind, window), in blocks of 16 channels: the pixels whose window has a column
+    outside the input bounded, the others not."""
+    bounded, inner = make_row(is_max, k_h, k_w, True), make_row(is_max, k_h, k_w, False)
+
+    @numba.njit(nogil=True, boundscheck=False)
+    def pooling(x, out, s_h, s_w, pt, pl, start_at_zero):  # pragma: no cover (compiled)
+        n, oh, ow, c = out.shape
+        w = x.shape[2]
+        q_lo = min(ow, (pl + s_w - 1) // s_w)  # the first pixel whose first column is >= 0
+        q_hi = ow  # ... and after the last one whose last column is < w
+        while q_hi > q_lo and (q_hi - 1) * s_w - pl + k_w > w:
+            q_hi -= 1
+        geometry = (s_h, s_w, pt, pl)
+        for b in range(n):
+            for r in range(oh):
+                for ch in range(0, c, LANES):
+                    lanes = min(LANES, c - ch)
+                    bounded(x, out, b, r, 0, q_lo, ch, lanes, geometry, start_at_zero)
+                    inner(x, out, b, r, q_lo, q_hi, ch, lanes, geometry, start_at_zero)
+                    bounded(x, out, b, r, q_hi, ow, ch, lanes, geometry, start_at_zero)
+
+    return pooling
+
+
+max_2x2, max_3x3 = (make_pooling(True, k_h, k_w) for k_h, k_w in WINDOWS)
+average_2x2, average_3x3 = (make_pooling(False, k_h, k_w) for k_h, k_w in WINDOWS)
+_IMAGE = types.Array(types.float32, 4, "A", readonly=True)
+_OUT = numba.float32[:, :, :, :]
+_INT = numba.int64
+
+
+@numba.njit(numba.boolean(_IMAGE, _OUT, numba.boolean, _INT, _INT, _INT, _INT, _INT, _INT, numba.boolean),
+            cache=cache_ok(), nogil=True, boundscheck=False)
+def pool(x, out, is_max, k_h, k_w, s_h, s_w, pt, pl, start_at_zero):  # pragma: no cover (compiled)
+    # False: a window this module has no loop for
+    if k_h == 2 and k_w == 2:
+        if is_max:
+            max_2x2(x, out, s_h, s_w, pt, pl, start_at_zero)
+        else:
+            average_2x2(x, out, s_h, s_w, pt, pl, start_at_zero)
+        return True
+    if k_h == 3 and k_w == 3:
+        if is_max:
+            max_3x3(x, out, s_h, s_w, pt, pl, start_at_zero)
+        else:
+            average_3x3(x, out, s_h, s_w, pt, pl, start_at_zero)
+        return True
+    return False
+
+
+__all__ = ["WINDOWS", "pool"]
