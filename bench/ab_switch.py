@@ -34,6 +34,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                switch, so the two sides are two compiled plans of the same model)
   fusion       every fusion into a convolution or BATCH_NORM step: per-channel MUL/ADD and residual ADDs (off: a
                plan compiled without; plan-time)
+  assembly     concatenations assembled in place by the convolutions that produce them (runtime/assembly.py; off: a
+               plan compiled without; plan-time)
 
     python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
 """
@@ -51,10 +53,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
             "pool_vectors", "direct_3x3", "numba", "residual",
-            "fusion")
+            "fusion", "assembly")
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
-                 "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False)}
+                 "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False),
+                 # (a module's function, replaced by the callable given: here, steps left as they are)
+                 "assembly": ("nnrt_onnx.runtime.cpu", None, "assemble_concats",
+                              lambda _prepared, steps, _outputs: steps)}
 
 
 def _parse(argv=None):
@@ -162,14 +167,16 @@ def _sides(switch: str, model):
     import importlib
 
     module, owner, name, declined = PLAN_SWITCHES[switch]
-    cls = getattr(importlib.import_module(module), owner)
-    original = getattr(cls, name)
-    on = _executor(model)
-    setattr(cls, name, lambda *_args, **_kwargs: declined)
+    holder = importlib.import_module(module)
+    holder = holder if owner is None else getattr(holder, owner)
+    original = getattr(holder, name)
+    replacement = declined if callable(declined) else (lambda *_args, **_kwargs: declined)
+    setattr(holder, name, replacement)
     try:
-        off = _executor(model)
+        off = _executor(model)  # (built first: the "on" plan, built second, does not gain from being first)
     finally:
-        setattr(cls, name, original)
+        setattr(holder, name, original)
+    on = _executor(model)
     return (lambda _on: None), {True: on, False: off}
 
 

@@ -487,3 +487,123 @@ def test_residual_add_not_fused_when_the_residual_comes_after_the_convolution():
     (y_value,) = ex.run_arrays([xv])
     want = xv.astype(np.float64) @ w1[:, 0, 0, :].T.astype(np.float64) + xv @ w2[:, 0, 0, :].T.astype(np.float64)
     np.testing.assert_allclose(y_value, want, rtol=1e-5, atol=1e-5)
+
+
+# concatenations assembled in place (runtime/assembly.py)
+
+CONCAT_BRANCHES = {  # name: (kernel, out channels, dilation, depthwise); every branch of x [1, 11, 11, 64], SAME
+    "1x1": (1, 24, 1, False),  # one GEMM (register tiles or BLAS), the finish in the tiles
+    "winograd": (3, 64, 1, False),  # 121 pixels, 64 -> 64: Winograd, its rows finished in transform_out
+    "kn2row": (3, 16, 1, False),  # 64 -> 16: kn2row's gather
+    "depthwise": (3, 64, 1, True),
+    "dilated": (3, 16, 2, False),  # im2col, or read straight from the input in register tiles
+}
+
+
+def concat_of_convolutions(copied_input=True, expose=None):
+    """x [1, 11, 11, 64] -> each CONCAT_BRANCHES convolution (bias, fused RELU) -> CONCAT on the channels (with x
+    itself last when ``copied_input``) -> RELU6 -> y. ``expose``: a branch whose output is also a model output.
+    Returns the model and the float64 oracle of y."""
+    rng = np.random.default_rng(11)
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 11, 11, 64]))
+    parts, references, exposed = [], [], []
+    for name, (k, cout, dilation, depthwise) in CONCAT_BRANCHES.items():
+        w = (rng.standard_normal((cout, k, k, 1 if depthwise else 64)) / np.sqrt(k * k * 8)).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32)
+        out = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 11, 11, cout]))
+        prefix = "DEPTHWISE_CONV2D_NATIVE" if depthwise else "CONV2D"
+        params = [m.add_param(TT[f"OH_NN_{prefix}_PAD_MODE"], 0), m.add_param(TT[f"OH_NN_{prefix}_ACTIVATION_TYPE"], 1)]
+        if dilation > 1:
+            params.append(m.add_param(TT[f"OH_NN_{prefix}_DILATION"], [dilation, dilation]))
+        m.add_operation(OP[f"OH_NN_OPS_{prefix}"], params, [x, m.add_constant(w), m.add_constant(b)], [out])
+        parts.append(out)
+        references.append((k, dilation, depthwise, w.astype(np.float64), b))
+        if name == expose:
+            exposed.append(out)
+    if copied_input:
+        parts.append(x)
+    total = sum(c for _, c, _, _ in CONCAT_BRANCHES.values()) + (64 if copied_input else 0)
+    joined, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 11, 11, total])) for _ in range(2))
+    m.add_operation(OP.OH_NN_OPS_CONCAT, [m.add_param(TT.OH_NN_CONCAT_AXIS, 3)], parts, [joined])
+    m.add_operation(OP.OH_NN_OPS_RELU6, [], [joined], [y])
+    m.specify_inputs_and_outputs([x], [y] + exposed)
+    m.finish()
+
+    def reference(xv):
+        branches = []
+        for k, dilation, depthwise, w, b in references:
+            pad = dilation * (k // 2)
+            x64 = np.pad(xv.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+            acc = np.zeros((1, 11, 11, w.shape[0]))
+            for i in range(k):
+                for j in range(k):
+                    tap = x64[:, i * dilation:i * dilation + 11, j * dilation:j * dilation + 11]
+                    acc += tap * w[:, i, j, 0] if depthwise else tap @ w[:, i, j, :].T
+            branches.append(np.maximum(acc + b, 0))
+        if copied_input:
+            branches.append(xv.astype(np.float64))
+        return np.clip(np.concatenate(branches, axis=3), 0, 6)
+
+    return m, reference
+
+
+def test_concatenation_assembled_in_place_by_every_convolution_path():
+    """Each branch's convolution writes its slice of the concatenation (one path each: tiles, Winograd, kn2row,
+    depthwise, dilated), the CONCAT copies only the model input; exactly the unassembled steps' values (a run with
+    capture takes those), the float64 oracle's within float32 rounding, run after run (arena reused), and outputs
+    the caller holds are never overwritten."""
+    model, reference = concat_of_convolutions()
+    ex = executor(model)
+    assembled = [s for s in ex.prepared.steps if s.out_view is not None]
+    assert len(assembled) == len(CONCAT_BRANCHES) + 1  # the producers and the CONCAT itself
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((1, 11, 11, 64)).astype(np.float32) for _ in range(3)]
+    kept = [ex.run_arrays([x])[0] for x in xs]
+    for x, y in zip(xs, kept):
+        (plain,) = ex.run_arrays([x], capture={})
+        np.testing.assert_array_equal(y, plain)
+        np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
+
+
+def test_assembled_concatenation_copies_what_a_kernel_wrote_elsewhere(monkeypatch):
+    # a convolution path that declines the strided slice (here: every one) returns its own array: the engine
+    # copies it into the slice, and the values stay right
+    from nnrt_onnx.kernels import _accel
+
+    model, reference = concat_of_convolutions()
+    ex = executor(model)
+    monkeypatch.setattr(_accel, "evenly_strided", lambda out: out.flags.c_contiguous)
+    x = np.random.default_rng(5).standard_normal((1, 11, 11, 64)).astype(np.float32)
+    (y,) = ex.run_arrays([x])
+    np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("expose, copied_input, assembled", [
+    (None, True, 5),  # (the reference case)
+    ("dilated", True, 4),  # a branch that is also a model output keeps its own array
+    (None, False, 5),
+])
+def test_what_is_assembled(expose, copied_input, assembled):
+    model, reference = concat_of_convolutions(copied_input, expose)
+    ex = executor(model)
+    producers = [s for s in ex.prepared.steps if s.out_view is not None and s.op != OP.OH_NN_OPS_CONCAT]
+    assert len(producers) == assembled
+    x = np.random.default_rng(6).standard_normal((1, 11, 11, 64)).astype(np.float32)
+    np.testing.assert_allclose(ex.run_arrays([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
+def test_concatenation_mostly_copied_is_not_assembled():
+    # one 16-channel convolution beside a 64-channel model input: under half the concatenation in place (DenseNet's
+    # pattern, where holding the array from the convolution on cost more than the copy it saved)
+    rng = np.random.default_rng(7)
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 11, 11, 64]))
+    out, joined, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 11, 11, c])) for c in (16, 80, 80))
+    add_same_conv(m, False, x, rng.standard_normal((16, 1, 1, 64)).astype(np.float32),
+                  rng.standard_normal(16).astype(np.float32), out)
+    m.add_operation(OP.OH_NN_OPS_CONCAT, [m.add_param(TT.OH_NN_CONCAT_AXIS, 3)], [x, out], [joined])
+    m.add_operation(OP.OH_NN_OPS_RELU, [], [joined], [y])
+    m.specify_inputs_and_outputs([x], [y])
+    m.finish()
+    assert all(s.out_view is None for s in executor(m).prepared.steps)

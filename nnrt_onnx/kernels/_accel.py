@@ -31,6 +31,7 @@ import os
 import threading
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from . import _avx512
 from ._numba_cache import cache_ok as _cache_ok
@@ -478,12 +479,13 @@ def _build_finish_rows(numba):
     finish_row = _build_finish_row(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def finish_rows(x, bias, has_bias, vectors, kinds, activation, addend):  # pragma: no cover (compiled)
-        # in place, per row: + bias, the post operations, the activation (x written through one array: no
-        # aliasing check to fail); ``addend`` [R, C] (or [1, 1] when no kind 2) the residual's rows
-        rows, c = x.shape
+    def finish_rows(x, step, rows, c, bias, has_bias, vectors, kinds, activation, addend):  # pragma: no cover
+        # in place, per row (row r: x[r * step: r * step + c] of the flat, contiguous ``x``, so that every row is a
+        # contiguous run the loops vectorise, also where rows are a stride apart): + bias, the post operations,
+        # the activation (x written through one array: no aliasing check to fail); ``addend`` [R, C] (or [1, 1]
+        # when no kind 2) the residual's rows
         for r in range(rows):
-            row = x[r]
+            row = x[r * step: r * step + c]
             if has_bias:
                 for ch in range(c):
                     row[ch] = row[ch] + bias[ch]
@@ -516,13 +518,14 @@ def finish_arrays(bias: np.ndarray | None, post, c: int, dtype) -> tuple:
 
 
 def finish_rows(rows: np.ndarray, arrays: tuple, activation: int, addend: np.ndarray | None = None) -> bool:
-    """In place on the C-contiguous float32/float64 ``rows`` [R, C]: ``+ bias``, the ``post`` operations in order
+    """In place on the float32/float64 ``rows`` [R, C] (C-contiguous, or rows of contiguous channels a stride apart:
+    a channel slice): ``+ bias``, the ``post`` operations in order
     (an "addend" adds ``addend``, an [R, C] array, a residual's rows), then ``activation`` (0, 1 RELU, 2 RELU6),
     with bias and post as :func:`finish_arrays` built them for this dtype and C: one compiled pass, bit-identical
     to numpy's ufunc passes in the same order (a convolution's finish, 3x faster); False (rows untouched) without
     numba or for another layout or dtype."""
     dtype = rows.dtype
-    if dtype not in (np.float32, np.float64) or rows.ndim != 2 or not rows.flags.c_contiguous:
+    if dtype not in (np.float32, np.float64) or rows.ndim != 2 or rows.strides[1] != rows.itemsize:
         return False
     if addend is not None and (addend.dtype != dtype or addend.shape != rows.shape or not addend.flags.c_contiguous):
         return False
@@ -530,7 +533,13 @@ def finish_rows(rows: np.ndarray, arrays: tuple, activation: int, addend: np.nda
     if loop is None:
         return False
     bias, has_bias, vectors, kinds = arrays
-    loop(rows, bias, has_bias, vectors, kinds, int(activation), np.zeros((1, 1), dtype) if addend is None else addend)
+    count, c = rows.shape
+    step = rows.strides[0] // rows.itemsize if count > 1 else c
+    if rows.strides[0] % rows.itemsize or step < c:
+        return False
+    flat = as_strided(rows, ((count - 1) * step + c,), (rows.itemsize,)) if count else rows.reshape(-1)
+    loop(flat, step, count, c, bias, has_bias, vectors, kinds, int(activation),
+         np.zeros((1, 1), dtype) if addend is None else addend)
     return True
 
 
@@ -555,14 +564,15 @@ def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post,
 
 def _build_kn2row_gather(numba):
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def gather(z, out, top, left):  # pragma: no cover (compiled)
+    def gather(z, flat, step, oh, ow, top, left):  # pragma: no cover (compiled)
         # out[y, x] = sum over the taps (i, j) inside the input of z[y + top + i, x + left + j, i, j], row-major
-        # from the first tap inside; a window wholly in the padding is 0
+        # from the first tap inside; a window wholly in the padding is 0. Pixel p of the [OH, OW, O] output is
+        # flat[p * step: p * step + O] (pixel_runs), a contiguous run the channel loops vectorise
         rows, width, kh, kw, o = z.shape
-        oh, ow, _ = out.shape
         for y in range(oh):
             for q in range(ow):
-                dst = out[y, q]
+                at = (y * ow + q) * step
+                dst = flat[at: at + o]
                 first = True
                 for i in range(kh):
                     zy = y + top + i
@@ -583,7 +593,6 @@ def _build_kn2row_gather(numba):
                 if first:
                     for ch in range(o):
                         dst[ch] = 0
-        return out
 
     return gather
 
@@ -594,13 +603,40 @@ def kn2row_gather(z: np.ndarray, out: np.ndarray, top: int, left: int) -> bool:
     inside the input (``top``/``left``: z's row/column of output (0, 0)'s tap (0, 0), negative in the padding).
     False (out untouched) without numba or for another dtype or layout."""
     if (z.dtype not in (np.float32, np.float64) or out.dtype != z.dtype or z.ndim != 5 or out.ndim != 3
-            or not z.flags.c_contiguous or out.strides[-1] != out.itemsize):
+            or not z.flags.c_contiguous):
         return False
-    loop = _get("kn2row")
+    runs = pixel_runs(out)
+    loop = _get("kn2row") if runs is not None else None
     if loop is None:
         return False
-    loop(z, out, int(top), int(left))
+    loop(z, runs[0], runs[1], out.shape[0], out.shape[1], int(top), int(left))
     return True
+
+
+def pixel_runs(out: np.ndarray):
+    """``out`` [..., C] -- C-contiguous, or a channel slice of a C-contiguous array (its pixels evenly strided: a
+    concatenation the plan assembles in place) -- as (flat, step): the contiguous 1-D view from its first value to
+    its last, in which pixel p's C values are ``flat[p * step: p * step + C]``; None for any other layout."""
+    c = out.shape[-1]
+    if out.flags.c_contiguous:
+        return out.reshape(-1), c
+    if not evenly_strided(out):
+        return None
+    step = out.strides[-2] // out.itemsize
+    return as_strided(out, ((out.size // c - 1) * step + c,), (out.itemsize,)), step
+
+
+def evenly_strided(out: np.ndarray) -> bool:
+    """``out`` [..., C] (2-D or more, not empty) is C-contiguous or a channel slice of a C-contiguous array: unit
+    channel stride, pixels a whole number of values >= C apart, every leading axis a whole number of pixels."""
+    if out.flags.c_contiguous:
+        return out.ndim >= 2
+    if out.ndim < 2 or not out.size or out.strides[-1] != out.itemsize or out.strides[-2] % out.itemsize:
+        return False
+    if out.strides[-2] < out.shape[-1] * out.itemsize:
+        return False
+    return all(out.shape[axis] <= 1 or out.strides[axis] == out.shape[axis + 1] * out.strides[axis + 1]
+               for axis in range(out.ndim - 2))
 
 
 def _build_winograd(numba):
@@ -656,15 +692,15 @@ def _build_winograd(numba):
     finish_row = _build_finish_row(numba)
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_out(m, out, r0, r1, tw, oh, ow, rows, finishing, bias, has_bias, vectors, kinds, activation,
-                      addend, has_addend):  # pragma: no cover (compiled)
+    def transform_out(m, flat, step, n, oh, ow, o, r0, r1, tw, rows, finishing, bias, has_bias, vectors, kinds,
+                      activation, addend, has_addend):  # pragma: no cover (compiled)
         # Y = A^T M A of every tile's m[:, t * O: (t + 1) * O] into its 2x2 output pixels that lie inside [OH, OW];
         # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: per tile row, the row combinations of the planes (whole tile rows,
         # into ``rows`` [8, tw O]), then the column combinations into the output pixels; with ``finishing``, each
         # output row's finish (finish_rows' operations on a row of OW pixels: bias and vectors tiled OW times, the
-        # addend's matching row) while the row is in L1
-        n, o = out.shape[0], out.shape[3]
-        ou = unsigned(o)
+        # addend's matching row) while the row is in L1. The output is ``flat``: pixel p's O channels at
+        # flat[p * step: p * step + O] (step O: a C-contiguous [N, OH, OW, O]; more: a channel slice of a larger
+        # array, as where the plan assembles a concatenation in place), so every run is contiguous and vectorises
         size = tw * o
         t = 0
         for b in range(n):
@@ -687,23 +723,32 @@ def _build_winograd(numba):
                     if y >= oh:
                         break
                     p0, p1, p2, p3 = rows[4 * half], rows[4 * half + 1], rows[4 * half + 2], rows[4 * half + 3]
-                    pixels = out[b, y].ravel()
+                    start = (b * oh + y) * ow * step
                     for tx in range(tw):
                         src = unsigned(tx * o)
-                        dst = unsigned(2 * tx * o)
+                        dst = start + 2 * tx * step
+                        pixel = flat[dst: dst + o]
                         for ch in range(o):
                             k = unsigned(ch)
-                            pixels[dst + k] = p0[src + k] + p1[src + k] + p2[src + k]
+                            pixel[k] = p0[src + k] + p1[src + k] + p2[src + k]
                         if 2 * tx + 1 < ow:
-                            dst += ou
+                            pixel = flat[dst + step: dst + step + o]
                             for ch in range(o):
                                 k = unsigned(ch)
-                                pixels[dst + k] = p1[src + k] - p2[src + k] - p3[src + k]
-                    if finishing:
+                                pixel[k] = p1[src + k] - p2[src + k] - p3[src + k]
+                    if finishing and step == o:  # the row is one run
+                        pixels = flat[start: start + ow * o]
                         if has_bias:
                             for kk in range(ow * o):
                                 pixels[kk] = pixels[kk] + bias[kk]
                         finish_row(pixels, vectors, kinds, activation, addend[b, y].ravel() if has_addend else pixels)
+                    elif finishing:  # pixel by pixel (the tiled vectors' first O values: the vectors themselves)
+                        for px in range(ow):
+                            pixels = flat[start + px * step: start + px * step + o]
+                            if has_bias:
+                                for kk in range(o):
+                                    pixels[kk] = pixels[kk] + bias[kk]
+                            finish_row(pixels, vectors, kinds, activation, addend[b, y, px] if has_addend else pixels)
                 t += tw
 
     return transform_in, transform_out
@@ -713,8 +758,9 @@ def winograd_transforms():
     """(transform_in, transform_out) of F(2x2, 3x3) as compiled loops with only adds and subtracts (the transform
     matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw, rows)`` writes
     V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into the C-contiguous ``v`` [16, >= T C] (tile t's
-    channels at t C of each plane); ``transform_out(m, out, r0, r1, tw, oh, ow, rows, *finishing)`` writes
-    Y = A^T M A of ``m`` (laid out like ``v``, O per tile) into ``out``'s pixels inside [OH, OW], then finishes each
+    channels at t C of each plane); ``transform_out(m, flat, step, n, oh, ow, o, r0, r1, tw, rows, *finishing)``
+    writes Y = A^T M A of ``m`` (laid out like ``v``, O per tile) into the pixels inside [OH, OW] of the [N, OH,
+    OW, O] output whose pixel p is ``flat[p * step: p * step + O]`` (``conv._pixel_runs``), then finishes each
     output row as :func:`finish_rows` would where ``finishing`` (``_finish.Finish.row_operands``; else
     :data:`NO_ROW_FINISH`). ``rows``: float32 work arrays, [4, (2 tw + 2) C] and [8, tw O]."""
     return _get("winograd")
@@ -962,5 +1008,5 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
 
 
 __all__ = ["channel_affine", "depthwise", "depthwise_3x3", "enabled", "erf", "erf_gelu", "finish_arrays", "finish_rows",
-           "im2col_rows", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pool", "softmax_last_axis",
-           "swap_last_axes", "winograd_transforms"]
+           "evenly_strided", "im2col_rows", "kn2row_gather", "layer_norm_rows", "lstm_steps", "pixel_runs", "pool",
+           "softmax_last_axis", "swap_last_axes", "winograd_transforms"]

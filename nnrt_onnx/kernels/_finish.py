@@ -4,6 +4,7 @@ numba is there (``_accel.finish_rows``), numpy's passes otherwise. Convolutions 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from . import _accel, _tiles
 
@@ -28,6 +29,16 @@ def _finish_rows(block: np.ndarray, bias_rows: np.ndarray | None, activation: in
         np.maximum(block, block.dtype.type(0), out=block)
     elif activation == 2:  # one pass (as fast as one np.maximum when given scalars of the array's dtype)
         np.clip(block, block.dtype.type(0), block.dtype.type(6), out=block)
+
+
+def _rows_view(block: np.ndarray) -> np.ndarray | None:
+    """``block`` [..., C] as a view of [M, C] rows: C-contiguous, or a channel slice of a C-contiguous array (a
+    concatenation assembled in place, runtime/assembly.py); None otherwise."""
+    if block.flags.c_contiguous:
+        return block.reshape(-1, block.shape[-1])
+    if not _accel.evenly_strided(block):
+        return None
+    return as_strided(block, (block.size // block.shape[-1], block.shape[-1]), block.strides[-2:])
 
 
 class Finish:
@@ -97,11 +108,11 @@ class Finish:
                               if usable else None)
         addend = self._addends[0][index] if len(self._addends) == 1 else None
         operands = self._compiled[3]
-        if (operands is not None and block.flags.c_contiguous
+        rows = _rows_view(block)
+        if (operands is not None and rows is not None
                 and (addend is None or (addend.dtype == block.dtype and addend.flags.c_contiguous))):
-            rows = block.reshape(-1, c)
             addend = None if addend is None else addend.reshape(-1, c)
-            k = self._compiled[2]
+            k = self._compiled[2] if block.flags.c_contiguous else 1
             whole = rows.shape[0] // k * k if k > 1 else 0
             # short rows (C < 32): k rows at a time as one row of k C values, so that the compiled loops run long
             # (0.24-0.53x the time at C = 16-24; 0.9-1.1x at 32, 1.2-1.5x at 64); the same operations on the same

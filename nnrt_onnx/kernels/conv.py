@@ -266,13 +266,15 @@ def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
         rows_in = _scratch("wino_rows_in", (4, (2 * tw + 2) * c), np.float32)
         rows_out = _scratch("wino_rows_out", (8, tw * o), np.float32)
         # the finish row by row inside transform_out, where the compiled finish can run (else block by block)
-        row_finish = finish.row_operands(o, ow, np.float32) if out.flags.c_contiguous else None
+        row_finish = finish.row_operands(o, ow, np.float32)
+        flat, step = _accel.pixel_runs(out)  # (``out``: C-contiguous or evenly strided)
         for r0 in range(0, th, rows):
             r1 = min(th, r0 + rows)
             t = n * (r1 - r0) * tw
             transform_in(xp, v_full, r0, r1, tw, rows_in)
             _gemm.batched_matmul_into(v_full[:, : t * c].reshape(16, t, c), u, m_full[:, : t * o].reshape(16, t, o))
-            transform_out(m_full, out, r0, r1, tw, oh, ow, rows_out, *(row_finish or _accel.NO_ROW_FINISH))
+            transform_out(m_full, flat, step, n, oh, ow, o, r0, r1, tw, rows_out,
+                          *(row_finish or _accel.NO_ROW_FINISH))
             if row_finish is None:
                 finish(out[:, 2 * r0: min(oh, 2 * r1)], (slice(None), slice(2 * r0, min(oh, 2 * r1))))
         return out
@@ -442,7 +444,7 @@ def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
     oh, ow = out_size
     s_h, s_w = strides
     d_h, d_w = dilation
-    if not out.flags.c_contiguous or not _direct_possible(xp, w, 1, out_size):
+    if not _accel.evenly_strided(out) or not _direct_possible(xp, w, 1, out_size):
         return False
     xp = np.ascontiguousarray(xp)
     span = ((kh - 1) * d_h * wp + (kw - 1) * d_w) * c + c  # a window's extent in the flat image
@@ -618,7 +620,7 @@ def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation
     b = bias.astype(cdtype, copy=False) if bias.dtype in _FLOATS else _real_bias(op, bias, o, ctx, cdtype)
     activation = _activation_code(activation)
     if out is not None and (out.dtype != x.dtype or x.dtype != cdtype or out.shape != (n, oh, ow, o)
-                            or not out.flags.c_contiguous):
+                            or not _accel.evenly_strided(out)):
         out = None  # float16 data computes in float32: the planned array does not fit
     w_c = weight if weight.dtype == cdtype else _packed(weight, ("cast", cdtype.str), lambda a: a.astype(cdtype))
     if post and (x.dtype != cdtype or any(v.dtype != cdtype or v.shape != ((n, oh, ow, o) if name == "addend" else (o,))

@@ -27,6 +27,7 @@ from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from ..kernels import register_constant
 from ..kernels.elementwise import erf_gelu
+from .assembly import assemble_concats
 from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
@@ -72,7 +73,7 @@ class _Step:
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
                  "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain",
-                 "addends")
+                 "addends", "out_view")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -92,6 +93,9 @@ class _Step:
         self.accepts_out = False
         self.ufunc = None  # float ADD/SUB/MUL/DIV/MATMUL checked at compile time: the ufunc itself
         self.addends = 0  # trailing inputs that are not the kernel's: residuals a fused ADD adds (see _with_addends)
+        # a slice of another step's arena array to write the output into (runtime.assembly; memory.plan_arena
+        # resolves it to (slot, index, first writer))
+        self.out_view = None
 
     def plain_candidate(self) -> bool:
         """No (de)quantization and no fused activation: the step is its kernel (or ufunc) alone."""
@@ -157,6 +161,7 @@ class NativePreparedModel(PreparedModel):
         self._plain_steps = self.steps  # every operation on its own: for runs that capture intermediates
         self.steps = self._fuse_conv_post_ops(self.steps, set(model.outputs))
         self.steps = self._fuse_erf_gelu(self.steps, set(model.outputs))
+        self.steps = assemble_concats(self, self.steps, set(model.outputs))
         self._arena_sizes = plan_arena(self)
         for step in self.steps + self._plain_steps:
             step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None
@@ -452,6 +457,16 @@ class NativePreparedModel(PreparedModel):
                     return step.ufunc(args[0], args[1])
                 except ValueError:  # does not broadcast: the kernel raises its own error
                     return step.fn(*args, **step.kwargs)
+            if arena is not None and step.out_view is not None:  # a slice of a concatenation's array
+                slot, index, first = step.out_view
+                buffer = arena[slot]
+                if first and not slot_is_free(buffer):
+                    buffer = arena[slot] = np.empty_like(buffer)
+                view = buffer[index]
+                result = step.fn(*args, **step.kwargs, out=view)
+                if result is not view:  # the kernel took another path: its values go where they belong
+                    np.copyto(view, result)
+                return view
             if arena is not None and step.out_slot is not None:
                 buffer = arena[step.out_slot]
                 if not slot_is_free(buffer):  # still referenced (a view, a capture, an output): a new array

@@ -4,7 +4,9 @@ At compile time, every step whose kernel accepts ``out`` and whose first output 
 the kernel's shape rule (``kernels.infer_output_shapes``) gives for its static inputs, no quantization, and is
 not a model output, gets an arena slot: an array of that shape and compute dtype. Slots are reused by tensor
 lifetime (a slot is free again after the step that last reads its tensor), exact shape and dtype matching. An
-arena (one array per slot) is taken per run from the prepared model's pool (concurrent runs never share one).
+arena (one array per slot) is taken per run from the prepared model's pool (concurrent runs never share one). A
+concatenation assembled in place (:mod:`.assembly`) takes its slot at its first producer, whose output, like its
+other producers', is a slice of it (``step.out_view``).
 
 Views can outlive their tensor (a reshape view of a slot read later, a captured intermediate, an output the
 caller still holds): before a kernel writes into a slot, the engine checks that nothing else references the
@@ -54,7 +56,19 @@ def plan_arena(prepared) -> list[tuple[tuple[int, ...], np.dtype]]:
     free: dict[tuple, list[int]] = {}
     holder: dict[int, int] = {}  # tensor -> slot
     for position, step in enumerate(steps):
-        if step.accepts_out and step.view_shape is None and step.quantize_outputs is None \
+        if step.out_view is not None:  # (runtime.assembly) a slice of a concatenation's array: taken at its first
+            concat, index = step.out_view  # producer, held until the concatenation's last reader
+            target = concat.outputs[0]
+            first = target not in holder
+            if first:
+                key = (prepared.static[target], prepared.compute_dtype[target])
+                holder[target] = free[key].pop() if free.get(key) else len(slots)
+                if holder[target] == len(slots):
+                    slots.append(key)
+            step.out_view = (holder[target], index, first)
+            if step is concat and target not in last_use:  # never read: free right away
+                free.setdefault(slots[holder[target]], []).append(holder.pop(target))
+        elif step.accepts_out and step.view_shape is None and step.quantize_outputs is None \
                 and step.dequantize_inputs is None and step.outputs and step.outputs[0] not in outputs:
             target = step.outputs[0]
             shape, dtype = prepared.static[target], prepared.compute_dtype[target]
