@@ -458,3 +458,31 @@ def test_batch_norm_compiled_pass_is_identical_to_the_numpy_blocks(monkeypatch, 
     want = want * post[0][1] + post[1][1]
     want = {0: want, 1: np.maximum(want, 0), 2: np.clip(want, 0, 6)}[activation]
     np.testing.assert_allclose(compiled[1], want, rtol=64 * np.finfo(dtype).eps, atol=64 * np.finfo(dtype).eps * 8)
+
+
+def test_batch_norm_of_constants_makes_its_affine_once_and_follows_every_operand():
+    # a compiled model's batch norm: (inv, shift) made once per constant scale and its other operands; another
+    # offset, mean or variance array (even with the same scale) gives its own values
+    from nnrt_onnx.kernels import register_constant
+    from nnrt_onnx.kernels.normalization import batch_norm
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 4, 5, 6)).astype(np.float32)
+    scale, offset, mean = (rng.standard_normal(6).astype(np.float32) for _ in range(3))
+    variance = (rng.random(6) + 0.5).astype(np.float32)
+    other_offset = offset + 1
+    for a in (scale, offset, mean, variance, other_offset):
+        a.flags.writeable = False
+        register_constant(a)
+
+    def want(off):
+        x64 = x.astype(np.float64)
+        return (x64 - mean) / np.sqrt(variance.astype(np.float64) + 1e-5) * scale + off
+
+    for _ in range(2):  # the second call from the cache
+        np.testing.assert_allclose(batch_norm(x, scale, offset, mean, variance, epsilon=1e-5), want(offset),
+                                   rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(batch_norm(x, scale, other_offset, mean, variance, epsilon=1e-5), want(other_offset),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(batch_norm(x, scale, offset, mean, variance, epsilon=1e-3),
+                               (x - mean) / np.sqrt(variance + 1e-3) * scale + offset, rtol=1e-5, atol=1e-5)
