@@ -27,6 +27,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   depthwise_vectors  the depthwise 3x3 convolution in AVX-512 vectors (kernels/_depthwise_vectors.py; off: numba's
                loop)
   pool_vectors 2x2 and 3x3 max and average pooling in AVX-512 vectors (kernels/_pool_vectors.py; off: numba's loop)
+  softmax_vectors  softmax's row loops in AVX-512 vectors (kernels/_softmax_vectors.py; off: numba's loops)
   direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
                choice between Winograd, kn2row and im2col as before it; seventh round)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
@@ -52,8 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
-            "pool_vectors", "direct_3x3", "numba", "residual",
+            "pool_vectors", "softmax_vectors", "direct_3x3", "numba", "residual",
             "fusion", "assembly")
+# switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
+VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
+                  "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows")}
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False),
@@ -122,12 +126,11 @@ def _setter(switch: str):
             _tiles._FINISHES.clear()
             return checked(*args)
         return lambda on: setattr(conv, "_conv_checked", checked if on else every_time)
-    if switch in ("depthwise_vectors", "pool_vectors"):
+    if switch in VECTOR_KERNELS:
         from nnrt_onnx.kernels import _avx512
 
-        key = "_depthwise_vectors.depthwise_3x3" if switch == "depthwise_vectors" else "_pool_vectors.pool"
-        vectors = _avx512.compiled(*key.split("."))
-        return lambda on: _avx512._LOADED.__setitem__(key, vectors if on else False)
+        loaded = {key: _avx512.compiled(*key.split(".")) for key in VECTOR_KERNELS[switch]}
+        return lambda on: _avx512._LOADED.update({key: kernel if on else False for key, kernel in loaded.items()})
     if switch == "direct_3x3":
         rule = conv._method_3x3
         return lambda on: setattr(conv, "_method_3x3", rule if on else (

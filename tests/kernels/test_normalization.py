@@ -486,3 +486,30 @@ def test_batch_norm_of_constants_makes_its_affine_once_and_follows_every_operand
                                rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(batch_norm(x, scale, offset, mean, variance, epsilon=1e-3),
                                (x - mean) / np.sqrt(variance + 1e-3) * scale + offset, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(512, 128), (7, 37), (3, 16), (5, 15), (4, 1), (64, 200)])
+def test_softmax_vectors_are_bit_identical_to_numbas_loops(shape):
+    # the AVX-512 row loops (_softmax_vectors) around numpy's exp give _accel's softmax bit for bit: rows shorter
+    # than a vector, tails after the whole vectors, NaN, +-inf and signed zeros
+    from nnrt_onnx.kernels import _accel, _avx512
+
+    shift = _avx512.compiled("_softmax_vectors", "shift_rows")
+    normalise = _avx512.compiled("_softmax_vectors", "normalise_rows")
+    loop = _accel._get("softmax")
+    if shift is None or normalise is None or loop is None:
+        pytest.skip("needs numba and an AVX-512 CPU")
+    rng = np.random.default_rng(shape[0] * shape[1])
+    x = rng.standard_normal(shape).astype(np.float32) * 4
+    if shape[1] >= 3:
+        x[0, :3] = [np.nan, -0.0, 0.0]
+    if shape[0] > 2 and shape[1] > 20:
+        x[1, 17], x[2, 5], x[2, 6] = np.inf, -np.inf, 30.0
+    if shape[0] > 3 and shape[1] >= 32:
+        x[3, 20] = np.nan  # a NaN after a lane's first element: it must win that lane's maximum
+    want = loop(x, np.empty_like(x))
+    got = np.empty_like(x)
+    shift(x, got)
+    np.exp(got, out=got)
+    normalise(got)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
