@@ -28,6 +28,8 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                loop)
   pool_vectors 2x2 and 3x3 max and average pooling in AVX-512 vectors (kernels/_pool_vectors.py; off: numba's loop)
   softmax_vectors  softmax's row loops in AVX-512 vectors (kernels/_softmax_vectors.py; off: numba's loops)
+  seventh_round  checked_once, depthwise_vectors, pool_vectors, softmax_vectors and direct_3x3 together
+               (docs/performance.md, seventh round; the plan-time "assembly" is measured on its own)
   direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
                choice between Winograd, kn2row and im2col as before it; seventh round)
   numba        every compiled loop (off: NNRT_ONNX_NUMBA=0, the numpy paths)
@@ -53,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
-            "pool_vectors", "softmax_vectors", "direct_3x3", "numba", "residual",
+            "pool_vectors", "softmax_vectors", "seventh_round", "direct_3x3", "numba", "residual",
             "fusion", "assembly")
 # switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
 VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
@@ -112,6 +114,10 @@ def _setter(switch: str):
     if switch == "tiles":
         original = _tiles.available
         return lambda on: setattr(_tiles, "available", original if on else declined)
+    if switch == "seventh_round":
+        setters = [_setter(name) for name in ("checked_once", "depthwise_vectors", "pool_vectors", "softmax_vectors",
+                                              "direct_3x3")]
+        return lambda on: [setter(on) for setter in setters]
     if switch == "sixth_round":
         setters = [_setter(name) for name in ("tiles", "row_finish", "direct")]
         return lambda on: [setter(on) for setter in setters]
