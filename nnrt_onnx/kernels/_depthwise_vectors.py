@@ -18,7 +18,20 @@ from numba.extending import intrinsic
 
 from ._numba_cache import cache_ok
 from ._tile_layout import LANES
-from ._vector_ir import ZERO, activated, argument_array, i8p, i32, i64, lane_mask, mask_type, splat, vector_intrinsics
+from ._vector_ir import (
+    ZERO,
+    RowBlock,
+    activated,
+    argument_array,
+    counted_loop,
+    i8p,
+    i32,
+    i64,
+    inside,
+    mask_type,
+    splat,
+    vector_intrinsics,
+)
 
 
 def _pointer(builder, base, offset):
@@ -37,23 +50,16 @@ def make_row(bounded: bool):
         signature = types.none(x, wt, bias, out, b, r, q0, q1, ch, lanes, geometry, activation, has_bias)
 
         def codegen(context, builder, sig, args):
-            x_arr, wt_arr, bias_arr, out_arr = (argument_array(context, builder, sig, args, i) for i in range(4))
             b_, r_, q0_, q1_, ch_, lanes_, geometry_, activation_, has_bias_ = args[4:]
             s_h, s_w, d_h, d_w, pt, pl = cgutils.unpack_tuple(builder, geometry_)
-            x_strides = cgutils.unpack_tuple(builder, x_arr.strides)
-            x_shape = cgutils.unpack_tuple(builder, x_arr.shape)
-            out_strides = cgutils.unpack_tuple(builder, out_arr.strides)
+            block = RowBlock(context, builder, sig, args, 0, 3, b_, r_, ch_, lanes_)
+            x_strides, mask, channel_bytes = block.x_strides, block.mask, block.channel_bytes
+            wt_arr, bias_arr = (argument_array(context, builder, sig, args, i) for i in (1, 2))
             wt_strides = cgutils.unpack_tuple(builder, wt_arr.strides)
             load, store, _ = vector_intrinsics(builder)
-            mask = lane_mask(builder, lanes_)
-            four32, zero64 = ir.Constant(i32, 4), ir.Constant(i64, 0)
-            channel_bytes = builder.mul(ch_, ir.Constant(i64, 4))
-            x_base, wt_base = builder.bitcast(x_arr.data, i8p), builder.bitcast(wt_arr.data, i8p)
-            out_base, bias_base = builder.bitcast(out_arr.data, i8p), builder.bitcast(bias_arr.data, i8p)
-            height, width = x_shape[1], x_shape[2]
-
-            def inside(index, size):  # 0 <= index < size, as i1
-                return builder.and_(builder.icmp_signed(">=", index, zero64), builder.icmp_signed("<", index, size))
+            four32 = ir.Constant(i32, 4)
+            wt_base, bias_base = builder.bitcast(wt_arr.data, i8p), builder.bitcast(bias_arr.data, i8p)
+            width = block.x_shape[2]
 
             weights = [[builder.call(load, [_pointer(builder, wt_base, builder.add(builder.add(
                 builder.mul(ir.Constant(i64, i), wt_strides[0]), builder.mul(ir.Constant(i64, j), wt_strides[1])),
@@ -66,46 +72,32 @@ def make_row(bounded: bool):
             relu = splat(builder, builder.icmp_signed("==", code, ir.Constant(i32, 1)), mask_type)
             relu6 = splat(builder, builder.icmp_signed("==", code, ir.Constant(i32, 2)), mask_type)
             top = builder.sub(builder.mul(r_, s_h), pt)
-            image = builder.add(builder.mul(b_, x_strides[0]), channel_bytes)
-            rows, row_masks = [], []
-            for i in range(3):  # a row in the padding: its taps masked off (they read +0.0)
-                index = builder.add(top, builder.mul(ir.Constant(i64, i), d_h))
-                rows.append(builder.gep(x_base, [builder.add(image, builder.mul(index, x_strides[1]))]))
-                row_masks.append(builder.and_(mask, splat(builder, inside(index, height), mask_type)))
-            out_row = builder.gep(out_base, [builder.add(builder.add(builder.mul(b_, out_strides[0]),
-                                                                     builder.mul(r_, out_strides[1])), channel_bytes)])
+            rows, row_ok = block.input_rows([builder.add(top, builder.mul(ir.Constant(i64, i), d_h)) for i in range(3)])
+            row_masks = [builder.and_(mask, splat(builder, ok, mask_type)) for ok in row_ok]  # (padding: masked off)
             tap_step = builder.mul(d_w, x_strides[2])
 
-            entry = builder.block
-            loop = builder.append_basic_block("dw.loop")
-            done = builder.append_basic_block("dw.done")
-            builder.cbranch(builder.icmp_signed("<", q0_, q1_), loop, done)
-            builder.position_at_end(loop)
-            q = builder.phi(i64)
-            q.add_incoming(q0_, entry)
-            column = builder.sub(builder.mul(q, s_w), pl)
-            first = builder.mul(column, x_strides[2])
-            values = [[None] * 3 for _ in range(3)]
-            for j in range(3):
-                offset = builder.add(first, builder.mul(ir.Constant(i64, j), tap_step))
-                if bounded:
-                    column_ok = splat(builder, inside(builder.add(column, builder.mul(ir.Constant(i64, j), d_w)),
-                                                      width), mask_type)
-                for i in range(3):
-                    tap_mask = builder.and_(row_masks[i], column_ok) if bounded else row_masks[i]
-                    values[i][j] = builder.call(load, [_pointer(builder, rows[i], offset), four32, tap_mask, ZERO])
-            v = None
-            for i in range(3):  # row-major taps: _accel's order of the sums (the first product, then each added)
+            def pixel(q, _):  # one output pixel of the row's block of channels
+                column = builder.sub(builder.mul(q, s_w), pl)
+                first = builder.mul(column, x_strides[2])
+                values = [[None] * 3 for _ in range(3)]
                 for j in range(3):
-                    product = builder.fmul(values[i][j], weights[i][j])
-                    v = product if v is None else builder.fadd(v, product)
-            v = builder.select(bias_flag, builder.fadd(v, bias), v)
-            v = activated(builder, v, relu, relu6)
-            builder.call(store, [v, _pointer(builder, out_row, builder.mul(q, out_strides[2])), four32, mask])
-            q_next = builder.add(q, ir.Constant(i64, 1))
-            q.add_incoming(q_next, builder.block)
-            builder.cbranch(builder.icmp_signed("<", q_next, q1_), loop, done)
-            builder.position_at_end(done)
+                    offset = builder.add(first, builder.mul(ir.Constant(i64, j), tap_step))
+                    if bounded:
+                        tap_column = builder.add(column, builder.mul(ir.Constant(i64, j), d_w))
+                        column_ok = splat(builder, inside(builder, tap_column, width), mask_type)
+                    for i in range(3):
+                        tap_mask = builder.and_(row_masks[i], column_ok) if bounded else row_masks[i]
+                        values[i][j] = builder.call(load, [_pointer(builder, rows[i], offset), four32, tap_mask, ZERO])
+                v = None
+                for i in range(3):  # row-major taps: _accel's order of the sums (the first product, then each added)
+                    for j in range(3):
+                        product = builder.fmul(values[i][j], weights[i][j])
+                        v = product if v is None else builder.fadd(v, product)
+                v = builder.select(bias_flag, builder.fadd(v, bias), v)
+                v = activated(builder, v, relu, relu6)
+                builder.call(store, [v, block.output_pixel(q), four32, mask])
+
+            counted_loop(builder, q0_, q1_, "dw", pixel)
             return context.get_dummy_value()
 
         return signature, codegen

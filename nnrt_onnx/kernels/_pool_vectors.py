@@ -25,7 +25,7 @@ from numba.extending import intrinsic
 
 from ._numba_cache import cache_ok
 from ._tile_layout import LANES
-from ._vector_ir import ZERO, argument_array, f32, i8p, i32, i64, lane_mask, mask_type, splat, vec, vector_intrinsics
+from ._vector_ir import ZERO, RowBlock, counted_loop, f32, i32, i64, inside, mask_type, splat, vec, vector_intrinsics
 
 MINUS_INF = ir.Constant(vec, [float("-inf")] * LANES)
 MINUS_ZERO = ir.Constant(vec, [-0.0] * LANES)
@@ -47,74 +47,50 @@ def make_row(is_max: bool, k_h: int, k_w: int, bounded: bool):
         signature = types.none(x, out, b, r, q0, q1, ch, lanes, geometry, start_at_zero)
 
         def codegen(context, builder, sig, args):
-            x_arr, out_arr = (argument_array(context, builder, sig, args, i) for i in range(2))
             b_, r_, q0_, q1_, ch_, lanes_, geometry_, start_at_zero_ = args[2:]
             s_h, s_w, pt, pl = cgutils.unpack_tuple(builder, geometry_)
-            x_strides = cgutils.unpack_tuple(builder, x_arr.strides)
-            x_shape = cgutils.unpack_tuple(builder, x_arr.shape)
-            out_strides = cgutils.unpack_tuple(builder, out_arr.strides)
+            block = RowBlock(context, builder, sig, args, 0, 1, b_, r_, ch_, lanes_)
+            x_strides, mask, width = block.x_strides, block.mask, block.x_shape[2]
             load, store, _ = vector_intrinsics(builder)
-            mask = lane_mask(builder, lanes_)
-            four32, zero64, one64 = ir.Constant(i32, 4), ir.Constant(i64, 0), ir.Constant(i64, 1)
-            channel_bytes = builder.mul(ch_, ir.Constant(i64, 4))
-            x_base, out_base = builder.bitcast(x_arr.data, i8p), builder.bitcast(out_arr.data, i8p)
-            height, width = x_shape[1], x_shape[2]
-
-            def inside(index, size):  # 0 <= index < size, as i1
-                return builder.and_(builder.icmp_signed(">=", index, zero64), builder.icmp_signed("<", index, size))
-
+            four32, zero64 = ir.Constant(i32, 4), ir.Constant(i64, 0)
             top = builder.sub(builder.mul(r_, s_h), pt)
-            image = builder.add(builder.mul(b_, x_strides[0]), channel_bytes)
-            rows, row_ok, valid_rows = [], [], zero64
-            for i in range(k_h):
-                index = builder.add(top, ir.Constant(i64, i))
-                rows.append(builder.gep(x_base, [builder.add(image, builder.mul(index, x_strides[1]))]))
-                ok = inside(index, height)
-                row_ok.append(ok)
+            rows, row_ok = block.input_rows([builder.add(top, ir.Constant(i64, i)) for i in range(k_h)])
+            valid_rows = zero64
+            for ok in row_ok:
                 valid_rows = builder.add(valid_rows, builder.zext(ok, i64))
-            out_row = builder.gep(out_base, [builder.add(builder.add(builder.mul(b_, out_strides[0]),
-                                                                     builder.mul(r_, out_strides[1])), channel_bytes)])
             from_zero = builder.icmp_signed("!=", start_at_zero_, ir.Constant(start_at_zero_.type, 0))
             initial = MINUS_INF if is_max else builder.select(splat(builder, from_zero, mask_type), ZERO, MINUS_ZERO)
 
-            entry = builder.block
-            loop = builder.append_basic_block("pool.loop")
-            done = builder.append_basic_block("pool.done")
-            builder.cbranch(builder.icmp_signed("<", q0_, q1_), loop, done)
-            builder.position_at_end(loop)
-            q = builder.phi(i64)
-            q.add_incoming(q0_, entry)
-            column = builder.sub(builder.mul(q, s_w), pl)
-            first = builder.mul(column, x_strides[2])
-            column_ok, valid_columns = [], ir.Constant(i64, k_w)
-            if bounded:
-                valid_columns = zero64
-                for j in range(k_w):
-                    ok = inside(builder.add(column, ir.Constant(i64, j)), width)
-                    column_ok.append(ok)
-                    valid_columns = builder.add(valid_columns, builder.zext(ok, i64))
-            acc = initial
-            for i in range(k_h):  # row-major cells: the loop's order
-                for j in range(k_w):
-                    ok = builder.and_(row_ok[i], column_ok[j]) if bounded else row_ok[i]
-                    ok_lanes = splat(builder, ok, mask_type)
-                    offset = builder.add(first, builder.mul(ir.Constant(i64, j), x_strides[2]))
-                    value = builder.call(load, [_pointer(builder, rows[i], offset), four32,
-                                                builder.and_(mask, ok_lanes), MINUS_INF if is_max else ZERO])
-                    if is_max:  # v if v > a or v != v else a (a padded cell: -inf, never taken)
-                        wins = builder.or_(builder.fcmp_ordered(">", value, acc),
-                                           builder.fcmp_unordered("uno", value, value))
-                        acc = builder.select(wins, value, acc)
-                    else:
-                        acc = builder.select(ok_lanes, builder.fadd(acc, value), acc)
-            if not is_max:
-                count = builder.sitofp(builder.mul(valid_rows, valid_columns), f32)
-                acc = builder.fdiv(acc, splat(builder, count, vec))
-            builder.call(store, [acc, _pointer(builder, out_row, builder.mul(q, out_strides[2])), four32, mask])
-            q_next = builder.add(q, one64)
-            q.add_incoming(q_next, builder.block)
-            builder.cbranch(builder.icmp_signed("<", q_next, q1_), loop, done)
-            builder.position_at_end(done)
+            def pixel(q, _):  # one output pixel of the row's block of channels
+                column = builder.sub(builder.mul(q, s_w), pl)
+                first = builder.mul(column, x_strides[2])
+                column_ok, valid_columns = [], ir.Constant(i64, k_w)
+                if bounded:
+                    valid_columns = zero64
+                    for j in range(k_w):
+                        ok = inside(builder, builder.add(column, ir.Constant(i64, j)), width)
+                        column_ok.append(ok)
+                        valid_columns = builder.add(valid_columns, builder.zext(ok, i64))
+                acc = initial
+                for i in range(k_h):  # row-major cells: the loop's order
+                    for j in range(k_w):
+                        ok = builder.and_(row_ok[i], column_ok[j]) if bounded else row_ok[i]
+                        ok_lanes = splat(builder, ok, mask_type)
+                        offset = builder.add(first, builder.mul(ir.Constant(i64, j), x_strides[2]))
+                        value = builder.call(load, [_pointer(builder, rows[i], offset), four32,
+                                                    builder.and_(mask, ok_lanes), MINUS_INF if is_max else ZERO])
+                        if is_max:  # v if v > a or v != v else a (a padded cell: -inf, never taken)
+                            wins = builder.or_(builder.fcmp_ordered(">", value, acc),
+                                               builder.fcmp_unordered("uno", value, value))
+                            acc = builder.select(wins, value, acc)
+                        else:
+                            acc = builder.select(ok_lanes, builder.fadd(acc, value), acc)
+                if not is_max:
+                    count = builder.sitofp(builder.mul(valid_rows, valid_columns), f32)
+                    acc = builder.fdiv(acc, splat(builder, count, vec))
+                builder.call(store, [acc, block.output_pixel(q), four32, mask])
+
+            counted_loop(builder, q0_, q1_, "pool", pixel)
             return context.get_dummy_value()
 
         return signature, codegen

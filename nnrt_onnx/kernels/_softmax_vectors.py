@@ -24,7 +24,7 @@ from numba.extending import intrinsic
 
 from ._numba_cache import cache_ok
 from ._tile_layout import LANES
-from ._vector_ir import ALL_LANES, argument_array, f32, i8p, i32, i64, vec, vector_intrinsics
+from ._vector_ir import ALL_LANES, argument_array, counted_loop, f32, i8p, i32, i64, vec, vector_intrinsics
 
 f64 = ir.DoubleType()
 half_double = ir.VectorType(f64, LANES // 2)
@@ -54,27 +54,15 @@ def lane_maxima(typingctx, x, row, blocks, maxima):
         target = builder.bitcast(argument_array(context, builder, sig, args, 3).data, i8p)
         first = builder.call(load, [_pointer(builder, start, ir.Constant(i64, 0)), four, ALL_LANES,
                                     ir.Constant(vec, [0.0] * LANES)])
-        entry = builder.block
-        loop = builder.append_basic_block("max.loop")
-        done = builder.append_basic_block("max.done")
-        builder.cbranch(builder.icmp_signed(">", args[2], ir.Constant(i64, 1)), loop, done)
-        builder.position_at_end(loop)
-        k = builder.phi(i64)
-        acc = builder.phi(vec)
-        k.add_incoming(ir.Constant(i64, 1), entry)
-        acc.add_incoming(first, entry)
-        value = builder.call(load, [_pointer(builder, start, builder.mul(k, ir.Constant(i64, 4 * LANES))), four,
-                                    ALL_LANES, ir.Constant(vec, [0.0] * LANES)])
-        wins = builder.or_(builder.fcmp_ordered(">", value, acc), builder.fcmp_unordered("uno", value, value))
-        updated = builder.select(wins, value, acc)
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, loop)
-        acc.add_incoming(updated, loop)
-        builder.cbranch(builder.icmp_signed("<", k_next, args[2]), loop, done)
-        builder.position_at_end(done)
-        result = builder.phi(vec)
-        result.add_incoming(first, entry)
-        result.add_incoming(updated, loop)
+
+        def block(k, values):  # one more whole vector: each lane keeps the greater (or NaN) of the two
+            (acc,) = values
+            value = builder.call(load, [_pointer(builder, start, builder.mul(k, ir.Constant(i64, 4 * LANES))), four,
+                                        ALL_LANES, ir.Constant(vec, [0.0] * LANES)])
+            wins = builder.or_(builder.fcmp_ordered(">", value, acc), builder.fcmp_unordered("uno", value, value))
+            return [builder.select(wins, value, acc)]
+
+        (result,) = counted_loop(builder, ir.Constant(i64, 1), args[2], "max", block, [first])
         builder.call(store, [result, _pointer(builder, target, ir.Constant(i64, 0)), four, ALL_LANES])
         return context.get_dummy_value()
 
@@ -95,33 +83,16 @@ def lane_sums(typingctx, e, row, blocks, sums):
         zero = ir.Constant(half_double, [0.0] * (LANES // 2))
         low_lanes = ir.Constant(ir.VectorType(i32, LANES // 2), list(range(LANES // 2)))
         high_lanes = ir.Constant(ir.VectorType(i32, LANES // 2), list(range(LANES // 2, LANES)))
-        entry = builder.block
-        loop = builder.append_basic_block("sum.loop")
-        done = builder.append_basic_block("sum.done")
-        builder.cbranch(builder.icmp_signed(">", args[2], ir.Constant(i64, 0)), loop, done)
-        builder.position_at_end(loop)
-        k = builder.phi(i64)
-        low, high = builder.phi(half_double), builder.phi(half_double)
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        low.add_incoming(zero, entry)
-        high.add_incoming(zero, entry)
-        value = builder.call(load, [_pointer(builder, start, builder.mul(k, ir.Constant(i64, 4 * LANES))), four,
-                                    ALL_LANES, ir.Constant(vec, [0.0] * LANES)])
         undefined = ir.Constant(vec, ir.Undefined)
-        low_next = builder.fadd(low, builder.fpext(builder.shuffle_vector(value, undefined, low_lanes), half_double))
-        high_next = builder.fadd(high, builder.fpext(builder.shuffle_vector(value, undefined, high_lanes),
-                                                     half_double))
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, loop)
-        low.add_incoming(low_next, loop)
-        high.add_incoming(high_next, loop)
-        builder.cbranch(builder.icmp_signed("<", k_next, args[2]), loop, done)
-        builder.position_at_end(done)
-        low_out, high_out = builder.phi(half_double), builder.phi(half_double)
-        low_out.add_incoming(zero, entry)
-        low_out.add_incoming(low_next, loop)
-        high_out.add_incoming(zero, entry)
-        high_out.add_incoming(high_next, loop)
+
+        def block(k, values):  # one more whole vector, widened to float64 and added lane by lane
+            low, high = values
+            value = builder.call(load, [_pointer(builder, start, builder.mul(k, ir.Constant(i64, 4 * LANES))), four,
+                                        ALL_LANES, ir.Constant(vec, [0.0] * LANES)])
+            return [builder.fadd(part, builder.fpext(builder.shuffle_vector(value, undefined, lanes), half_double))
+                    for part, lanes in ((low, low_lanes), (high, high_lanes))]
+
+        low_out, high_out = counted_loop(builder, ir.Constant(i64, 0), args[2], "sum", block, [zero, zero])
         builder.store(low_out, target, align=8)
         builder.store(high_out, builder.gep(target, [ir.Constant(i64, 1)]), align=8)
         return context.get_dummy_value()

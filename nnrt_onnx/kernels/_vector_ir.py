@@ -66,3 +66,71 @@ def activated(builder, x, relu, relu6):
     x = builder.select(builder.and_(relu, builder.fcmp_ordered("<=", x, ZERO)), ZERO, x)
     x = builder.select(builder.and_(relu6, builder.fcmp_ordered("<", x, ZERO)), ZERO, x)
     return builder.select(builder.and_(relu6, builder.fcmp_ordered(">", x, SIX)), SIX, x)
+
+
+def counted_loop(builder, start, stop, name: str, body, carried=()):
+    """The IR of ``for q in range(start, stop)`` (i64 bounds): ``body(q, values)`` emits one iteration and returns
+    the next values of the loop-carried ``carried`` (their initial values); returns their values after the loop
+    (the initial ones where it does not run)."""
+    entry = builder.block
+    loop = builder.append_basic_block(f"{name}.loop")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.cbranch(builder.icmp_signed("<", start, stop), loop, done)
+    builder.position_at_end(loop)
+    q = builder.phi(i64)
+    q.add_incoming(start, entry)
+    values = [builder.phi(value.type) for value in carried]
+    for phi, value in zip(values, carried):
+        phi.add_incoming(value, entry)
+    updated = list(body(q, values) or ())
+    q_next = builder.add(q, ir.Constant(i64, 1))
+    last = builder.block
+    q.add_incoming(q_next, last)
+    for phi, value in zip(values, updated):
+        phi.add_incoming(value, last)
+    builder.cbranch(builder.icmp_signed("<", q_next, stop), loop, done)
+    builder.position_at_end(done)
+    results = []
+    for initial, value in zip(carried, updated):
+        result = builder.phi(initial.type)
+        result.add_incoming(initial, entry)
+        result.add_incoming(value, last)
+        results.append(result)
+    return results
+
+
+def inside(builder, index, size):
+    """0 <= index < size, as an i1 (i64 operands)."""
+    return builder.and_(builder.icmp_signed(">=", index, ir.Constant(i64, 0)), builder.icmp_signed("<", index, size))
+
+
+class RowBlock:
+    """What a row intrinsic over NHWC images sets up first: output row ``r`` of image ``b``, the block of channels
+    from ``ch`` (``lanes`` of them, at most 16): the input's byte base, strides and shape, the lane mask, the
+    block's byte offset, and the output row's start (i8*)."""
+
+    def __init__(self, context, builder, sig, args, x_position: int, out_position: int, b, r, ch, lanes):
+        x, out = (argument_array(context, builder, sig, args, p) for p in (x_position, out_position))
+        self.builder = builder
+        self.x_base = builder.bitcast(x.data, i8p)
+        self.x_strides = cgutils.unpack_tuple(builder, x.strides)
+        self.x_shape = cgutils.unpack_tuple(builder, x.shape)
+        self.out_strides = cgutils.unpack_tuple(builder, out.strides)
+        self.mask = lane_mask(builder, lanes)
+        self.channel_bytes = builder.mul(ch, ir.Constant(i64, 4))
+        self.b = b
+        self.out_row = builder.gep(builder.bitcast(out.data, i8p), [builder.add(builder.add(
+            builder.mul(b, self.out_strides[0]), builder.mul(r, self.out_strides[1])), self.channel_bytes)])
+
+    def input_rows(self, indices):
+        """For each input row index (i64): a pointer to its block of channels in image b, and whether the row lies
+        inside the input (a row in the padding: its loads must be masked off)."""
+        builder = self.builder
+        image = builder.add(builder.mul(self.b, self.x_strides[0]), self.channel_bytes)
+        return ([builder.gep(self.x_base, [builder.add(image, builder.mul(index, self.x_strides[1]))])
+                 for index in indices], [inside(builder, index, self.x_shape[1]) for index in indices])
+
+    def output_pixel(self, q):
+        """float* to output pixel q's block of channels."""
+        builder = self.builder
+        return builder.bitcast(builder.gep(self.out_row, [builder.mul(q, self.out_strides[2])]), f32.as_pointer())

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..enums import OH_NN_OperationType
 from ..errors import NNRtError
+from .graph import readers_and_producers
 
 _OP = OH_NN_OperationType
 # kernels whose every path fills a strided ``out`` (a slice of a larger array's last axis) correctly
@@ -53,13 +54,7 @@ def concat_axis(prepared, step) -> int | None:
 def assemble_concats(prepared, steps: list, outputs: set[int]) -> list:
     """``steps`` with each eligible CONCAT assembled in place (see the module doc): copies of its producers carry
     ``out_view = (concat step, index of their slice)``, a copy of the CONCAT copies only the other inputs."""
-    readers: dict[int, int] = {}
-    produced_at: dict[int, int] = {}
-    for position, step in enumerate(steps):
-        for t in step.inputs:
-            readers[t] = readers.get(t, 0) + 1
-        for t in step.outputs:
-            produced_at[t] = position
+    readers, produced_at = readers_and_producers(steps)
     result = list(steps)
     for position, step in enumerate(steps):
         if step.op != _OP.OH_NN_OPS_CONCAT or not step.plain_candidate() or len(step.outputs) != 1:

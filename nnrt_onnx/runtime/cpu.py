@@ -29,7 +29,7 @@ from ..kernels import register_constant
 from ..kernels.elementwise import erf_gelu
 from .assembly import assemble_concats
 from .device import CompileOptions, Device, PreparedModel, register_device
-from .graph import execution_order
+from .graph import execution_order, readers_and_producers
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
 from .memory import plan_arena, slot_is_free
 from .threads import blas_threads, thread_count
@@ -222,13 +222,7 @@ class NativePreparedModel(PreparedModel):
         applies them to each block of output rows while it is in cache (its ``post``), then the last one's fused
         activation. The same float operations in the same order: bit-identical, minus two passes over the
         output and two steps. Runs with ``capture`` use the unfused steps (the intermediates exist there)."""
-        readers: dict[int, int] = {}
-        produced_at: dict[int, int] = {}
-        for position, step in enumerate(steps):
-            for t in step.inputs:
-                readers[t] = readers.get(t, 0) + 1
-            for t in step.outputs:
-                produced_at[t] = position
+        readers, produced_at = readers_and_producers(steps)
         absorbed: set[int] = set()
         fused: dict[int, _Step] = {}
         for position, step in enumerate(steps):
@@ -277,10 +271,7 @@ class NativePreparedModel(PreparedModel):
         steps on float32 with scalar constants, each intermediate read only by the next step, becomes one step
         (kernels._accel.erf_gelu: one compiled loop; the same steps' kernels in order without numba):
         bit-identical, four steps and passes fewer. Runs with capture keep the unfused steps."""
-        readers: dict[int, int] = {}
-        for step in steps:
-            for t in step.inputs:
-                readers[t] = readers.get(t, 0) + 1
+        readers, _ = readers_and_producers(steps)
         consumer: dict[int, int] = {}
         for position, step in enumerate(steps):
             for t in step.inputs:
