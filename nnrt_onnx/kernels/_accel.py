@@ -760,7 +760,7 @@ def winograd_transforms():
     V = B^T d B of tile rows r0..r1 of the padded float32 ``xp`` into the C-contiguous ``v`` [16, >= T C] (tile t's
     channels at t C of each plane); ``transform_out(m, flat, step, n, oh, ow, o, r0, r1, tw, rows, *finishing)``
     writes Y = A^T M A of ``m`` (laid out like ``v``, O per tile) into the pixels inside [OH, OW] of the [N, OH,
-    OW, O] output whose pixel p is ``flat[p * step: p * step + O]`` (``conv._pixel_runs``), then finishes each
+    OW, O] output whose pixel p is ``flat[p * step: p * step + O]`` (:func:`pixel_runs`), then finishes each
     output row as :func:`finish_rows` would where ``finishing`` (``_finish.Finish.row_operands``; else
     :data:`NO_ROW_FINISH`). ``rows``: float32 work arrays, [4, (2 tw + 2) C] and [8, tw O]."""
     return _get("winograd")

@@ -91,7 +91,7 @@ def _producer_writes_in_place(prepared, steps, tensor, concat, readers, produced
         return False
     producer = steps[position]
     return (producer.op in _PRODUCERS and producer.accepts_out and producer.plain_candidate()
-            and producer.outputs == (tensor,) and getattr(producer, "out_view", None) is None
+            and producer.outputs == (tensor,) and producer.out_view is None
             and prepared.compute_dtype[tensor] == FLOAT32)
 
 
