@@ -18,6 +18,7 @@ from ._tile_layout import (
     FINISH_ACTIVATION_SHIFT,
     FINISH_ADD,
     FINISH_ADDEND_SHIFT,
+    FINISH_BIAS,
     FINISH_MULTIPLY,
     FINISH_VECTOR_SHIFT,
     LANES,
@@ -26,6 +27,7 @@ from ._tile_layout import (
     TILE_ROWS,
 )
 from ._vector_ir import (
+    ALL_LANES,
     ZERO,
     activated,
     argument_array,
@@ -142,7 +144,33 @@ def make_tile(rows: int, vectors: int, gathered: bool):
                     builder.call(store, [results[r][v], targets[r][v], ir.Constant(i32, 4), masks[v]])
             builder.branch(stored)
 
-            builder.position_at_end(finishing)  # branch-free selects on the finish's flags
+            builder.position_at_end(finishing)
+            table = argument_array(context, builder, sig, args, 9)
+            table_stride = cgutils.unpack_tuple(builder, table.strides)[0]
+            table_base = builder.bitcast(table.data, i8p)
+
+            def row_vectors(row, wanted):  # the table row's values for the tile's columns (no read where unwanted)
+                start = element(builder, table_base, ir.Constant(i64, row), table_stride, j_)
+                return [builder.call(load, [builder.gep(start, [ir.Constant(i64, LANES * v)]), ir.Constant(i32, 4),
+                                            builder.and_(masks[v], wanted), zero]) for v in range(vectors)]
+
+            # the common finishes -- bias alone or with ReLU/ReLU6 -- each its own straight code: the general select
+            # chain below costs ~20 vector operations per accumulator, as much as the products of a K = 27 stem
+            generic = builder.append_basic_block("tile.generic")
+            cases = builder.switch(finish_code, generic)
+            for activation in (0, 1, 2):
+                case = builder.append_basic_block(f"tile.bias.{activation}")
+                cases.add_case(ir.Constant(i32, FINISH_BIAS | activation << FINISH_ACTIVATION_SHIFT), case)
+                builder.position_at_end(case)
+                biases = row_vectors(0, ALL_LANES)
+                relu, relu6 = (ir.Constant(mask_type, [int(activation == a)] * LANES) for a in (1, 2))
+                for r in range(rows):
+                    for v in range(vectors):
+                        x = activated(builder, builder.fadd(results[r][v], biases[v]), relu, relu6)
+                        builder.call(store, [x, targets[r][v], ir.Constant(i32, 4), masks[v]])
+                builder.branch(stored)
+
+            builder.position_at_end(generic)  # branch-free selects on the finish's flags
 
             def flag(shift, mask, value):  # splat(((finish_code >> shift) & mask) == value)
                 bits = builder.and_(builder.lshr(finish_code, ir.Constant(i32, shift)), ir.Constant(i32, mask))
@@ -154,15 +182,6 @@ def make_tile(rows: int, vectors: int, gathered: bool):
             multiplies = [flag(shift, 3, FINISH_MULTIPLY) for shift in FINISH_VECTOR_SHIFT]
             adds = [flag(shift, 3, FINISH_ADD) for shift in FINISH_VECTOR_SHIFT]
             has_addend = flag(FINISH_ADDEND_SHIFT, 1, 1)
-            table = argument_array(context, builder, sig, args, 9)
-            table_stride = cgutils.unpack_tuple(builder, table.strides)[0]
-            table_base = builder.bitcast(table.data, i8p)
-
-            def row_vectors(row, wanted):  # the table row's values for the tile's columns (no read where unwanted)
-                start = element(builder, table_base, ir.Constant(i64, row), table_stride, j_)
-                return [builder.call(load, [builder.gep(start, [ir.Constant(i64, LANES * v)]), ir.Constant(i32, 4),
-                                            builder.and_(masks[v], wanted), zero]) for v in range(vectors)]
-
             biases = row_vectors(0, has_bias)
             operands = [row_vectors(1 + slot, builder.or_(multiplies[slot], adds[slot])) for slot in range(2)]
             addend_array = argument_array(context, builder, sig, args, 12)
