@@ -28,6 +28,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                loop)
   pool_vectors 2x2 and 3x3 max and average pooling in AVX-512 vectors (kernels/_pool_vectors.py; off: numba's loop)
   softmax_vectors  softmax's row loops in AVX-512 vectors (kernels/_softmax_vectors.py; off: numba's loops)
+  shuffle_vectors  a channel shuffle's transpose in AVX-512 vectors (kernels/_shuffle_vectors.py; off: numba's loop)
   seventh_round  checked_once, depthwise_vectors, pool_vectors, softmax_vectors and direct_3x3 together
                (docs/performance.md, seventh round; the plan-time "assembly" is measured on its own)
   direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
@@ -55,11 +56,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
-            "pool_vectors", "softmax_vectors", "seventh_round", "direct_3x3", "numba", "residual",
+            "pool_vectors", "softmax_vectors", "shuffle_vectors", "seventh_round", "direct_3x3", "numba", "residual",
             "fusion", "assembly")
 # switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
 VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
-                  "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows")}
+                  "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows"),
+                  "shuffle_vectors": ("_shuffle_vectors.swap_last_axes",)}
 # plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
 PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False),
@@ -101,7 +103,7 @@ def _setter(switch: str):
         return lambda on: setattr(_accel, "winograd_transforms", original if on else (lambda: None))
     if switch == "shuffle":
         original = _accel.swap_last_axes
-        return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda _x: None))
+        return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda *_args: None))
     if switch == "big_weights":
         multiples = {name: getattr(conv, name) for name in ("_IM2COL_WEIGHT_MULTIPLE", "_WINO_WEIGHT_MULTIPLE")}
         return lambda on: [setattr(conv, name, value if on else 0) for name, value in multiples.items()]
