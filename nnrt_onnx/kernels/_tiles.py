@@ -28,7 +28,8 @@ Products are summed in K order with FMA (one rounding per step), like OpenBLAS's
 with numpy's to float32 rounding, not bit for bit (the finish is bit-identical to the finish pass). Only with
 numba, an AVX-512 host (``avx512f``; without it the 16-lane vectors would spill), and ``NNRT_ONNX_NUMBA`` not 0;
 elsewhere (or if the tiles fail to compile: a warning) :func:`matmul` returns False and the caller uses numpy. The
-compiled driver (:mod:`._tile_kernels`) takes about 7 s to compile the first time, then loads from numba's cache.
+compiled driver (:mod:`._tile_kernels`, loaded by :mod:`._avx512`) takes about 7 s to compile the first time, then
+loads from numba's cache.
 """
 from __future__ import annotations
 
