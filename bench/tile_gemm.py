@@ -11,7 +11,7 @@ product (``_finish.Finish``) -- the comparison behind ``_gemm.matmul_finished``.
 interleaved pairs of the ratio tiles / BLAS (below 1: the tiles are faster). Re-run it on another CPU before
 trusting the rule there.
 
-    python bench/tile_gemm.py [--m 196,784,3136,12544] [--stack 0] [--finish] [--pairs 3]
+    python bench/tile_gemm.py [--m 196,784,3136,12544] [--k 3,16,...] [--n 2,8,...] [--stack 0] [--finish] [--pairs 3]
 """
 from __future__ import annotations
 
@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     p.add_argument("--stack", type=int, default=0, help="products per call (0: one 2-D product)")
     p.add_argument("--finish", action="store_true", help="with a bias and ReLU (fused in the tiles, a pass for BLAS)")
     p.add_argument("--pairs", type=int, default=3, help="interleaved pairs per cell (default 3)")
+    p.add_argument("--k", default=",".join(map(str, KS)), help="comma-separated depths K")
+    p.add_argument("--n", default=",".join(map(str, NS)), help="comma-separated widths N")
     args = p.parse_args(argv)
     if not _tiles.available():
         print("the register tiles cannot run here (no numba, or no AVX-512)")
@@ -77,11 +79,12 @@ def main(argv=None) -> int:
     print(f"BLAS: {blas}; cells: time of the tiles / numpy's BLAS path (median of {args.pairs} pairs)"
           + (f"; stacks of {args.stack}" if args.stack else "") + ("; with bias and ReLU" if args.finish else ""))
     rng = np.random.default_rng(0)
+    ks, ns = ([int(v) for v in text.split(",")] for text in (args.k, args.n))
     with threadpool_limits(1):
         for m in (int(v) for v in args.m.split(",")):
-            print(f"\nM = {m}" + "".join(f"{'N=' + str(n):>7s}" for n in NS))
-            for k in KS:
-                cells = [_ratio(m, k, n, args.stack, args.finish, args.pairs, rng) for n in NS]
+            print(f"\nM = {m}" + "".join(f"{'N=' + str(n):>7s}" for n in ns))
+            for k in ks:
+                cells = [_ratio(m, k, n, args.stack, args.finish, args.pairs, rng) for n in ns]
                 print(f"K = {k:5d}" + "".join(f"{c:7.2f}" for c in cells), flush=True)
     return 0
 

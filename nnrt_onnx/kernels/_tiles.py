@@ -15,7 +15,9 @@ the output is written once; and :func:`gathered_matmul` reads A's columns at giv
 so a convolution runs straight from its padded input with no im2col copy. Measured against numpy's single-threaded
 OpenBLAS (``bench/tile_gemm.py``; docs/performance.md, sixth round): bare products 0.56-0.9x its time for N = 16-64
 off its small-matrix kernel's shapes, but up to 1.5x on them and for N > 64; with a finish against "BLAS + the
-finish pass", 0.34-0.9x for N >= 8 up to K N = 32768. :func:`wanted` is that rule.
+finish pass", 0.34-0.9x for N >= 8 up to K N = 32768 (sixth round), and re-measured for wide N (eighth round:
+``bench/tile_gemm.py --finish --n 96,192,384,960``) 0.51-0.98x up to K N = 65536 and 0.55-0.91x at any K N for
+M = 49 rows (1.0-1.4x only for larger M and K N). :func:`wanted` is that rule.
 
 The driver blocks like a small GEMM library: K in blocks of at most 256 (a 64-column panel's block of B, 64 KiB,
 stays in L1/L2; later blocks start from the stored sums), rows in chunks whose A block stays in L2, columns in
@@ -58,7 +60,8 @@ MIN_DEPTH = 8  # K: shorter products are all load and store
 MIN_MULTIPLY_ADDS = 1 << 20
 # with a finish (bias, activation) fused into the stores, against BLAS and the finish's pass over the output:
 MIN_FINISHED_COLUMNS = 8
-MAX_FINISHED_KN = 1 << 15  # wider than MAX_COLUMNS while K * N is at most this
+MAX_FINISHED_KN = 1 << 16  # wider than MAX_COLUMNS while K * N is at most this
+MAX_FINISHED_ROWS = 64  # ... or at any K and N for at most this many rows (M, all products of the call together)
 
 _PADDED: dict[int, weakref.ref] = {}  # id -> the views made by padded()
 _COUNTING: dict[int, np.ndarray] = {}  # k -> 0, 1, ..., k - 1
@@ -79,7 +82,8 @@ def wanted(multiply_adds: int, k: int, n: int, finished: bool = False) -> bool:
     if multiply_adds < MIN_MULTIPLY_ADDS or k < MIN_DEPTH:
         return False
     if finished:
-        return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN)
+        return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN
+                                              or multiply_adds <= MAX_FINISHED_ROWS * k * n)
     return MIN_COLUMNS <= n <= MAX_COLUMNS
 
 

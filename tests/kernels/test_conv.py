@@ -1031,8 +1031,13 @@ def test_tiles_rule(monkeypatch):
     assert _gemm.uses_tiles(3136, 27, 32, F32, finished=True)  # ... unless the tiles save the finish's pass
     assert _gemm.uses_tiles(3136, 576, 32, F32)  # K N = 18432: beyond the small kernel
     assert not _gemm.uses_tiles(3136, 64, 96, F32)  # too wide for a bare product,
-    assert _gemm.uses_tiles(3136, 64, 96, F32, finished=True)  # not with a finish (K N = 6144 <= 32768)
-    assert not _gemm.uses_tiles(3136, 512, 128, F32, finished=True)  # K N = 65536
+    assert _gemm.uses_tiles(3136, 64, 96, F32, finished=True)  # not with a finish (K N = 6144 <= 65536)
+    assert _gemm.uses_tiles(3136, 512, 128, F32, finished=True)  # K N = 65536
+    assert not _gemm.uses_tiles(3136, 512, 144, F32, finished=True)  # K N = 73728
+    assert _gemm.uses_tiles(64, 960, 1280, F32, finished=True)  # ... at any K N for <= 64 rows
+    assert _gemm.uses_tiles(16, 960, 1280, F32, batch=4, finished=True)  # (all products of the call together)
+    assert not _gemm.uses_tiles(65, 960, 1280, F32, finished=True)
+    assert not _gemm.uses_tiles(49, 960, 1280, F32)  # (a bare product: N <= 64 only)
     assert not _gemm.uses_tiles(196, 40, 24, F32)  # 188,160 multiply-adds: the call's overhead would show
     assert not _gemm.uses_tiles(1024, 27, 16, F32, finished=True)  # a toy CNN's layer: not worth compiling for
     assert _gemm.uses_tiles(49, 40, 24, F32, batch=16 * 2)  # a stack: the whole call's multiply-adds count
