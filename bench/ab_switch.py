@@ -40,6 +40,11 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                plan compiled without; plan-time)
   assembly     concatenations assembled in place by the convolutions that produce them (runtime/assembly.py; off: a
                plan compiled without; plan-time)
+  runners      convolution steps bound to runners that make only the compiled call (runtime/specialise.py,
+               kernels/_conv_runners.py; off: the general kernels; plan-time; eighth round)
+
+The run-time switches measure the general kernels: their plan is compiled without runners (which bind the compiled
+loops once, so a switch flipped after compiling would not reach them).
 
     python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
 """
@@ -57,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
             "pool_vectors", "softmax_vectors", "shuffle_vectors", "seventh_round", "direct_3x3", "numba", "residual",
-            "fusion", "assembly")
+            "fusion", "assembly", "runners")
 # switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
 VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
                   "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows"),
@@ -67,7 +72,9 @@ PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_
                  "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False),
                  # (a module's function, replaced by the callable given: here, steps left as they are)
                  "assembly": ("nnrt_onnx.runtime.cpu", None, "assemble_concats",
-                              lambda _prepared, steps, _outputs: steps)}
+                              lambda _prepared, steps, _outputs: steps),
+                 # steps bound to the kernels' runners (runtime/specialise.py) against the general kernels
+                 "runners": ("nnrt_onnx.runtime.cpu", None, "specialise_steps", lambda _prepared, _steps: None)}
 
 
 def _parse(argv=None):
@@ -172,10 +179,17 @@ def _executor(model):
 def _sides(switch: str, model):
     """(set_on, {True: executor, False: executor}): a run-time switch toggles one plan, a plan-time switch
     compiles the model twice."""
-    if switch not in PLAN_SWITCHES:
-        executor = _executor(model)
-        return _setter(switch), {True: executor, False: executor}
     import importlib
+
+    if switch not in PLAN_SWITCHES:
+        cpu = importlib.import_module("nnrt_onnx.runtime.cpu")
+        specialise = cpu.specialise_steps
+        cpu.specialise_steps = lambda _prepared, _steps: None  # (see the module doc)
+        try:
+            executor = _executor(model)
+        finally:
+            cpu.specialise_steps = specialise
+        return _setter(switch), {True: executor, False: executor}
 
     module, owner, name, declined = PLAN_SWITCHES[switch]
     holder = importlib.import_module(module)

@@ -607,3 +607,195 @@ def test_concatenation_mostly_copied_is_not_assembled():
     m.specify_inputs_and_outputs([x], [y])
     m.finish()
     assert all(s.out_view is None for s in executor(m).prepared.steps)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# convolution steps bound to runners (kernels/_conv_runners.py): the compiled call alone, bit-identical to the
+# general kernel, which they call for inputs that are not as planned
+
+
+def conv64(x, w, b, stride=1, group=1, depthwise=False):
+    """A float64 NHWC convolution with SAME padding (NNAPI's: the odd unit at the bottom/right), by hand."""
+    n, h, wd, c = x.shape
+    o, kh, kw, cg = w.shape
+    oh, ow = -(-h // stride), -(-wd // stride)
+    ph, pw = max((oh - 1) * stride + kh - h, 0), max((ow - 1) * stride + kw - wd, 0)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    acc = np.zeros((n, oh, ow, o))
+    og = o // group
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride]
+            if depthwise:
+                acc += tap * w[:, i, j, 0]
+                continue
+            for g in range(group):
+                acc[..., g * og:(g + 1) * og] += tap[..., g * cg:(g + 1) * cg] @ w[g * og:(g + 1) * og, i, j].T
+    return acc + b
+
+
+def runner_model():
+    """x [1, 42, 40, 16], r [1, 42, 40, 32] -> a 3x3 CONV2D (direct) -> a 1x1 with the residual r fused -> a grouped
+    1x1 (4 groups) -> a 1x1 of stride 2, concatenated (in place) with a 3x3 stride-2 CONV2D of x -> RELU6 -> 3x3
+    depthwise of stride 2 (padding: 1 row above, no column left), then 1 -> y; every convolution big enough
+    for the register tiles. Returns the model and
+    the float64 oracle."""
+    rng = np.random.default_rng(21)
+
+    def weights(o, k, c):
+        return ((rng.standard_normal((o, k, k, c)) / np.sqrt(k * k * c)).astype(np.float32),
+                rng.standard_normal(o).astype(np.float32))
+
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 16]))
+    r = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 32]))
+    layers = {"direct": weights(32, 3, 16), "residual": weights(32, 1, 32), "grouped": weights(128, 1, 8),
+              "strided": weights(32, 1, 128), "stem": weights(32, 3, 16), "dw1": weights(64, 3, 1),
+              "dw2": weights(64, 3, 1)}
+
+    def conv(source, name, dims, activation=0, stride=1, group=None, depthwise=False):
+        prefix = "DEPTHWISE_CONV2D_NATIVE" if depthwise else "CONV2D"
+        out = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, dims))
+        params = [m.add_param(TT[f"OH_NN_{prefix}_PAD_MODE"], 0),
+                  m.add_param(TT[f"OH_NN_{prefix}_ACTIVATION_TYPE"], activation),
+                  m.add_param(TT[f"OH_NN_{prefix}_STRIDES"], [stride, stride])]
+        if group:
+            params.append(m.add_param(TT.OH_NN_CONV2D_GROUP, group))
+        w, b = layers[name]
+        m.add_operation(OP[f"OH_NN_OPS_{prefix}"], params, [source, m.add_constant(w), m.add_constant(b)], [out])
+        return out
+
+    d1 = conv(x, "direct", [1, 42, 40, 32], activation=2)
+    p1 = conv(d1, "residual", [1, 42, 40, 32])
+    q1 = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 32]))
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [p1, r], [q1])
+    g1 = conv(q1, "grouped", [1, 42, 40, 128], activation=1, group=4)
+    s1 = conv(g1, "strided", [1, 21, 20, 32], stride=2)
+    st = conv(x, "stem", [1, 21, 20, 32], stride=2)
+    joined, y1 = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 21, 20, 64])) for _ in range(2))
+    m.add_operation(OP.OH_NN_OPS_CONCAT, [m.add_param(TT.OH_NN_CONCAT_AXIS, 3)], [s1, st], [joined])
+    m.add_operation(OP.OH_NN_OPS_RELU6, [], [joined], [y1])
+    dw1 = conv(y1, "dw1", [1, 11, 10, 64], activation=2, stride=2, depthwise=True)
+    y = conv(dw1, "dw2", [1, 11, 10, 64], activation=1, depthwise=True)
+    m.specify_inputs_and_outputs([x, r], [y])
+    m.finish()
+
+    def reference(xv, rv):
+        f = {name: (w.astype(np.float64), b) for name, (w, b) in layers.items()}
+        d = np.clip(conv64(xv, *f["direct"]), 0, 6)
+        q = np.maximum(conv64(d, *f["residual"]) + rv, 0)
+        g = np.maximum(conv64(q, *f["grouped"], group=4), 0)
+        joined = np.concatenate([conv64(g, *f["strided"], stride=2), conv64(xv, *f["stem"], stride=2)], axis=3)
+        z = np.clip(conv64(np.clip(joined, 0, 6), *f["dw1"], stride=2, depthwise=True), 0, 6)
+        return np.maximum(conv64(z, *f["dw2"], depthwise=True), 0)
+
+    return m, reference
+
+
+def _runner_kinds(ex):
+    return sorted(s.fn.__qualname__.split(".")[0] for s in ex.prepared.steps if "<locals>.run" in s.fn.__qualname__
+                  and s.fn.__module__.endswith("_conv_runners"))
+
+
+def _unspecialised(model, monkeypatch, **extensions):
+    from nnrt_onnx.runtime import cpu
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cpu, "specialise_steps", lambda _prepared, _steps: None)
+        return executor(model, **extensions)
+
+
+def test_convolution_steps_run_through_runners_bit_identical_to_the_general_kernels(monkeypatch):
+    from nnrt_onnx.kernels import _tiles, conv
+
+    if not _tiles.available():
+        pytest.skip("the register tiles need numba and an AVX-512 CPU")
+    model, reference = runner_model()
+    general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
+    ex = executor(model, **{THREADS_EXTENSION: b"1"})
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["direct"] * 2 + ["tiled_1x1"] * 3
+    assert _runner_kinds(general) == []
+    assert sum(s.out_view is not None for s in ex.prepared.steps) == 3  # the strided 1x1 and the stem: in place
+    rng = np.random.default_rng(3)
+    inputs = [[rng.standard_normal((1, 42, 40, 16)).astype(np.float32),
+               rng.standard_normal((1, 42, 40, 32)).astype(np.float32)] for _ in range(3)]
+    inputs[2][1][0, 5, 7, :3] = [np.nan, -0.0, np.inf]
+    expected = [general.run_arrays(pair)[0] for pair in inputs]
+
+    def general_kernel(*_args, **_kwargs):
+        raise AssertionError("a runner fell back to the general kernel")
+
+    monkeypatch.setattr(conv, "_conv_common", general_kernel)
+    kept = [ex.run_arrays(pair)[0] for pair in inputs]  # (again and again: per-thread buffers reused)
+    for pair, want, got in zip(inputs, expected, kept):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_allclose(kept[0], reference(*inputs[0]), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(kept[1], reference(*inputs[1]), rtol=1e-4, atol=1e-4)
+
+
+def test_runners_call_the_general_kernel_for_inputs_not_as_planned(monkeypatch):
+    from nnrt_onnx.kernels import _tiles
+
+    if not _tiles.available():
+        pytest.skip("the register tiles need numba and an AVX-512 CPU")
+    model, _ = runner_model()
+    general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
+    ex = executor(model, **{THREADS_EXTENSION: b"1"})
+    rng = np.random.default_rng(8)
+    for step, plain in zip(ex.prepared.steps, general.prepared.steps):
+        if not step.fn.__module__.endswith("_conv_runners"):
+            continue
+        shapes = [ex.prepared.dims[i] for i in step.inputs]
+        args = [ex.prepared.constants.get(i) for i in step.inputs]
+        args = [rng.standard_normal(s).astype(np.float32) if a is None else a for s, a in zip(shapes, args)]
+        out_shape = ex.prepared.dims[step.outputs[0]]
+        want = plain.fn(*args, **plain.kwargs)
+        np.testing.assert_array_equal(step.fn(*args), want)  # no out: the general kernel allocates
+        fortran = np.asfortranarray(args[0])  # the planned shape, other strides
+        np.testing.assert_array_equal(step.fn(fortran, *args[1:], out=np.empty(out_shape, np.float32)), want)
+        sliced = np.empty(out_shape[:-1] + (out_shape[-1] + 1,), np.float32)[..., 1:]  # a concatenation's slice
+        assert step.fn(*args, out=sliced) is sliced
+        np.testing.assert_array_equal(sliced, want)
+        uneven = np.empty(out_shape[:2] + (out_shape[2] + 1, out_shape[3]), np.float32)[:, :, 1:]  # rows: not one
+        np.testing.assert_array_equal(step.fn(*args, out=uneven), want)  # stride apart (the kernel's own array)
+        doubled = np.empty(out_shape, np.float64)
+        np.testing.assert_array_equal(step.fn(*args, out=doubled), want)  # (the general kernel: its own array)
+
+
+def test_no_tile_runners_when_the_plan_runs_blas_on_two_threads(monkeypatch):
+    from nnrt_onnx.kernels import _tiles
+
+    if not _tiles.available():
+        pytest.skip("the register tiles need numba and an AVX-512 CPU")
+    model, reference = runner_model()
+    ex = executor(model, **{THREADS_EXTENSION: b"2"})
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2  # the tiles run one thread: the products stay with BLAS
+    rng = np.random.default_rng(4)
+    x, r = rng.standard_normal((1, 42, 40, 16)).astype(np.float32), rng.standard_normal((1, 42, 40, 32))
+    np.testing.assert_allclose(ex.run_arrays([x, r.astype(np.float32)])[0], reference(x, r.astype(np.float32)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_runners_keep_their_buffers_per_thread():
+    # two threads run one compiled model at once: the padded images and strided rows of the runners are per thread
+    model, _ = runner_model()
+    ex = executor(model, **{THREADS_EXTENSION: b"1"})
+    rng = np.random.default_rng(6)
+    inputs = [[rng.standard_normal((1, 42, 40, 16)).astype(np.float32),
+               rng.standard_normal((1, 42, 40, 32)).astype(np.float32)] for _ in range(2)]
+    expected = [ex.run_arrays(pair)[0] for pair in inputs]
+    failures = []
+
+    def work(k):
+        for _ in range(15):
+            (got,) = ex.run_arrays(inputs[k])
+            if not np.array_equal(got, expected[k]):
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures

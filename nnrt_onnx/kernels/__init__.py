@@ -9,6 +9,11 @@ A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext
 (default None) may be handed a preallocated array for its first output (see :func:`accepts_out`).
 It returns one array, or a tuple of arrays for multi-output ops.
 
+A kernel may also have a *specialiser* (``@specialiser``): given what an execution plan knows of one step before
+any run (its inputs' static shapes, dtypes and constant values, its keywords), it returns a runner called like
+the kernel that makes only the compiled call the kernel would make for those inputs, or None (see
+:func:`specialiser`).
+
 Next to each kernel, a *shape rule* registered with ``@shape_rule`` gives the kernel's output shapes from shapes
 alone (see :func:`infer_output_shapes`): it is called as ``rule(op, input_shapes, input_values, **arguments)`` with the
 kernel's keywords (minus ``ctx``), and returns one shape per output. Where a kernel computes an output size itself
@@ -26,7 +31,7 @@ import inspect
 import pkgutil
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -40,6 +45,7 @@ from ._common import (
 
 _REGISTRY: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
+_SPECIALISERS: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 
 
 def kernel(op_name: str):
@@ -53,6 +59,36 @@ def kernel(op_name: str):
         return fn
 
     return register
+
+
+class Planned(NamedTuple):
+    """What an execution plan knows of a step's input before any run."""
+
+    shape: tuple[int, ...] | None  # static dims (None where any is unknown)
+    dtype: np.dtype | None  # the compute dtype
+    value: np.ndarray | None  # a constant's (read-only, registered) array, else None
+
+
+def specialiser(*op_names: str):
+    """Register the decorated function as the specialiser of every op in ``op_names``: called once per plan step
+    as ``fn(op, general, inputs, arguments, addends)`` -- the op's short name, the step's kernel with its keywords
+    bound (``general(*inputs, out=...)``), a :class:`Planned` per input, the kernel's keywords (``post`` entries
+    ("addend", k) name the k-th of the ``addends`` trailing inputs, residuals of fused ADDs), under the plan's
+    BLAS thread count -- it returns a runner called like ``general`` or None. A runner must give what
+    ``general`` gives (it calls ``general`` for inputs that are not as planned)."""
+    ops = [OH_NN_OperationType[name] for name in op_names]
+
+    def register(fn):
+        for op in ops:
+            _SPECIALISERS[op] = fn
+        return fn
+
+    return register
+
+
+def get_specialiser(op: OH_NN_OperationType) -> Callable[..., Any] | None:
+    kernels()
+    return _SPECIALISERS.get(OH_NN_OperationType(op))
 
 
 @dataclass(frozen=True)

@@ -257,4 +257,39 @@ def _run(a, columns, b, out, finish) -> bool:
     return True
 
 
-__all__ = ["TileFinish", "available", "gathered_matmul", "matmul", "tile_finish", "padded", "padded_columns", "wanted"]
+def bound_product(b: np.ndarray, finish: TileFinish | None, columns: np.ndarray | None = None):
+    """The products of :func:`matmul` (``columns`` None) or :func:`gathered_matmul` with the right operand ``b``
+    [K, N] or [P, K, N] (from :func:`padded`) and the finish fixed, checked once: ``run(a, out, addend)`` with 3-D
+    ``a`` [P, M, K] (windows [P, M, S] when gathered), ``out`` [P, M, N] and the finish's addend [P, M, N] (None
+    without one)
+    -- the driver call alone, for an execution plan's step whose layouts its caller has checked (float32, unit
+    column strides, the shapes above, ``out`` not overlapping the others: nothing here checks them). None where
+    the tiles cannot run or ``b``/the finish do not qualify."""
+    made = _PADDED.get(id(b))
+    driver = _driver()
+    if driver is None or made is None or made() is not b or b.ndim not in (2, 3) or b.dtype != np.float32:
+        return None
+    b3 = b if b.ndim == 3 else b[np.newaxis]
+    k, n = b3.shape[1:]
+    gathered = columns is not None
+    if gathered:
+        if columns.dtype != np.int64 or columns.shape != (k,) or columns.min() < 0:
+            return None
+        columns = np.ascontiguousarray(columns)
+    else:
+        columns = _counting(k)
+    table, code, addend = finish if finish is not None else (_NO_TABLE, 0, None)
+    if finish is not None and (table.dtype != np.float32 or table.shape not in ((1, 3, n), (b3.shape[0], 3, n))
+                               or not _strided_ok(table)):
+        return None
+    expects_addend = addend is not None
+
+    def run(a: np.ndarray, out: np.ndarray, addend: np.ndarray | None) -> None:
+        driver(a, b3, out, table, code, columns, addend if expects_addend else _NO_ADDEND, gathered, K_BLOCK,
+               CHUNK_BYTES)
+
+    return run
+
+
+__all__ = ["TileFinish", "available", "bound_product", "gathered_matmul", "matmul", "tile_finish", "padded",
+           "padded_columns", "wanted"]

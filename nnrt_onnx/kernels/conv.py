@@ -18,7 +18,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-from ..errors import invalid, unsupported
+from ..errors import NNRtError, invalid, unsupported
 from ..geometry import (
     PAD_MODE_EXPLICIT,
     UNKNOWN,
@@ -30,7 +30,7 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import _accel, _gemm, _tiles, kernel, shape_rule
+from . import _accel, _conv_runners, _gemm, _tiles, kernel, shape_rule, specialiser
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 from ._finish import Finish
 
@@ -545,8 +545,7 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         win = win[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w, :, ::d_h, ::d_w]  # [N,OH,OW,C,kH,kW]
         cols = win.reshape(n, oh, ow, group, cg, kh, kw).transpose(3, 0, 1, 2, 5, 6, 4)
         cols = cols.reshape(group, m, kh * kw * cg)  # im2col (one copy), (kH, kW, Cg) order like w
-    wg = _packed(w, ("groups", group), lambda a: _tiles.padded(
-        a.reshape(group, og, kh * kw * cg).transpose(0, 2, 1)))  # [G, K, Og]
+    wg = _grouped_weights(w, group)
     # each group into its output columns (strided views: the tiles read and write them in place)
     target, finish = out.reshape(m, group, og).transpose(1, 0, 2), Finish(bias, post, activation)
     if not _gemm.matmul_finished(cols, wg, target, finish, lambda t: t.reshape(m, group, og).transpose(1, 0, 2),
@@ -554,6 +553,13 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
         _gemm.batched_matmul_into(cols, wg, target)
         finish(out)
     return out
+
+
+def _grouped_weights(w: np.ndarray, group: int) -> np.ndarray:
+    """A grouped convolution's weight [O, kH, kW, C/G] as G matrices [K, O/G] (padded for the register tiles)."""
+    o, kh, kw, cg = w.shape
+    return _packed(w, ("groups", group), lambda a: _tiles.padded(
+        a.reshape(group, o // group, kh * kw * cg).transpose(0, 2, 1)))
 
 
 def _conv_dims(op, x_shape, w_shape, group):
@@ -662,6 +668,75 @@ def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dil
     _check_rank(op, weight, what="weight")
     return _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation,
                         _depthwise_group(op, x.shape, weight.shape), activation, out, post)
+
+
+@specialiser("OH_NN_OPS_CONV2D", "OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
+def _specialise_conv(op, general, inputs, arguments, addends):
+    """A plan step's runner (``_conv_runners``) where the general kernel would, for the planned float32 input and
+    constant weight and bias, make one compiled call: a 1x1 convolution without padding or a convolution read
+    straight from its padded input in register tiles (finish fused), a 3x3 depthwise convolution in its compiled
+    loop. The path is chosen by the general kernel's own rules, evaluated once here; None for the other paths
+    (Winograd, kn2row, im2col, OpenBLAS), which keep the general kernel."""
+    x_in, w_in, b_in = inputs[:3]
+    weight, bias = w_in.value, b_in.value
+    if (weight is None or bias is None or x_in.shape is None or x_in.dtype != np.float32
+            or weight.dtype != np.float32 or bias.dtype != np.float32 or len(x_in.shape) != 4 or weight.ndim != 4):
+        return None
+    x = as_strided(np.zeros(1, np.float32), x_in.shape, (0,) * 4)  # shape and dtype only (for the rules)
+    depthwise = op == "DEPTHWISE_CONV2D_NATIVE"
+    try:
+        group = _depthwise_group(op, x.shape, weight.shape) if depthwise else arguments["group"]
+        _, out_shape, group, strides, dilation, pads = _conv_checked(
+            op, x, weight, bias, arguments["strides"], arguments["pad_mode"], arguments["pad_list"],
+            arguments["dilation"], group)
+        activation = _activation_code(arguments.get("activation", 0))
+    except NNRtError:
+        return None  # the general kernel raises its error in the run
+    n, oh, ow, o = out_shape
+    _, kh, kw, cg = weight.shape
+    post = tuple(arguments.get("post", ()))
+    if cg == 1 and group > 1:
+        if post or o != x.shape[3] or (kh, kw) != (3, 3):
+            return None
+        loop = _accel.depthwise_3x3_loop(True)
+        if loop is None:
+            return None
+        taps = _packed(weight, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
+        return _conv_runners.depthwise_3x3(general, x.shape, out_shape, loop, taps, bias,
+                                           (*strides, *dilation, pads[0], pads[2]), activation)
+    if sum(name == "addend" for name, _ in post) != addends:
+        return None
+    addend = as_strided(np.zeros(1, np.float32), out_shape, (0,) * 4) if addends else None
+    finish = Finish(bias, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
+                    activation)
+    m, og = n * oh * ow, o // group
+    if kh == kw == 1 and not any(pads):  # _conv_core's 1x1 paths: one product, or one per group
+        if not _gemm.uses_tiles(m, cg, og, x.dtype, group, finished=True):
+            return None
+        if group == 1:
+            weights, view = _packed_matrix(weight, o, np.float32), (lambda t: t.reshape(m, o))
+        else:
+            weights, view = _grouped_weights(weight, group), (lambda t: t.reshape(m, group, og).transpose(1, 0, 2))
+        tile_finish = finish.tile_finish(o, view, group)
+        product = None if tile_finish is None else _tiles.bound_product(weights, tile_finish)
+        return None if product is None else _conv_runners.tiled_1x1(general, x.shape, out_shape, strides, group,
+                                                                    product, bool(addends))
+    if group != 1:
+        return None
+    wmat = _packed_matrix(weight, o, np.float32)
+    if _special_method(x, weight, strides, dilation, group, (oh, ow)) is not None or not _direct_possible(
+            x, weight, group, (oh, ow)):
+        return None
+    _, h, w, c = x.shape
+    hp, wp = h + pads[0] + pads[1], w + pads[2] + pads[3]
+    span = ((kh - 1) * dilation[0] * wp + (kw - 1) * dilation[1]) * c + c
+    if ((oh - 1) * strides[0] * wp + (ow - 1) * strides[1]) * c + span > hp * wp * c:
+        return None
+    columns = _packed(weight, ("direct", wp, *dilation), lambda a: _direct_offsets(a, wp * c, *dilation))
+    tile_finish = finish.tile_finish(o, lambda t: t.reshape(oh, ow, o))
+    product = None if tile_finish is None else _tiles.bound_product(wmat, tile_finish, columns)
+    return None if product is None else _conv_runners.direct(general, x.shape, out_shape, pads, (strides, span),
+                                                             product, bool(addends))
 
 
 def _depthwise_group(op, x_shape, w_shape) -> int:

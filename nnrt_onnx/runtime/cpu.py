@@ -32,6 +32,7 @@ from .device import CompileOptions, Device, PreparedModel, register_device
 from .graph import execution_order, readers_and_producers
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
 from .memory import plan_arena, slot_is_free
+from .specialise import specialise_steps
 from .threads import blas_threads, thread_count
 
 FLOAT32 = np.dtype(np.float32)
@@ -166,6 +167,7 @@ class NativePreparedModel(PreparedModel):
         for step in self.steps + self._plain_steps:
             step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None
                           and not step.fuse and len(step.outputs) == 1)
+        specialise_steps(self, self.steps)
         self._arenas: list[list[np.ndarray]] = []
         self._arena_lock = threading.Lock()
 
