@@ -650,7 +650,8 @@ def runner_model():
     x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 16]))
     r = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 32]))
     layers = {"direct": weights(32, 3, 16), "residual": weights(32, 1, 32), "grouped": weights(128, 1, 8),
-              "strided": weights(32, 1, 128), "stem": weights(32, 3, 16), "dw1": weights(64, 3, 1),
+              "strided": weights(32, 1, 128), "stem": weights(32, 3, 16), "winograd": weights(64, 3, 64),
+              "dw1": weights(64, 3, 1),
               "dw2": weights(64, 3, 1)}
 
     def conv(source, name, dims, activation=0, stride=1, group=None, depthwise=False):
@@ -675,7 +676,10 @@ def runner_model():
     joined, y1 = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 21, 20, 64])) for _ in range(2))
     m.add_operation(OP.OH_NN_OPS_CONCAT, [m.add_param(TT.OH_NN_CONCAT_AXIS, 3)], [s1, st], [joined])
     m.add_operation(OP.OH_NN_OPS_RELU6, [], [joined], [y1])
-    dw1 = conv(y1, "dw1", [1, 11, 10, 64], activation=2, stride=2, depthwise=True)
+    z = conv(y1, "winograd", [1, 21, 20, 64])
+    z1 = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 21, 20, 64]))
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [y1, z], [z1])
+    dw1 = conv(z1, "dw1", [1, 11, 10, 64], activation=2, stride=2, depthwise=True)
     y = conv(dw1, "dw2", [1, 11, 10, 64], activation=1, depthwise=True)
     m.specify_inputs_and_outputs([x, r], [y])
     m.finish()
@@ -686,7 +690,9 @@ def runner_model():
         q = np.maximum(conv64(d, *f["residual"]) + rv, 0)
         g = np.maximum(conv64(q, *f["grouped"], group=4), 0)
         joined = np.concatenate([conv64(g, *f["strided"], stride=2), conv64(xv, *f["stem"], stride=2)], axis=3)
-        z = np.clip(conv64(np.clip(joined, 0, 6), *f["dw1"], stride=2, depthwise=True), 0, 6)
+        y1 = np.clip(joined, 0, 6)
+        z1 = np.maximum(conv64(y1, *f["winograd"]) + y1, 0)
+        z = np.clip(conv64(z1, *f["dw1"], stride=2, depthwise=True), 0, 6)
         return np.maximum(conv64(z, *f["dw2"], depthwise=True), 0)
 
     return m, reference
@@ -713,7 +719,7 @@ def test_convolution_steps_run_through_runners_bit_identical_to_the_general_kern
     model, reference = runner_model()
     general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
     ex = executor(model, **{THREADS_EXTENSION: b"1"})
-    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["direct"] * 2 + ["tiled_1x1"] * 3
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["direct"] * 2 + ["tiled_1x1"] * 3 + ["winograd"]
     assert _runner_kinds(general) == []
     assert sum(s.out_view is not None for s in ex.prepared.steps) == 3  # the strided 1x1 and the stem: in place
     rng = np.random.default_rng(3)
@@ -770,7 +776,8 @@ def test_no_tile_runners_when_the_plan_runs_blas_on_two_threads(monkeypatch):
         pytest.skip("the register tiles need numba and an AVX-512 CPU")
     model, reference = runner_model()
     ex = executor(model, **{THREADS_EXTENSION: b"2"})
-    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2  # the tiles run one thread: the products stay with BLAS
+    # the tiles run one thread: the products stay with BLAS (Winograd's products too, inside its runner)
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["winograd"]
     rng = np.random.default_rng(4)
     x, r = rng.standard_normal((1, 42, 40, 16)).astype(np.float32), rng.standard_normal((1, 42, 40, 32))
     np.testing.assert_allclose(ex.run_arrays([x, r.astype(np.float32)])[0], reference(x, r.astype(np.float32)),

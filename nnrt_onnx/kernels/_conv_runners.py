@@ -15,6 +15,8 @@ import threading
 
 import numpy as np
 
+from . import _accel
+
 _F32 = np.dtype(np.float32)
 
 
@@ -27,12 +29,11 @@ class _Layout:
     strides: C-contiguous, or evenly strided rows -- a slice of a concatenation -- checked once per strides
     tuple), each residual addend's shape and C-contiguous strides, and no overlap of the output with them."""
 
-    __slots__ = ("x_shape", "x_strides", "out_shape", "out_strides", "rows", "out_rows", "_good_out")
+    __slots__ = ("x_shape", "x_strides", "out_shape", "out_strides", "_good_out")
 
-    def __init__(self, x_shape, out_shape, rows: int):
+    def __init__(self, x_shape, out_shape):
         self.x_shape, self.out_shape = tuple(x_shape), tuple(out_shape)
         self.x_strides, self.out_strides = _contiguous_strides(x_shape), _contiguous_strides(out_shape)
-        self.rows = rows  # the output viewed as [1, rows, O] by :meth:`out_rows_view`
         self._good_out = {self.out_strides}
 
     def matches(self, x, out, addends) -> bool:
@@ -48,11 +49,10 @@ class _Layout:
         return True
 
     def _accept_out(self, out) -> bool:
-        """A new strides tuple of ``out``: whether its [1, rows, O] view is a view (rows evenly strided, unit
-        channel stride, writeable) -- then every array with these strides is."""
-        if out.strides[-1] != 4 or not out.flags.writeable or len(self._good_out) > 8:
-            return False
-        if not np.may_share_memory(out.reshape(1, self.rows, out.shape[-1]), out):  # (a copy otherwise)
+        """A new strides tuple of ``out``: whether it is evenly strided (the general kernels' rule, which their
+        paths write in place: rows a whole number of pixels apart, unit channel stride) -- then every array with
+        these strides is."""
+        if not out.flags.writeable or len(self._good_out) > 8 or not _accel.evenly_strided(out):
             return False
         self._good_out.add(out.strides)
         return True
@@ -66,7 +66,7 @@ def tiled_1x1(general, x_shape, out_shape, strides, groups: int, product, has_ad
     n, h, w, c = x_shape
     _, oh, ow, o = out_shape
     rows = n * oh * ow
-    layout = _Layout(x_shape, out_shape, rows)
+    layout = _Layout(x_shape, out_shape)
     s_h, s_w = strides
     strided = (s_h, s_w) != (1, 1)
     local = threading.local()
@@ -92,21 +92,25 @@ def tiled_1x1(general, x_shape, out_shape, strides, groups: int, product, has_ad
     return run
 
 
-# per thread: (padded shape, pads) -> (zero-bordered padded image, its interior); shared by the runners of one
-# geometry (each run overwrites the whole interior; nothing writes the borders)
-_PADDED_IMAGES = threading.local()
+# per thread: zeroed work arrays shared by the runners, by a key naming their use and layout (a thread runs one step
+# at a time; a padded image's key fixes where its interior lies, so its borders, which nothing writes, stay zero)
+_THREAD_ARRAYS = threading.local()
 
 
-def _padded_image(shape, pads):
-    images = _PADDED_IMAGES.__dict__.setdefault("images", {})
-    key = (shape, pads)
-    made = images.get(key)
-    if made is None:
-        n, h, w, c = shape
-        pt, pb, pl, pr = pads
-        image = np.zeros((n, h + pt + pb, w + pl + pr, c), _F32)
-        made = images[key] = (image, image[:, pt:pt + h, pl:pl + w])
-    return made
+def _thread_array(key, shape) -> np.ndarray:
+    arrays = _THREAD_ARRAYS.__dict__.setdefault("arrays", {})
+    array = arrays.get(key)
+    if array is None:
+        array = arrays[key] = np.zeros(shape, _F32)
+    return array
+
+
+def _padded_image(x_shape, top: int, left: int, padded_hw):
+    """A per-thread zero-bordered image [N, Hp, Wp, C] for inputs of ``x_shape`` placed at (top, left), and the
+    view of its interior."""
+    n, h, w, c = x_shape
+    image = _thread_array(("padded", tuple(x_shape), top, left, tuple(padded_hw)), (n, *padded_hw, c))
+    return image, image[:, top:top + h, left:left + w]
 
 
 def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool):
@@ -120,7 +124,7 @@ def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool)
     wp = w + pads[2] + pads[3]
     window_strides = (s_h * wp * c * 4, s_w * c * 4, 4)
     padding = any(pads)
-    layout = _Layout(x_shape, out_shape, oh * ow)
+    layout = _Layout(x_shape, out_shape)
     local = threading.local()
 
     def run(x, weight, bias, *addends, out=None):
@@ -131,7 +135,7 @@ def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool)
         if padding:
             made = getattr(local, "made", None)
             if made is None:
-                image, interior = _padded_image(layout.x_shape, pads)
+                image, interior = _padded_image(layout.x_shape, pads[0], pads[2], (h + pads[0] + pads[1], wp))
                 made = local.made = (interior, np.ndarray((oh, ow, span), _F32, image, 0, window_strides))
             interior, windows = made
             np.copyto(interior, x)
@@ -147,7 +151,7 @@ def depthwise_3x3(general, x_shape, out_shape, loop, taps, bias, geometry, activ
     """A 3x3 depthwise convolution (no channel multiplier, no ``post``) as the one call of its compiled loop
     (``_depthwise_vectors.depthwise_3x3`` or numba's), unpadded input, bias and activation fused; ``geometry``:
     (s_h, s_w, d_h, d_w, pad top, pad left)."""
-    layout = _Layout(x_shape, out_shape, int(np.prod(out_shape[:3])))
+    layout = _Layout(x_shape, out_shape)
     has_bias = bias is not None
     values = bias if has_bias else np.zeros(1, _F32)
     s_h, s_w, d_h, d_w, pt, pl = geometry
@@ -163,4 +167,49 @@ def depthwise_3x3(general, x_shape, out_shape, loop, taps, bias, geometry, activ
     return run
 
 
-__all__ = ["depthwise_3x3", "direct", "tiled_1x1"]
+def winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products, row_finish,
+             has_addend: bool):
+    """A stride-1 3x3 convolution by F(2x2, 3x3) as ``conv._winograd_3x3`` runs it with compiled transforms: the
+    input copied into a per-thread zero-bordered image, then per block of tile rows the input transform, the 16
+    products (``products``: one callable(v, m) per block, register tiles or BLAS as the general kernel chooses)
+    and the output transform finishing each row (``row_finish``: ``Finish.row_operands``, the addend in place 6).
+    ``geometry``: ``conv._winograd_geometry``'s; ``lengths``: the planes' (skewed) lengths of V and M."""
+    n, h, w, c = x_shape
+    _, oh, ow, o = out_shape
+    th, tw, hp, wp, rows = geometry
+    layout = _Layout(x_shape, out_shape)
+    transform_in, transform_out = transforms
+    blocks = [(r0, min(th, r0 + rows)) for r0 in range(0, th, rows)]
+    local = threading.local()
+
+    def made():
+        image, interior = _padded_image(x_shape, pads[0], pads[2], (hp, wp))
+        v_full, m_full = (_thread_array(("winograd", name, length), (16, length))
+                          for name, length in zip("vm", lengths))
+        rows_in = _thread_array(("winograd", "in", tw, c), (4, (2 * tw + 2) * c))
+        rows_out = _thread_array(("winograd", "out", tw, o), (8, tw * o))
+        steps = [(r0, r1, v_full[:, : n * (r1 - r0) * tw * c].reshape(16, -1, c),
+                  m_full[:, : n * (r1 - r0) * tw * o].reshape(16, -1, o), product)
+                 for (r0, r1), product in zip(blocks, products)]
+        local.made = (image, interior, v_full, m_full, rows_in, rows_out, steps)
+        return local.made
+
+    def run(x, weight, bias, *addends, out=None):
+        if out is None:  # (a model output: no arena array)
+            out = np.empty(layout.out_shape, _F32)
+        if not layout.matches(x, out, addends):
+            return general(x, weight, bias, *addends, out=out)
+        image, interior, v_full, m_full, rows_in, rows_out, steps = getattr(local, "made", None) or made()
+        np.copyto(interior, x)
+        flat, step = _accel.pixel_runs(out)
+        finishing = (*row_finish[:6], addends[0], *row_finish[7:]) if has_addend else row_finish
+        for r0, r1, v, m, product in steps:
+            transform_in(image, v_full, r0, r1, tw, rows_in)
+            product(v, m)
+            transform_out(m_full, flat, step, n, oh, ow, o, r0, r1, tw, rows_out, *finishing)
+        return out
+
+    return run
+
+
+__all__ = ["depthwise_3x3", "direct", "tiled_1x1", "winograd"]

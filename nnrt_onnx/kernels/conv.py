@@ -233,28 +233,36 @@ def _winograd_shape(x, w, strides, dilation, group) -> bool:
 _WINO_MIN_CHANNELS = 64
 
 
+def _winograd_geometry(x_shape, o: int, out_size, weight_bytes: int):
+    """F(2x2, 3x3)'s tiles of an [N, H, W, C] -> O convolution: (tile rows, tiles per row, padded height and
+    width -- every tile inside: >= H + pads since OH = H + pads - 2 --, tile rows per block)."""
+    n, _, _, c = x_shape
+    oh, ow = out_size
+    th, tw = -(-oh // 2), -(-ow // 2)
+    block_bytes = max(_WINO_BLOCK_BYTES, _WINO_WEIGHT_MULTIPLE * weight_bytes)  # (each block's GEMMs repack u)
+    rows = min(th, max(1, block_bytes // (16 * n * tw * max(c, o) * 4)))
+    limit = _gemm.small_kernel_rows(c, o, np.float32)
+    if limit:  # blocks whose 16 GEMMs run on BLAS's small-matrix kernel where that pays (kernels/_gemm.py)
+        rows = min(rows, max(1, limit // (n * tw)))
+    return th, tw, 2 * th + 2, 2 * tw + 2, rows
+
+
 def _winograd_3x3(x, w, pads, out_size, bias, activation, out, post=()):
     """Stride-1 3x3 convolution by F(2x2, 3x3), in blocks of tile rows; bias and activation per block."""
     n, h, wd, c = x.shape
     o = w.shape[0]
     oh, ow = out_size
-    th, tw = -(-oh // 2), -(-ow // 2)
+    u = _packed(w, "winograd", _winograd_weights)
+    th, tw, hp, wp, rows = _winograd_geometry(x.shape, o, out_size, u.nbytes)
     pt, _, pl, _ = pads
-    hp, wp = 2 * th + 2, 2 * tw + 2  # every tile inside: >= h + pt + pb since oh = h + pt + pb - 2
     xp = _scratch("wino_pad", (n, hp, wp, c), x.dtype)
     xp[:, :pt] = 0
     xp[:, pt + h:] = 0
     xp[:, pt:pt + h, :pl] = 0
     xp[:, pt:pt + h, pl + wd:] = 0
     xp[:, pt:pt + h, pl:pl + wd] = x
-    u = _packed(w, "winograd", _winograd_weights)
     finish = Finish(bias, post, activation)
     sn, sh, sw, sc = xp.strides
-    block_bytes = max(_WINO_BLOCK_BYTES, _WINO_WEIGHT_MULTIPLE * u.nbytes)  # (each block's GEMMs repack u)
-    rows = min(th, max(1, block_bytes // (16 * n * tw * max(c, o) * 4)))
-    limit = _gemm.small_kernel_rows(c, o, x.dtype)
-    if limit:  # blocks whose 16 GEMMs run on BLAS's small-matrix kernel where that pays (kernels/_gemm.py)
-        rows = min(rows, max(1, limit // (n * tw)))
     transforms = _accel.winograd_transforms()
     if transforms is not None and out.dtype == np.float32:
         # compiled transforms (adds and subtracts only, straight from the padded input into the output) around the
@@ -706,7 +714,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
                                            (*strides, *dilation, pads[0], pads[2]), activation)
     if sum(name == "addend" for name, _ in post) != addends:
         return None
-    addend = as_strided(np.zeros(1, np.float32), out_shape, (0,) * 4) if addends else None
+    addend = np.zeros(out_shape, np.float32) if addends else None  # (a stand-in: untouched pages, never read)
     finish = Finish(bias, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
                     activation)
     m, og = n * oh * ow, o // group
@@ -723,9 +731,11 @@ def _specialise_conv(op, general, inputs, arguments, addends):
                                                                     product, bool(addends))
     if group != 1:
         return None
+    method = _special_method(x, weight, strides, dilation, group, (oh, ow))
+    if method == "winograd":
+        return _winograd_runner(general, x.shape, weight, pads, out_shape, finish, addends)
     wmat = _packed_matrix(weight, o, np.float32)
-    if _special_method(x, weight, strides, dilation, group, (oh, ow)) is not None or not _direct_possible(
-            x, weight, group, (oh, ow)):
+    if method is not None or not _direct_possible(x, weight, group, (oh, ow)):
         return None
     _, h, w, c = x.shape
     hp, wp = h + pads[0] + pads[1], w + pads[2] + pads[3]
@@ -737,6 +747,31 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     product = None if tile_finish is None else _tiles.bound_product(wmat, tile_finish, columns)
     return None if product is None else _conv_runners.direct(general, x.shape, out_shape, pads, (strides, span),
                                                              product, bool(addends))
+
+
+def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends: int):
+    """:func:`_winograd_3x3`'s compiled path bound to one plan step (``_conv_runners.winograd``), or None where
+    it would not take that path or finish each row in its output transform."""
+    transforms = _accel.winograd_transforms()
+    n, _, _, c = x_shape
+    _, oh, ow, o = out_shape
+    row_finish = finish.row_operands(o, ow, np.float32)
+    if transforms is None or row_finish is None:
+        return None
+    u = _packed(weight, "winograd", _winograd_weights)
+    geometry = _winograd_geometry(x_shape, o, (oh, ow), u.nbytes)
+    th, tw, _, _, rows = geometry
+
+    def product(t: int):  # _gemm.batched_matmul_into's choice for the block's [16, t, C] x [16, C, O]
+        tiled = _tiles.bound_product(u, None) if _gemm.uses_tiles(t, c, o, np.float32, 16) else None
+        if tiled is not None:
+            return lambda v, m: tiled(v, m, None)
+        return lambda v, m: np.matmul(v, u, out=m)
+
+    products = [product(n * (min(th, r0 + rows) - r0) * tw) for r0 in range(0, th, rows)]
+    lengths = [_skewed(n * rows * tw * k) for k in (c, o)]
+    return _conv_runners.winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products,
+                                  row_finish, bool(addends))
 
 
 def _depthwise_group(op, x_shape, w_shape) -> int:
