@@ -636,10 +636,10 @@ def conv64(x, w, b, stride=1, group=1, depthwise=False):
 
 def runner_model():
     """x [1, 42, 40, 16], r [1, 42, 40, 32] -> a 3x3 CONV2D (direct) -> a 1x1 with the residual r fused -> a grouped
-    1x1 (4 groups) -> a 1x1 of stride 2, concatenated (in place) with a 3x3 stride-2 CONV2D of x -> RELU6 -> 3x3
-    depthwise of stride 2 (padding: 1 row above, no column left), then 1 -> y; every convolution big enough
-    for the register tiles. Returns the model and
-    the float64 oracle."""
+    1x1 (4 groups) -> a 1x1 of stride 2, concatenated (in place) with a 3x3 stride-2 CONV2D of x -> RELU6 -> a 3x3
+    64 -> 64 (Winograd) with that as its residual -> 3x3 depthwise of stride 2 (padding: 1 row above, no column
+    left) -> a 3x3 64 -> 32 (kn2row) -> 3x3 depthwise -> y: each runner kind, the products big enough for the
+    register tiles. Returns the model and the float64 oracle."""
     rng = np.random.default_rng(21)
 
     def weights(o, k, c):
@@ -651,8 +651,7 @@ def runner_model():
     r = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 42, 40, 32]))
     layers = {"direct": weights(32, 3, 16), "residual": weights(32, 1, 32), "grouped": weights(128, 1, 8),
               "strided": weights(32, 1, 128), "stem": weights(32, 3, 16), "winograd": weights(64, 3, 64),
-              "dw1": weights(64, 3, 1),
-              "dw2": weights(64, 3, 1)}
+              "dw1": weights(64, 3, 1), "kn2row": weights(32, 3, 64), "dw2": weights(32, 3, 1)}
 
     def conv(source, name, dims, activation=0, stride=1, group=None, depthwise=False):
         prefix = "DEPTHWISE_CONV2D_NATIVE" if depthwise else "CONV2D"
@@ -680,7 +679,8 @@ def runner_model():
     z1 = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 21, 20, 64]))
     m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [y1, z], [z1])
     dw1 = conv(z1, "dw1", [1, 11, 10, 64], activation=2, stride=2, depthwise=True)
-    y = conv(dw1, "dw2", [1, 11, 10, 64], activation=1, depthwise=True)
+    k1 = conv(dw1, "kn2row", [1, 11, 10, 32], activation=1)
+    y = conv(k1, "dw2", [1, 11, 10, 32], activation=1, depthwise=True)
     m.specify_inputs_and_outputs([x, r], [y])
     m.finish()
 
@@ -693,7 +693,7 @@ def runner_model():
         y1 = np.clip(joined, 0, 6)
         z1 = np.maximum(conv64(y1, *f["winograd"]) + y1, 0)
         z = np.clip(conv64(z1, *f["dw1"], stride=2, depthwise=True), 0, 6)
-        return np.maximum(conv64(z, *f["dw2"], depthwise=True), 0)
+        return np.maximum(conv64(np.maximum(conv64(z, *f["kn2row"]), 0), *f["dw2"], depthwise=True), 0)
 
     return m, reference
 
@@ -719,7 +719,8 @@ def test_convolution_steps_run_through_runners_bit_identical_to_the_general_kern
     model, reference = runner_model()
     general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
     ex = executor(model, **{THREADS_EXTENSION: b"1"})
-    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["direct"] * 2 + ["tiled_1x1"] * 3 + ["winograd"]
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["direct"] * 2 + ["kn2row"] + ["tiled_1x1"] * 3 + [
+        "winograd"]
     assert _runner_kinds(general) == []
     assert sum(s.out_view is not None for s in ex.prepared.steps) == 3  # the strided 1x1 and the stem: in place
     rng = np.random.default_rng(3)
@@ -777,7 +778,7 @@ def test_no_tile_runners_when_the_plan_runs_blas_on_two_threads(monkeypatch):
     model, reference = runner_model()
     ex = executor(model, **{THREADS_EXTENSION: b"2"})
     # the tiles run one thread: the products stay with BLAS (Winograd's products too, inside its runner)
-    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["winograd"]
+    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["kn2row", "winograd"]
     rng = np.random.default_rng(4)
     x, r = rng.standard_normal((1, 42, 40, 16)).astype(np.float32), rng.standard_normal((1, 42, 40, 32))
     np.testing.assert_allclose(ex.run_arrays([x, r.astype(np.float32)])[0], reference(x, r.astype(np.float32)),

@@ -212,4 +212,36 @@ def winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, p
     return run
 
 
-__all__ = ["depthwise_3x3", "direct", "tiled_1x1", "winograd"]
+def kn2row(general, x_shape, out_shape, pads, blocks, kernel, operands, activation: int, has_addend: bool):
+    """A stride-1 convolution by kn2row as ``conv._kn2row`` runs it: per block of output rows (``blocks``: (image,
+    first and last output row, first and last input row, product) -- the product a callable(a, z), register tiles
+    or BLAS as the general kernel chooses) the product of its input rows with every tap's weights into a per-thread
+    array, the compiled gather, then the compiled finish (``operands``: ``_accel.finish_arrays``' for the bias and
+    the post operations). ``kernel``: (kH, kW)."""
+    n, h, w, c = x_shape
+    _, oh, ow, o = out_shape
+    pt, pl = pads[0], pads[2]
+    layout = _Layout(x_shape, out_shape)
+    rows = max(i1 - i0 for _, _, _, i0, i1, _ in blocks)
+    taps = kernel[0] * kernel[1] * o
+
+    def run(x, weight, bias, *addends, out=None):
+        if out is None:  # (a model output: no arena array)
+            out = np.empty(layout.out_shape, _F32)
+        if not layout.matches(x, out, addends) or not out.flags.c_contiguous:
+            return general(x, weight, bias, *addends, out=out)
+        z_full = _thread_array(("kn2row", rows, w, taps), (rows * w, taps))
+        for b, r0, r1, i0, i1, product in blocks:
+            z = z_full[: (i1 - i0) * w]
+            product(x[b, i0:i1].reshape(-1, c), z)
+            block = out[b, r0:r1]
+            if not _accel.kn2row_gather(z.reshape(i1 - i0, w, *kernel, o), block, r0 - pt - i0, -pl):
+                return general(x, weight, bias, *addends, out=out)  # (no gather: the general kernel's paths)
+            _accel.finish_rows(block.reshape(-1, o), operands, activation,
+                               addends[0][b, r0:r1].reshape(-1, o) if has_addend else None)
+        return out
+
+    return run
+
+
+__all__ = ["depthwise_3x3", "direct", "kn2row", "tiled_1x1", "winograd"]

@@ -384,6 +384,11 @@ def _kn2row_weights(w: np.ndarray):
     return _tiles.padded(w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o)), bool(np.isfinite(w).all())
 
 
+def _kn2row_rows(width: int, oh: int, kh: int, taps: int, itemsize: int) -> int:
+    """Output rows per block of :func:`_kn2row`: the block's products (its input rows) about _KN2ROW_BLOCK_BYTES."""
+    return max(1, min(oh, _KN2ROW_BLOCK_BYTES // max(1, width * taps * itemsize) - (kh - 1)))
+
+
 def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
     """Stride-1 convolution as one GEMM of the input pixels [H * W, C] with every tap's weights [C, kH * kW * O]
     (N = kH * kW * O keeps the GEMM efficient where O alone is small; no im2col copy), then a compiled gather adding,
@@ -399,7 +404,7 @@ def _kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
     pt, _, pl, _ = pads
     x = np.ascontiguousarray(x)
     taps = kh * kw * o
-    rows = max(1, min(oh, _KN2ROW_BLOCK_BYTES // max(1, wd * taps * x.dtype.itemsize) - (kh - 1)))
+    rows = _kn2row_rows(wd, oh, kh, taps, x.dtype.itemsize)
     finish = Finish(bias, post, activation)
     z_full = _scratch("kn2row", (min(h, rows + kh - 1), wd, kh, kw, o), x.dtype)
     for b in range(n):
@@ -734,6 +739,8 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     method = _special_method(x, weight, strides, dilation, group, (oh, ow))
     if method == "winograd":
         return _winograd_runner(general, x.shape, weight, pads, out_shape, finish, addends)
+    if method == "kn2row":
+        return _kn2row_runner(general, x.shape, weight, bias, pads, out_shape, post, activation, addends)
     wmat = _packed_matrix(weight, o, np.float32)
     if method is not None or not _direct_possible(x, weight, group, (oh, ow)):
         return None
@@ -772,6 +779,39 @@ def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends:
     lengths = [_skewed(n * rows * tw * k) for k in (c, o)]
     return _conv_runners.winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products,
                                   row_finish, bool(addends))
+
+
+def _kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activation: int, addends: int):
+    """:func:`_kn2row` bound to one plan step (``_conv_runners.kn2row``), or None where it would decline (a
+    non-finite weight), a block would lie wholly in the padding, or the finish has several residuals."""
+    wk, finite = _packed(weight, "kn2row", _kn2row_weights)
+    if not finite or addends > 1:
+        return None
+    n, h, wd, c = x_shape
+    _, oh, ow, o = out_shape
+    _, kh, kw, _ = weight.shape
+    pt = pads[0]
+    taps = kh * kw * o
+    rows = _kn2row_rows(wd, oh, kh, taps, 4)
+
+    def product(m: int):  # _gemm.matmul_into's choice for the block's [m, C] x [C, taps]
+        tiled = _tiles.bound_product(wk, None) if _gemm.uses_tiles(m, c, taps, np.float32) else None
+        if tiled is not None:
+            return lambda a, z: tiled(a[np.newaxis], z[np.newaxis], None)
+        return lambda a, z: _gemm.matmul_into(a, wk, z)
+
+    blocks = []
+    for b in range(n):
+        for r0 in range(0, oh, rows):
+            r1 = min(oh, r0 + rows)
+            i0, i1 = max(0, r0 - pt), min(h, r1 - 1 - pt + kh)
+            if i1 <= i0:
+                return None
+            blocks.append((b, r0, r1, i0, i1, product((i1 - i0) * wd)))
+    operands = _accel.finish_arrays(bias, tuple((name, None if name == "addend" else v) for name, v in post), o,
+                                    np.float32)
+    return _conv_runners.kn2row(general, x_shape, out_shape, pads, blocks, (kh, kw), operands, activation,
+                                bool(addends))
 
 
 def _depthwise_group(op, x_shape, w_shape) -> int:
