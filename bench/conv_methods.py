@@ -10,7 +10,7 @@ None's time, and kn2row's and Winograd's median time relative to it. The summary
 over the grid of (the chosen method's time / the fastest method's time): 1.0 means the rule always picks the fastest.
 Re-run it on another CPU before trusting the rule there.
 
-    python bench/conv_methods.py [--rounds 5] [--sizes 7,14,28,56,112]
+    python bench/conv_methods.py [--rounds 5] [--sizes 7,14,28,56,112] [--channels 8,16,...,256]
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds per layer (default 5)")
     p.add_argument("--sizes", default="7,14,28,56,112", help="output sizes H (H x H), comma-separated")
+    p.add_argument("--channels", default=",".join(map(str, CHANNELS)), help="input and output channel counts")
     args = p.parse_args(argv)
 
     import numpy as np
@@ -56,8 +57,9 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     with threadpool_limits(1, user_api="blas"):
         for size in (int(v) for v in args.sizes.split(",")):
-            for c in CHANNELS:
-                for o in CHANNELS:
+            channels = [int(v) for v in args.channels.split(",")]
+            for c in channels:
+                for o in channels:
                     if not 2e5 <= size * size * c * o * 9 <= 4e8:
                         continue
                     x = rng.standard_normal((1, size, size, c)).astype(np.float32)

@@ -343,9 +343,10 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool, direct: bool = False)
     (each rule's range: time relative to im2col + GEMM, docs/performance.md fifth round; 264 shapes, 8 to 512
     channels each way):
 
-    * outputs under 100 pixels (7x7): kn2row from 8 input channels where O < 16 C (0.46-0.99; Winograd's 2x2 tiles
-      waste too much there: 0.82-1.33, and with 128-1024 channels 0.92-1.04 against kn2row's 0.85-0.98 with cold
-      caches; kn2row 1.29-1.55 for 8-24 -> 512);
+    * outputs under 100 pixels (7x7): from 8 input channels where O < 16 C, kn2row for O <= 64 (0.46-0.99;
+      Winograd's 2x2 tiles waste too much there: 0.82-1.33), Winograd for more (eighth round, against im2col into
+      the register tiles that now take such 49-row products at any width: Winograd 0.65-1.1, kn2row 0.9-1.3; whole
+      models with the convolutions bound to runners: ResNet-18-half 0.95-0.97, inception_v2 0.97, ResNet-50 1.0);
     * under 400 pixels (14x14): Winograd for 64+ channels both ways (0.44-0.74), else kn2row where O < 4 C or O <=
       64 (0.30-0.95), else Winograd from 16 channels (0.75-0.98; kn2row 1.06-1.88 there);
     * larger: kn2row for O <= 16 with C >= 3 O (0.26-0.91; Winograd 0.53-1.03), else Winograd from 16 channels both
@@ -359,7 +360,9 @@ def _method_3x3(c: int, o: int, pixels: int, kn2row: bool, direct: bool = False)
     the sweep re-run with the direct path); and kn2row then for O <= 24 with C >= 4 O (Winograd 1.1-1.4x)."""
     wide = o >= 16 * c  # many more output than input channels: Winograd's and kn2row's larger GEMMs do not pay
     if pixels < 100:
-        return "kn2row" if kn2row and c >= 8 and not wide else None
+        if c < 8 or wide:
+            return None
+        return "winograd" if o > 64 else ("kn2row" if kn2row else None)
     if pixels < 400:
         if c >= 64 and o >= 64:
             return "winograd"

@@ -1066,6 +1066,11 @@ def test_3x3_rule_takes_the_direct_convolution_where_it_measured_fastest(monkeyp
     assert rule(128, 24, 28 * 28, True, direct=True) == "kn2row"  # O <= 24, C >= 4 O
     assert rule(128, 24, 28 * 28, True, direct=False) == "winograd"
     assert rule(32, 32, 14 * 14, True, direct=True) == "kn2row"  # under 400 pixels: the rule without direct
+    assert rule(256, 64, 7 * 7, True) == "kn2row"  # under 100 pixels: kn2row up to 64 output channels,
+    assert rule(256, 256, 7 * 7, True) == "winograd"  # Winograd above (eighth round)
+    assert rule(8, 96, 7 * 7, True) == "winograd"
+    assert rule(4, 256, 7 * 7, True) is None  # (fewer than 8 input channels, or O >= 16 C: im2col)
+    assert rule(16, 256, 7 * 7, True) is None
     if _accel.winograd_transforms() is None:
         return
     monkeypatch.setattr(_tiles, "available", lambda: True)
