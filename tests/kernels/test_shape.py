@@ -734,3 +734,26 @@ def test_transpose_writes_the_plans_array_where_it_fits(perm):
     np.testing.assert_array_equal(got, want)
     wrong = np.empty((3,), np.float32)  # (another shape: a new array)
     np.testing.assert_array_equal(transpose(x, np.array(perm, np.int32), out=wrong), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int64, np.float16, np.bool_])
+@pytest.mark.parametrize("shape,perm", [
+    ((1, 3, 224, 224), [0, 2, 3, 1]),  # an image's NCHW -> NHWC: one axis to the end
+    ((2, 5, 7, 3), [0, 3, 1, 2]),  # NHWC -> NCHW: the last axis to 1
+    ((2, 5, 7, 3, 4), [0, 2, 3, 4, 1]), ((2, 5, 7, 3, 4), [0, 4, 1, 2, 3]), ((2, 5, 7, 3, 4), [0, 1, 3, 4, 2]),
+    ((4, 5, 6), [1, 2, 0]), ((4, 5, 6), [2, 0, 1]), ((1, 1, 6), [2, 0, 1]),
+])
+def test_transpose_moving_one_axis_matches_numpy(dtype, shape, perm):
+    # one axis moved to the end, or the last one moved forward (the rest in order): a swap of the last two axes of
+    # a merged view, into the plan's array or a new one; a strided input takes numpy's copy
+    from nnrt_onnx.kernels.shape import transpose
+
+    x = (np.random.default_rng(2).standard_normal(shape) * 50).astype(dtype)
+    want = np.transpose(x, perm)
+    out = np.full(want.shape, 3, dtype)
+    assert transpose(x, np.array(perm), out=out) is out
+    np.testing.assert_array_equal(out, want)
+    got = transpose(x, np.array(perm))
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(transpose(x[..., ::-1], np.array(perm)), np.transpose(x[..., ::-1], perm))
