@@ -68,12 +68,12 @@ def numpy_openblas(controllers, numpy_dir: str):
     return controllers[0] if len(controllers) == 1 else None
 
 
-def uses_tiles(m: int, k: int, n: int, dtype, batch: int = 1, finished: bool = False) -> bool:
+def uses_tiles(m: int, k: int, n: int, dtype, batch: int = 1, finished: bool = False, max_kn: int = 0) -> bool:
     """Whether [m, k] x [k, n] products of ``dtype`` (``batch`` of them in one call; ``finished``: with a finish the
     tiles apply as they store) run in register tiles: float32, one BLAS thread, tiles that can run here, and a
-    shape :func:`._tiles.wanted` takes -- without a finish, not one OpenBLAS's small-matrix kernel runs (the bare
-    products measured even to 1.5x slower in tiles there)."""
-    if dtype != np.float32 or not _tiles.wanted(batch * m * k * n, k, n, finished) or not single_threaded():
+    shape :func:`._tiles.wanted` takes (``max_kn``: its bound on K N for finished products) -- without a finish,
+    not one OpenBLAS's small-matrix kernel runs (the bare products measured even to 1.5x slower in tiles there)."""
+    if dtype != np.float32 or not _tiles.wanted(batch * m * k * n, k, n, finished, max_kn) or not single_threaded():
         return False
     if not finished and n % 16 == 0 and k * n <= MAX_BLOCKED_KN and _blas() is not None:
         return False

@@ -72,17 +72,18 @@ _NO_TABLE = np.zeros((1, 3, 1), np.float32)
 _NO_ADDEND = np.zeros((1, 1, 1), np.float32)
 
 
-def wanted(multiply_adds: int, k: int, n: int, finished: bool = False) -> bool:
+def wanted(multiply_adds: int, k: int, n: int, finished: bool = False, max_kn: int = 0) -> bool:
     """Whether a call of float32 products [M, k] x [k, n] (``multiply_adds``: M k n over the whole call) is one the
     tiles run faster than single-threaded OpenBLAS, by shape (``bench/tile_gemm.py``, the module doc); with
     ``finished``, where the tiles also apply a bias and activation that BLAS would leave to a pass over the
     output (which makes the tiles 0.35-0.9x the time on most shapes, even on products they multiply slower).
-    Either way at least MIN_MULTIPLY_ADDS per call.
+    Either way at least MIN_MULTIPLY_ADDS per call. ``max_kn``: another bound on K N for finished products than
+    MAX_FINISHED_KN (a caller that saves more than the finish pass: the direct convolution, its im2col copy).
     Products OpenBLAS runs on its small-matrix kernel are the caller's to exclude (``_gemm.uses_tiles``)."""
     if multiply_adds < MIN_MULTIPLY_ADDS or k < MIN_DEPTH:
         return False
     if finished:
-        return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= MAX_FINISHED_KN
+        return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= (max_kn or MAX_FINISHED_KN)
                                               or multiply_adds <= MAX_FINISHED_ROWS * k * n)
     return MIN_COLUMNS <= n <= MAX_COLUMNS
 

@@ -430,6 +430,10 @@ _KN2ROW_BLOCK_BYTES = 1 << 22  # products of a block of input rows (4 MiB: Dense
 
 
 _DIRECT_MIN_WIDTH = 14  # output rows narrower than this are mostly the tiles' thin tail tiles: im2col + GEMM
+# wider finished products than the tiles take after a GEMM (K N <= 65536): the direct convolution also saves the
+# im2col copy (eighth round: ResNet-18-half's 3x3/2 64 -> 128, K N = 73728, 0.93 -> 0.45 ms in the model; whole
+# models 0.97-0.99 with 2^18, and no better without a bound)
+_DIRECT_MAX_KN = 1 << 18
 
 
 def _direct_offsets(w: np.ndarray, row_values: int, d_h: int, d_w: int) -> np.ndarray:
@@ -443,12 +447,12 @@ def _direct_offsets(w: np.ndarray, row_values: int, d_h: int, d_w: int) -> np.nd
 
 def _direct_possible(x, w, group: int, out_size) -> bool:
     """Whether :func:`_direct_in_tiles` takes this convolution (of one image, float32, one group, output rows of
-    at least _DIRECT_MIN_WIDTH pixels, a product the finished register tiles run)."""
+    at least _DIRECT_MIN_WIDTH pixels, a product the finished register tiles run, up to K N = _DIRECT_MAX_KN)."""
     n, _, _, c = x.shape
     o, kh, kw, _ = w.shape
     oh, ow = out_size
     return (n == 1 and group == 1 and ow >= _DIRECT_MIN_WIDTH and x.dtype == np.float32 and w.dtype == np.float32
-            and _gemm.uses_tiles(oh * ow, kh * kw * c, o, x.dtype, finished=True))
+            and _gemm.uses_tiles(oh * ow, kh * kw * c, o, x.dtype, finished=True, max_kn=_DIRECT_MAX_KN))
 
 
 def _direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
