@@ -744,8 +744,8 @@ def test_transpose_writes_the_plans_array_where_it_fits(perm):
     ((4, 5, 6), [1, 2, 0]), ((4, 5, 6), [2, 0, 1]), ((1, 1, 6), [2, 0, 1]),
 ])
 def test_transpose_moving_one_axis_matches_numpy(dtype, shape, perm):
-    # one axis moved to the end, or the last one moved forward (the rest in order): a swap of the last two axes of
-    # a merged view, into the plan's array or a new one; a strided input takes numpy's copy
+    # one axis moved to the end (a short one: the output written one slice per index of it), or the last one moved
+    # forward, into the plan's array or a new one; a strided input too
     from nnrt_onnx.kernels.shape import transpose
 
     x = (np.random.default_rng(2).standard_normal(shape) * 50).astype(dtype)
