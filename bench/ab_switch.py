@@ -41,7 +41,7 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   assembly     concatenations assembled in place by the convolutions that produce them (runtime/assembly.py; off: a
                plan compiled without; plan-time)
   runners      convolution steps bound to runners that make only the compiled call (runtime/specialise.py,
-               kernels/_conv_runners.py; off: the general kernels; plan-time; eighth round)
+               kernels/_runners.py; off: the general kernels; plan-time; eighth round)
 
 The run-time switches measure the general kernels: their plan is compiled without runners (which bind the compiled
 loops once, so a switch flipped after compiling would not reach them).

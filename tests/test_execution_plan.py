@@ -610,7 +610,7 @@ def test_concatenation_mostly_copied_is_not_assembled():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# convolution steps bound to runners (kernels/_conv_runners.py): the compiled call alone, bit-identical to the
+# convolution steps bound to runners (kernels/_runners.py): the compiled call alone, bit-identical to the
 # general kernel, which they call for inputs that are not as planned
 
 
@@ -699,8 +699,8 @@ def runner_model():
 
 
 def _runner_kinds(ex):
-    return sorted(s.fn.__qualname__.split(".")[0] for s in ex.prepared.steps if "<locals>.run" in s.fn.__qualname__
-                  and s.fn.__module__.endswith("_conv_runners"))
+    return sorted(s.fn.__qualname__.split(".")[0] for s in ex.prepared.steps
+                  if getattr(s.fn, "__module__", "").endswith("_runners"))
 
 
 def _unspecialised(model, monkeypatch, **extensions):
@@ -751,7 +751,7 @@ def test_runners_call_the_general_kernel_for_inputs_not_as_planned(monkeypatch):
     ex = executor(model, **{THREADS_EXTENSION: b"1"})
     rng = np.random.default_rng(8)
     for step, plain in zip(ex.prepared.steps, general.prepared.steps):
-        if not step.fn.__module__.endswith("_conv_runners"):
+        if not step.fn.__module__.endswith("_runners"):
             continue
         shapes = [ex.prepared.dims[i] for i in step.inputs]
         args = [ex.prepared.constants.get(i) for i in step.inputs]
@@ -807,3 +807,71 @@ def test_runners_keep_their_buffers_per_thread():
     for t in threads:
         t.join()
     assert not failures
+
+
+def linear_layer(constant_weight=True, bias_shape=(96,), transpose_b=False):
+    """x [1, 128, 64], r [1, 128, 96] -> MATMUL by W [64, 96] (a model input when not ``constant_weight``) -> ADD
+    of a bias constant -> MUL by a per-column scale -> ADD of r with fused RELU -> y: a transformer's linear layer
+    and residual. Returns the model and the float64 oracle of y(x, r[, w])."""
+    rng = np.random.default_rng(12)
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 128, 64]))
+    r = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 128, 96]))
+    w = (rng.standard_normal((96, 64) if transpose_b else (64, 96)) / 8).astype(np.float32)
+    b = rng.standard_normal(bias_shape).astype(np.float32)
+    scale = rng.standard_normal(96).astype(np.float32)
+    weight = m.add_constant(w) if constant_weight else m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, list(w.shape)))
+    product, biased, scaled, y = (m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 128, 96])) for _ in range(4))
+    params = [m.add_param(TT.OH_NN_MATMUL_TRANSPOSE_B, True)] if transpose_b else []
+    m.add_operation(OP.OH_NN_OPS_MATMUL, params, [x, weight], [product])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 0)], [m.add_constant(b), product],
+                    [biased])
+    m.add_operation(OP.OH_NN_OPS_MUL, [m.add_param(TT.OH_NN_MUL_ACTIVATION_TYPE, 0)], [biased, m.add_constant(scale)],
+                    [scaled])
+    m.add_operation(OP.OH_NN_OPS_ADD, [m.add_param(TT.OH_NN_ADD_ACTIVATIONTYPE, 1)], [scaled, r], [y])
+    m.specify_inputs_and_outputs([x, r] if constant_weight else [x, r, weight], [y])
+    m.finish()
+
+    def reference(xv, rv):
+        w64 = w.T.astype(np.float64) if transpose_b else w.astype(np.float64)
+        return np.maximum((xv.astype(np.float64) @ w64 + b) * scale + rv, 0)
+
+    return m, reference, w
+
+
+def test_linear_layer_fuses_its_bias_scale_and_residual_into_the_matmul(monkeypatch):
+    """MATMUL by a constant matrix and the ADD/MUL by per-column constants, the residual ADD and its activation
+    after it: one step (the rows' product finished as it is stored), within float32 rounding of the unfused steps
+    (a run with capture takes them) and of the float64 oracle; where the register tiles run, through a runner
+    bit-identical to the general kernel."""
+    from nnrt_onnx.kernels import _tiles
+
+    model, reference, _ = linear_layer()
+    ex = executor(model, **{THREADS_EXTENSION: b"1"})
+    assert [s.op for s in ex.prepared.steps] == [OP.OH_NN_OPS_MATMUL]
+    assert len(ex.prepared._plain_steps) == 4
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 128, 64)).astype(np.float32)
+    r = rng.standard_normal((1, 128, 96)).astype(np.float32)
+    (fused,) = ex.run_arrays([x, r])
+    (plain,) = ex.run_arrays([x, r], capture={})
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fused, reference(x, r), rtol=1e-4, atol=1e-4)
+    if _tiles.available():
+        assert _runner_kinds(ex) == ["rows_product"]
+        general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
+        assert _runner_kinds(general) == []
+        np.testing.assert_array_equal(general.run_arrays([x, r])[0], fused)
+
+
+@pytest.mark.parametrize("variant", [dict(constant_weight=False), dict(transpose_b=True),
+                                     dict(bias_shape=(128, 96))])
+def test_linear_layer_not_fused_without_a_constant_matrix_or_column_vectors(variant):
+    model, reference, w = linear_layer(**variant)
+    ex = executor(model)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 128, 64)).astype(np.float32)
+    r = rng.standard_normal((1, 128, 96)).astype(np.float32)
+    inputs = [x, r] if variant.get("constant_weight", True) else [x, r, w]
+    assert len(ex.prepared.steps) == 4  # (a bias of another shape stops the chain: the MUL and residual stay too)
+    np.testing.assert_allclose(ex.run_arrays(inputs)[0], reference(x, r), rtol=1e-4, atol=1e-4)

@@ -58,6 +58,7 @@ MIN_DEPTH = 8  # K: shorter products are all load and store
 # a call's M * K * N (a stack's in all): smaller bare products pay more in call overhead; and a model whose products
 # are all smaller (a toy CNN) gains a fraction of a millisecond, not worth the tiles' 7 s first compile
 MIN_MULTIPLY_ADDS = 1 << 20
+MIN_FINISHED_MULTIPLY_ADDS = 1 << 19  # with a finish: BERT-tiny's [128, 64] x [64, 64] + bias, 0.73x BLAS + add
 # with a finish (bias, activation) fused into the stores, against BLAS and the finish's pass over the output:
 MIN_FINISHED_COLUMNS = 8
 MAX_FINISHED_KN = 1 << 16  # wider than MAX_COLUMNS while K * N is at most this
@@ -77,10 +78,11 @@ def wanted(multiply_adds: int, k: int, n: int, finished: bool = False, max_kn: i
     tiles run faster than single-threaded OpenBLAS, by shape (``bench/tile_gemm.py``, the module doc); with
     ``finished``, where the tiles also apply a bias and activation that BLAS would leave to a pass over the
     output (which makes the tiles 0.35-0.9x the time on most shapes, even on products they multiply slower).
-    Either way at least MIN_MULTIPLY_ADDS per call. ``max_kn``: another bound on K N for finished products than
-    MAX_FINISHED_KN (a caller that saves more than the finish pass: the direct convolution, its im2col copy).
+    At least MIN_MULTIPLY_ADDS per call (MIN_FINISHED_MULTIPLY_ADDS with a finish). ``max_kn``: another bound on
+    K N for finished products than MAX_FINISHED_KN (a caller that saves more than the finish pass: the direct
+    convolution, its im2col copy).
     Products OpenBLAS runs on its small-matrix kernel are the caller's to exclude (``_gemm.uses_tiles``)."""
-    if multiply_adds < MIN_MULTIPLY_ADDS or k < MIN_DEPTH:
+    if multiply_adds < (MIN_FINISHED_MULTIPLY_ADDS if finished else MIN_MULTIPLY_ADDS) or k < MIN_DEPTH:
         return False
     if finished:
         return n >= MIN_FINISHED_COLUMNS and (n <= MAX_COLUMNS or k * n <= (max_kn or MAX_FINISHED_KN)

@@ -30,7 +30,7 @@ from ..geometry import (
     transposed_full_size,
     window_axis,
 )
-from . import _accel, _conv_runners, _gemm, _tiles, kernel, shape_rule, specialiser
+from . import _accel, _gemm, _runners, _tiles, kernel, shape_rule, specialiser
 from ._common import _FLOATS, _check_rank, _check_rank_dims, _compute_dtype, _known, _packed, _packed_matrix
 from ._finish import Finish
 
@@ -692,7 +692,7 @@ def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dil
 
 @specialiser("OH_NN_OPS_CONV2D", "OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
 def _specialise_conv(op, general, inputs, arguments, addends):
-    """A plan step's runner (``_conv_runners``) where the general kernel would, for the planned float32 input and
+    """A plan step's runner (``_runners``) where the general kernel would, for the planned float32 input and
     constant weight and bias, make one compiled call: a 1x1 convolution without padding or a convolution read
     straight from its padded input in register tiles (finish fused), a 3x3 depthwise convolution in its compiled
     loop. The path is chosen by the general kernel's own rules, evaluated once here; None for the other paths
@@ -722,7 +722,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
         if loop is None:
             return None
         taps = _packed(weight, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
-        return _conv_runners.depthwise_3x3(general, x.shape, out_shape, loop, taps, bias,
+        return _runners.depthwise_3x3(general, x.shape, out_shape, loop, taps, bias,
                                            (*strides, *dilation, pads[0], pads[2]), activation)
     if sum(name == "addend" for name, _ in post) != addends:
         return None
@@ -739,7 +739,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
             weights, view = _grouped_weights(weight, group), (lambda t: t.reshape(m, group, og).transpose(1, 0, 2))
         tile_finish = finish.tile_finish(o, view, group)
         product = None if tile_finish is None else _tiles.bound_product(weights, tile_finish)
-        return None if product is None else _conv_runners.tiled_1x1(general, x.shape, out_shape, strides, group,
+        return None if product is None else _runners.tiled_1x1(general, x.shape, out_shape, strides, group,
                                                                     product, bool(addends))
     if group != 1:
         return None
@@ -759,12 +759,12 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     columns = _packed(weight, ("direct", wp, *dilation), lambda a: _direct_offsets(a, wp * c, *dilation))
     tile_finish = finish.tile_finish(o, lambda t: t.reshape(oh, ow, o))
     product = None if tile_finish is None else _tiles.bound_product(wmat, tile_finish, columns)
-    return None if product is None else _conv_runners.direct(general, x.shape, out_shape, pads, (strides, span),
+    return None if product is None else _runners.direct(general, x.shape, out_shape, pads, (strides, span),
                                                              product, bool(addends))
 
 
 def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends: int):
-    """:func:`_winograd_3x3`'s compiled path bound to one plan step (``_conv_runners.winograd``), or None where
+    """:func:`_winograd_3x3`'s compiled path bound to one plan step (``_runners.winograd``), or None where
     it would not take that path or finish each row in its output transform."""
     transforms = _accel.winograd_transforms()
     n, _, _, c = x_shape
@@ -784,12 +784,12 @@ def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends:
 
     products = [product(n * (min(th, r0 + rows) - r0) * tw) for r0 in range(0, th, rows)]
     lengths = [_skewed(n * rows * tw * k) for k in (c, o)]
-    return _conv_runners.winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products,
+    return _runners.winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products,
                                   row_finish, bool(addends))
 
 
 def _kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activation: int, addends: int):
-    """:func:`_kn2row` bound to one plan step (``_conv_runners.kn2row``), or None where it would decline (a
+    """:func:`_kn2row` bound to one plan step (``_runners.kn2row``), or None where it would decline (a
     non-finite weight), a block would lie wholly in the padding, or the finish has several residuals."""
     wk, finite = _packed(weight, "kn2row", _kn2row_weights)
     if not finite or addends > 1:
@@ -817,7 +817,7 @@ def _kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activa
             blocks.append((b, r0, r1, i0, i1, product((i1 - i0) * wd)))
     operands = _accel.finish_arrays(bias, tuple((name, None if name == "addend" else v) for name, v in post), o,
                                     np.float32)
-    return _conv_runners.kn2row(general, x_shape, out_shape, pads, blocks, (kh, kw), operands, activation,
+    return _runners.kn2row(general, x_shape, out_shape, pads, blocks, (kh, kw), operands, activation,
                                 bool(addends))
 
 

@@ -46,7 +46,9 @@ _KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, Floating
 _UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
               _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
 # ops whose kernel takes ``post`` (and ``activation``): following MUL/ADD by per-channel constants fuse into them
-_CONV_OPS = frozenset({_OP.OH_NN_OPS_CONV2D, _OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE, _OP.OH_NN_OPS_BATCH_NORM})
+# (MATMUL: of rows by a constant matrix, see _fusable_conv -- a linear layer's bias ADD)
+_CONV_OPS = frozenset({_OP.OH_NN_OPS_CONV2D, _OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE, _OP.OH_NN_OPS_BATCH_NORM,
+                       _OP.OH_NN_OPS_MATMUL})
 _POST_OPS = {_OP.OH_NN_OPS_MUL: "mul", _OP.OH_NN_OPS_ADD: "add"}
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -213,7 +215,8 @@ class NativePreparedModel(PreparedModel):
             return
         dtypes = {self.compute_dtype[i] for i in step.inputs + step.outputs}
         if step.op == _OP.OH_NN_OPS_MATMUL:  # the kernel is np.matmul when nothing is transposed and not float16
-            if step.kwargs.get("transpose_a") or step.kwargs.get("transpose_b") or FLOAT16 in dtypes:
+            if (step.kwargs.get("transpose_a") or step.kwargs.get("transpose_b") or step.kwargs.get("activation")
+                    or FLOAT16 in dtypes):
                 return
         if len(dtypes) == 1 and dtypes <= _FLOATS and len(step.outputs) == 1:
             step.ufunc = ufunc
@@ -333,6 +336,12 @@ class NativePreparedModel(PreparedModel):
         return np.float32(value.reshape(()))
 
     def _fusable_conv(self, step: _Step) -> bool:
+        if step.op == _OP.OH_NN_OPS_MATMUL:  # rows by a constant matrix, nothing transposed
+            matrix = self.constants.get(step.inputs[1]) if len(step.inputs) == 2 else None
+            shape = self.static[step.inputs[0]]
+            if (matrix is None or matrix.ndim != 2 or shape is None or len(shape) < 2
+                    or step.kwargs.get("transpose_a") or step.kwargs.get("transpose_b")):
+                return False
         return (step.dequantize_inputs is None and step.quantize_outputs is None and not step.fuse
                 and not step.kwargs.get("activation") and not step.kwargs.get("post") and len(step.outputs) == 1
                 and all(self.compute_dtype[t] == FLOAT32 for t in step.inputs + step.outputs))

@@ -1040,6 +1040,8 @@ def test_tiles_rule(monkeypatch):
     assert not _gemm.uses_tiles(49, 960, 1280, F32)  # (a bare product: N <= 64 only)
     assert not _gemm.uses_tiles(196, 40, 24, F32)  # 188,160 multiply-adds: the call's overhead would show
     assert not _gemm.uses_tiles(1024, 27, 16, F32, finished=True)  # a toy CNN's layer: not worth compiling for
+    assert _gemm.uses_tiles(128, 64, 64, F32, finished=True)  # BERT-tiny's linear layer with its bias: 2^19
+    assert not _gemm.uses_tiles(128, 64, 64, F32)  # (bare: under 2^20)
     assert _gemm.uses_tiles(49, 40, 24, F32, batch=16 * 2)  # a stack: the whole call's multiply-adds count
     assert not _gemm.uses_tiles(3136, 4, 24, F32, finished=True)  # K < 8
     assert not _gemm.uses_tiles(3136, 64, 4, F32, finished=True)  # N < 8

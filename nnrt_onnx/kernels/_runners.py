@@ -1,4 +1,5 @@
-"""Convolutions bound to one execution plan step (:func:`conv.specialise_conv`): the compiled call alone.
+"""Kernels bound to one execution plan step (the kernels' specialisers: :func:`conv._specialise_conv`,
+:func:`linear._specialise_matmul`): the compiled call alone.
 
 A compiled model's convolution sees the same shapes, weights and parameters in every run, yet the general kernel
 re-derives its path on each call -- checks, method rule, finish table, the driver's argument checks -- ~60-120 us
@@ -7,7 +8,7 @@ MobileNetV2 1x1 layer. A runner made here does that once: per run it checks that
 arrays have the planned shapes and strides (else it calls the general kernel, ``general``), then makes the one
 compiled call the general kernel would make -- the same operations on the same values, so bit-identical.
 
-Each runner is called like the plan calls the kernel: ``run(x, weight, bias, *addends, out=None)``.
+Each runner is called like the plan calls the kernel: ``run(x, weight[, bias], *addends, out=None)``.
 """
 from __future__ import annotations
 
@@ -87,6 +88,25 @@ def tiled_1x1(general, x_shape, out_shape, strides, groups: int, product, has_ad
             a = x.reshape(a_shape)
         product(a.transpose(1, 0, 2), out.reshape(out_rows).transpose(1, 0, 2),
                 addends[0].reshape(out_rows).transpose(1, 0, 2) if has_addend else None)
+        return out
+
+    return run
+
+
+def rows_product(general, x_shape, out_shape, product, has_addend: bool):
+    """A product of the input's rows (its last axis: K) with a constant matrix in register tiles (``product``:
+    ``_tiles.bound_product`` of the matrix and the finish), e.g. a MATMUL by a weight with its bias fused: the rows
+    read in place. Called as ``run(x, weight, *addends, out=None)``."""
+    rows = int(np.prod(x_shape[:-1]))
+    layout = _Layout(x_shape, out_shape)
+    a_shape, out_rows = (1, rows, x_shape[-1]), (1, rows, out_shape[-1])
+
+    def run(x, weight, *addends, out=None):
+        if out is None:  # (a model output: no arena array)
+            out = np.empty(layout.out_shape, _F32)
+        if not layout.matches(x, out, addends):
+            return general(x, weight, *addends, out=out)
+        product(x.reshape(a_shape), out.reshape(out_rows), addends[0].reshape(out_rows) if has_addend else None)
         return out
 
     return run
@@ -244,4 +264,4 @@ def kn2row(general, x_shape, out_shape, pads, blocks, kernel, operands, activati
     return run
 
 
-__all__ = ["depthwise_3x3", "direct", "kn2row", "tiled_1x1", "winograd"]
+__all__ = ["depthwise_3x3", "direct", "kn2row", "rows_product", "tiled_1x1", "winograd"]
