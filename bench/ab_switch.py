@@ -40,8 +40,10 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                plan compiled without; plan-time)
   assembly     concatenations assembled in place by the convolutions that produce them (runtime/assembly.py; off: a
                plan compiled without; plan-time)
-  runners      convolution steps bound to runners that make only the compiled call (runtime/specialise.py,
-               kernels/_runners.py; off: the general kernels; plan-time; eighth round)
+  runners      convolution and linear-layer steps bound to runners that make only the compiled call
+               (runtime/specialise.py, kernels/_runners.py; off: the general kernels; plan-time; eighth round)
+  input_transpose  an NCHW image's TRANSPOSE folded into the first convolution, which lays the image out as it
+               pads it (off: the TRANSPOSE step; plan-time; eighth round)
 
 The run-time switches measure the general kernels: their plan is compiled without runners (which bind the compiled
 loops once, so a switch flipped after compiling would not reach them).
@@ -62,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
             "pool_vectors", "softmax_vectors", "shuffle_vectors", "seventh_round", "direct_3x3", "numba", "residual",
-            "fusion", "assembly", "runners")
+            "fusion", "assembly", "runners", "input_transpose")
 # switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
 VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
                   "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows"),
@@ -74,7 +76,9 @@ PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_
                  "assembly": ("nnrt_onnx.runtime.cpu", None, "assemble_concats",
                               lambda _prepared, steps, _outputs: steps),
                  # steps bound to the kernels' runners (runtime/specialise.py) against the general kernels
-                 "runners": ("nnrt_onnx.runtime.cpu", None, "specialise_steps", lambda _prepared, _steps: None)}
+                 "runners": ("nnrt_onnx.runtime.cpu", None, "specialise_steps", lambda _prepared, _steps: None),
+                 "input_transpose": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fuse_input_transpose",
+                                     lambda _self, steps, _outputs: steps)}
 
 
 def _parse(argv=None):

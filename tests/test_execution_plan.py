@@ -875,3 +875,65 @@ def test_linear_layer_not_fused_without_a_constant_matrix_or_column_vectors(vari
     inputs = [x, r] if variant.get("constant_weight", True) else [x, r, w]
     assert len(ex.prepared.steps) == 4  # (a bias of another shape stops the chain: the MUL and residual stay too)
     np.testing.assert_allclose(ex.run_arrays(inputs)[0], reference(x, r), rtol=1e-4, atol=1e-4)
+
+
+def nchw_image_model(reader="conv", expose=False, perm=(0, 2, 3, 1)):
+    """x [1, 3, 96, 96] (NCHW) -> TRANSPOSE ``perm`` -> a 3x3/2 SAME CONV2D 3 -> 32 with RELU (or, ``reader`` =
+    "depthwise", a 3x3 depthwise one) -> y [1, 48, 48, C]; the transposed image also an output when ``expose``.
+    Returns the model and the float64 oracle."""
+    rng = np.random.default_rng(13)
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 3, 96, 96]))
+    shape = [[1, 3, 96, 96][p] for p in perm]
+    image = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, shape))
+    m.add_operation(OP.OH_NN_OPS_TRANSPOSE, [], [x, m.add_constant(np.array(perm, np.int64))], [image])
+    depthwise = reader == "depthwise"
+    w = rng.standard_normal((3 if depthwise else 32, 3, 3, 1 if depthwise else 3)).astype(np.float32)
+    b = rng.standard_normal(w.shape[0]).astype(np.float32)
+    y = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 48, 48, w.shape[0]]))
+    prefix = "DEPTHWISE_CONV2D_NATIVE" if depthwise else "CONV2D"
+    m.add_operation(OP[f"OH_NN_OPS_{prefix}"], [m.add_param(TT[f"OH_NN_{prefix}_PAD_MODE"], 0),
+                                                m.add_param(TT[f"OH_NN_{prefix}_STRIDES"], [2, 2]),
+                                                m.add_param(TT[f"OH_NN_{prefix}_ACTIVATION_TYPE"], 1)],
+                    [image, m.add_constant(w), m.add_constant(b)], [y])
+    m.specify_inputs_and_outputs([x], [y, image] if expose else [y])
+    m.finish()
+
+    def reference(xv):
+        return np.maximum(conv64(xv.transpose(0, 2, 3, 1), w.astype(np.float64), b, stride=2, depthwise=depthwise),
+                          0)
+
+    return m, reference
+
+
+def test_an_nchw_images_transpose_folds_into_the_first_convolution(monkeypatch):
+    """The TRANSPOSE step disappears: the convolution reads the NCHW image (the direct convolution's runner lays it
+    out as it pads it); exactly the unfused steps' values (a run with capture takes them), the float64 oracle's
+    within float32 rounding, run after run."""
+    from nnrt_onnx.kernels import _tiles
+
+    model, reference = nchw_image_model()
+    ex = executor(model, **{THREADS_EXTENSION: b"1"})
+    assert [s.op for s in ex.prepared.steps] == [OP.OH_NN_OPS_CONV2D]
+    if _tiles.available():
+        assert _runner_kinds(ex) == ["direct"]
+    general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"1"})
+    assert [s.kwargs.get("nchw") for s in general.prepared.steps] == [True]
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        x = rng.standard_normal((1, 3, 96, 96)).astype(np.float32)
+        (y,) = ex.run_arrays([x])
+        (plain,) = ex.run_arrays([x], capture={})
+        np.testing.assert_array_equal(y, plain)
+        np.testing.assert_array_equal(general.run_arrays([x])[0], y)
+        np.testing.assert_allclose(y, reference(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", [dict(reader="depthwise"), dict(expose=True), dict(perm=(0, 3, 2, 1))])
+def test_an_nchw_images_transpose_stays_for_other_readers_and_permutations(variant):
+    model, reference = nchw_image_model(**variant)
+    ex = executor(model)
+    assert OP.OH_NN_OPS_TRANSPOSE in [s.op for s in ex.prepared.steps]
+    if variant.get("perm") is None:
+        x = np.random.default_rng(4).standard_normal((1, 3, 96, 96)).astype(np.float32)
+        np.testing.assert_allclose(ex.run_arrays([x])[0], reference(x), rtol=1e-4, atol=1e-4)

@@ -133,18 +133,24 @@ def _padded_image(x_shape, top: int, left: int, padded_hw):
     return image, image[:, top:top + h, left:left + w]
 
 
-def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool):
+def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool, nchw: bool = False):
     """A one-image convolution read straight from its zero-padded input by the gathered register tiles
     (``product``: ``_tiles.bound_product`` with the weights' offsets as columns); ``window``: (strides, the
     window's extent in the flat image). The padded image is a per-thread array whose borders stay zero, so a run
-    copies only the input into its interior (the general kernel pads a scratch copy, borders included)."""
+    copies only the input into its interior (the general kernel pads a scratch copy, borders included). With
+    ``nchw`` the input is [N, C, H, W] (``x_shape`` too): that copy transposes it, one channel at a time (long
+    inner loops), so the image is laid out once instead of by a TRANSPOSE step and then this copy."""
+    planned = x_shape
+    if nchw:
+        n, c, h, w = x_shape
+        x_shape = (n, h, w, c)
     _, h, w, c = x_shape
     _, oh, ow, o = out_shape
     (s_h, s_w), span = window
     wp = w + pads[2] + pads[3]
     window_strides = (s_h * wp * c * 4, s_w * c * 4, 4)
-    padding = any(pads)
-    layout = _Layout(x_shape, out_shape)
+    padding = any(pads) or nchw
+    layout = _Layout(planned, out_shape)
     local = threading.local()
 
     def run(x, weight, bias, *addends, out=None):
@@ -155,10 +161,14 @@ def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool)
         if padding:
             made = getattr(local, "made", None)
             if made is None:
-                image, interior = _padded_image(layout.x_shape, pads[0], pads[2], (h + pads[0] + pads[1], wp))
+                image, interior = _padded_image(x_shape, pads[0], pads[2], (h + pads[0] + pads[1], wp))
                 made = local.made = (interior, np.ndarray((oh, ow, span), _F32, image, 0, window_strides))
             interior, windows = made
-            np.copyto(interior, x)
+            if nchw:
+                for channel in range(c):
+                    interior[..., channel] = x[:, channel]
+            else:
+                np.copyto(interior, x)
         else:  # the windows are views of x itself
             windows = np.ndarray((oh, ow, span), _F32, x, 0, window_strides)
         product(windows, out.reshape(oh, ow, o), addends[0].reshape(oh, ow, o) if has_addend else None)

@@ -670,12 +670,25 @@ def _conv_output_shape(op, shapes, group, strides, pad_mode, pad_list, dilation)
 
 
 @shape_rule("OH_NN_OPS_CONV2D")
-def _conv2d_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, group, **_):
+def _conv2d_shape(op, shapes, values, *, strides, pad_mode, pad_list, dilation, group, nchw=False, **_):
+    if nchw and shapes[0] is not None and len(shapes[0]) == 4:
+        shapes = (_nhwc_dims(shapes[0]),) + tuple(shapes[1:])
     return _conv_output_shape(op, shapes, group, strides, pad_mode, pad_list, dilation)
 
 
+def _nhwc_dims(dims):
+    n, c, h, w = dims
+    return (n, h, w, c)
+
+
 @kernel("OH_NN_OPS_CONV2D")
-def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx, activation=0, out=None, post=()):
+def conv2d(x, weight, bias, *, strides, pad_mode, pad_list, dilation, group, ctx, activation=0, out=None, post=(),
+           nchw=False):
+    """``nchw`` (the plan's fusion of the TRANSPOSE [0, 2, 3, 1] before it: a model's NCHW image): ``x`` is [N, C,
+    H, W], read through its NHWC view."""
+    if nchw:
+        _check_rank("CONV2D", x)
+        x = np.transpose(x, (0, 2, 3, 1))
     return _conv_common("CONV2D", x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation,
                         out, post)
 
@@ -702,7 +715,8 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     if (weight is None or bias is None or x_in.shape is None or x_in.dtype != np.float32
             or weight.dtype != np.float32 or bias.dtype != np.float32 or len(x_in.shape) != 4 or weight.ndim != 4):
         return None
-    x = as_strided(np.zeros(1, np.float32), x_in.shape, (0,) * 4)  # shape and dtype only (for the rules)
+    nchw = bool(arguments.get("nchw"))  # the input is [N, C, H, W]: only the direct convolution reads it so
+    x = as_strided(np.zeros(1, np.float32), _nhwc_dims(x_in.shape) if nchw else x_in.shape, (0,) * 4)  # (the rules)
     depthwise = op == "DEPTHWISE_CONV2D_NATIVE"
     try:
         group = _depthwise_group(op, x.shape, weight.shape) if depthwise else arguments["group"]
@@ -716,7 +730,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     _, kh, kw, cg = weight.shape
     post = tuple(arguments.get("post", ()))
     if cg == 1 and group > 1:
-        if post or o != x.shape[3] or (kh, kw) != (3, 3):
+        if post or o != x.shape[3] or (kh, kw) != (3, 3) or nchw:
             return None
         loop = _accel.depthwise_3x3_loop(True)
         if loop is None:
@@ -730,6 +744,8 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     finish = Finish(bias, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
                     activation)
     m, og = n * oh * ow, o // group
+    if nchw and (kh == kw == 1 or group != 1):
+        return None
     if kh == kw == 1 and not any(pads):  # _conv_core's 1x1 paths: one product, or one per group
         if not _gemm.uses_tiles(m, cg, og, x.dtype, group, finished=True):
             return None
@@ -744,6 +760,8 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     if group != 1:
         return None
     method = _special_method(x, weight, strides, dilation, group, (oh, ow))
+    if method is not None and nchw:
+        return None
     if method == "winograd":
         return _winograd_runner(general, x.shape, weight, pads, out_shape, finish, addends)
     if method == "kn2row":
@@ -759,8 +777,8 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     columns = _packed(weight, ("direct", wp, *dilation), lambda a: _direct_offsets(a, wp * c, *dilation))
     tile_finish = finish.tile_finish(o, lambda t: t.reshape(oh, ow, o))
     product = None if tile_finish is None else _tiles.bound_product(wmat, tile_finish, columns)
-    return None if product is None else _runners.direct(general, x.shape, out_shape, pads, (strides, span),
-                                                             product, bool(addends))
+    return None if product is None else _runners.direct(general, x_in.shape, out_shape, pads, (strides, span),
+                                                             product, bool(addends), nchw)
 
 
 def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends: int):

@@ -1234,3 +1234,25 @@ def test_depthwise_vectors_are_bit_identical_to_numbas_loop(h, w, c, stride, dil
     loop(x, wt, bias, want, *args)
     vectors(x, wt, bias, got, *args)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel,channels,out_c,size,group", [
+    (1, 8, 16, 9, 1), (3, 64, 64, 12, 1), (3, 3, 32, 40, 1), (3, 32, 8, 20, 1), (1, 8, 8, 9, 4)])
+def test_conv2d_reads_an_nchw_input_like_its_nhwc_view(kernel, channels, out_c, size, group):
+    # the plan folds an NCHW image's TRANSPOSE into the convolution (``nchw``): every path (1x1, Winograd, direct,
+    # kn2row, grouped) gives exactly what it gives for the transposed input; the shape rule agrees
+    from nnrt_onnx.enums import OH_NN_OperationType as OP
+    from nnrt_onnx.kernels import conv as conv_kernels
+    from nnrt_onnx.kernels import infer_output_shapes
+
+    rng = np.random.default_rng(kernel + channels)
+    x = rng.standard_normal((1, channels, size, size)).astype(np.float32)
+    w = rng.standard_normal((out_c, kernel, kernel, channels // group)).astype(np.float32)
+    b = rng.standard_normal(out_c).astype(np.float32)
+    params = dict(strides=[1, 1], pad_mode=0, pad_list=[0, 0, 0, 0], dilation=[1, 1], group=group, ctx=None,
+                  activation=1)
+    want = conv_kernels.conv2d(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w, b, **params)
+    np.testing.assert_array_equal(conv_kernels.conv2d(x, w, b, nchw=True, **params), want)
+    keywords = {k: v for k, v in params.items() if k != "ctx"}
+    assert infer_output_shapes(OP.OH_NN_OPS_CONV2D, [x.shape, w.shape, b.shape], None,
+                               dict(keywords, nchw=True)) == (want.shape,)
