@@ -777,12 +777,15 @@ def test_no_tile_runners_when_the_plan_runs_blas_on_two_threads(monkeypatch):
         pytest.skip("the register tiles need numba and an AVX-512 CPU")
     model, reference = runner_model()
     ex = executor(model, **{THREADS_EXTENSION: b"2"})
-    # the tiles run one thread: the products stay with BLAS (Winograd's products too, inside its runner)
-    assert _runner_kinds(ex) == ["depthwise_3x3"] * 2 + ["kn2row", "winograd"]
+    # the tiles run one thread: the products stay with BLAS (Winograd's and kn2row's inside their runners, the 1x1
+    # of stride 1 in its own; the others take the general kernels)
+    assert _runner_kinds(ex) == ["blas_1x1"] + ["depthwise_3x3"] * 2 + ["kn2row", "winograd"]
+    general = _unspecialised(model, monkeypatch, **{THREADS_EXTENSION: b"2"})
     rng = np.random.default_rng(4)
-    x, r = rng.standard_normal((1, 42, 40, 16)).astype(np.float32), rng.standard_normal((1, 42, 40, 32))
-    np.testing.assert_allclose(ex.run_arrays([x, r.astype(np.float32)])[0], reference(x, r.astype(np.float32)),
-                               rtol=1e-4, atol=1e-4)
+    x, r = (rng.standard_normal(shape).astype(np.float32) for shape in ((1, 42, 40, 16), (1, 42, 40, 32)))
+    (y,) = ex.run_arrays([x, r])
+    np.testing.assert_array_equal(y, general.run_arrays([x, r])[0])
+    np.testing.assert_allclose(y, reference(x, r), rtol=1e-4, atol=1e-4)
 
 
 def test_runners_keep_their_buffers_per_thread():

@@ -93,6 +93,28 @@ def tiled_1x1(general, x_shape, out_shape, strides, groups: int, product, has_ad
     return run
 
 
+def blas_1x1(general, x_shape, out_shape, multiply, operands, activation: int, has_addend: bool):
+    """A 1x1 convolution of stride 1 without padding whose product stays with numpy's BLAS (too wide for the
+    register tiles): ``multiply(a, out)`` (``_gemm.matmul_into`` with the weight matrix: its row blocks), then the
+    compiled finish pass over the output rows (``operands``: ``_accel.finish_arrays``' for the bias and post
+    operations) -- the general kernel's calls without its Python around them."""
+    rows = int(np.prod(x_shape[:3]))
+    c, o = x_shape[3], out_shape[3]
+    layout = _Layout(x_shape, out_shape)
+
+    def run(x, weight, bias, *addends, out=None):
+        if out is None:  # (a model output: no arena array)
+            out = np.empty(layout.out_shape, _F32)
+        if not layout.matches(x, out, addends) or not out.flags.c_contiguous:
+            return general(x, weight, bias, *addends, out=out)
+        target = out.reshape(rows, o)
+        multiply(x.reshape(rows, c), target)
+        _accel.finish_rows(target, operands, activation, addends[0].reshape(rows, o) if has_addend else None)
+        return out
+
+    return run
+
+
 def rows_product(general, x_shape, out_shape, product, has_addend: bool):
     """A product of the input's rows (its last axis: K) with a constant matrix in register tiles (``product``:
     ``_tiles.bound_product`` of the matrix and the finish), e.g. a MATMUL by a weight with its bias fused: the rows
@@ -274,4 +296,4 @@ def kn2row(general, x_shape, out_shape, pads, blocks, kernel, operands, activati
     return run
 
 
-__all__ = ["depthwise_3x3", "direct", "kn2row", "rows_product", "tiled_1x1", "winograd"]
+__all__ = ["blas_1x1", "depthwise_3x3", "direct", "kn2row", "rows_product", "tiled_1x1", "winograd"]

@@ -748,7 +748,13 @@ def _specialise_conv(op, general, inputs, arguments, addends):
         return None
     if kh == kw == 1 and not any(pads):  # _conv_core's 1x1 paths: one product, or one per group
         if not _gemm.uses_tiles(m, cg, og, x.dtype, group, finished=True):
-            return None
+            if group != 1 or tuple(strides) != (1, 1) or addends > 1 or not _accel.enabled():
+                return None
+            wmat = _packed_matrix(weight, o, np.float32)
+            operands = _accel.finish_arrays(bias, tuple((name, None if name == "addend" else v) for name, v in post),
+                                            o, np.float32)
+            return _runners.blas_1x1(general, x.shape, out_shape, lambda a, t: _gemm.matmul_into(a, wmat, t),
+                                     operands, activation, bool(addends))
         if group == 1:
             weights, view = _packed_matrix(weight, o, np.float32), (lambda t: t.reshape(m, o))
         else:
