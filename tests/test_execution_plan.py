@@ -940,3 +940,55 @@ def test_an_nchw_images_transpose_stays_for_other_readers_and_permutations(varia
     if variant.get("perm") is None:
         x = np.random.default_rng(4).standard_normal((1, 3, 96, 96)).astype(np.float32)
         np.testing.assert_allclose(ex.run_arrays([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
+def pool64(x, k, stride, pads, kind):
+    """A float64 NHWC pooling by hand: padded cells neither win a max nor count in an average."""
+    pt, pb, pl, pr = pads
+    n, h, w, c = x.shape
+    oh, ow = (h + pt + pb - k) // stride + 1, (w + pl + pr - k) // stride + 1
+    out = np.empty((n, oh, ow, c))
+    for y in range(oh):
+        for z in range(ow):
+            window = x[:, max(0, y * stride - pt):y * stride - pt + k, max(0, z * stride - pl):z * stride - pl + k]
+            out[:, y, z] = window.max(axis=(1, 2)) if kind == "max" else window.mean(axis=(1, 2))
+    return out
+
+
+def test_pooling_steps_run_through_runners_bit_identical_to_the_general_kernels(monkeypatch):
+    """x [1, 30, 28, 32] -> 3x3/2 MAX_POOL (padded at the top and right) -> 3x3/1 AVG_POOL (padded all round)
+    -> 2x2/2 MAX_POOL -> y: each a runner making the one AVX-512 call, bit-identical to the general kernels
+    (NaN and -inf inputs too) and the float64 oracle's within float32 rounding."""
+    from nnrt_onnx.kernels import _avx512
+
+    if _avx512.compiled("_pool_vectors", "pool") is None:
+        pytest.skip("needs numba and an AVX-512 CPU")
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [1, 30, 28, 32]))
+    layers = [("MAX", 3, 2, [1, 0, 0, 1], [1, 15, 14, 32]), ("AVG", 3, 1, [1, 1, 1, 1], [1, 15, 14, 32]),
+              ("MAX", 2, 2, [0, 0, 0, 0], [1, 7, 7, 32])]
+    current = x
+    for kind, k, stride, pads, dims in layers:
+        out = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, dims))
+        m.add_operation(OP[f"OH_NN_OPS_{kind}_POOL"], [m.add_param(TT[f"OH_NN_{kind}_POOL_KERNEL_SIZE"], [k, k]),
+                                                       m.add_param(TT[f"OH_NN_{kind}_POOL_STRIDE"], [stride, stride]),
+                                                       m.add_param(TT[f"OH_NN_{kind}_POOL_PAD"], pads)],
+                        [current], [out])
+        current = out
+    m.specify_inputs_and_outputs([x], [current])
+    m.finish()
+    ex = executor(m, **{THREADS_EXTENSION: b"1"})
+    assert _runner_kinds(ex) == ["pooling"] * 3
+    general = _unspecialised(m, monkeypatch, **{THREADS_EXTENSION: b"1"})
+    rng = np.random.default_rng(9)
+    xv = rng.standard_normal((1, 30, 28, 32)).astype(np.float32)
+    want = xv.astype(np.float64)
+    for kind, k, stride, pads, _ in layers:
+        want = pool64(want, k, stride, pads, kind.lower())
+    (y,) = ex.run_arrays([xv])
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(y, general.run_arrays([xv])[0])
+    xv[0, :3, :3, :2] = [[np.nan, -np.inf]] * 3
+    (y,) = ex.run_arrays([xv])
+    np.testing.assert_array_equal(y, general.run_arrays([xv])[0])
+    assert np.isnan(y[0, 0, 0, 0])

@@ -904,16 +904,20 @@ def lstm_steps(dtype):
     return _get("lstm") if np.dtype(dtype) in (np.float32, np.float64) else None
 
 
-def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool) -> np.ndarray | None:
+def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool,
+         out: np.ndarray | None = None) -> np.ndarray | None:
     """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
     cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
     Max is exact, so identical to the numpy path (NaN propagates); the average adds a window's cells in row-major
     order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when its first tap is
-    clipped anywhere), then divides by the clipped count: also identical."""
+    clipped anywhere), then divides by the clipped count: also identical. ``out``: the array to write where it
+    has the output's shape and dtype (any strides: a slice of a concatenation too), else a new one."""
     loop = _get("pool") if x.dtype in (np.float32, np.float64) and x.size else None
     if loop is None:
         return None
-    out = np.empty((x.shape[0], out_size[0], out_size[1], x.shape[3]), x.dtype)
+    shape = (x.shape[0], out_size[0], out_size[1], x.shape[3])
+    if out is None or out.shape != shape or out.dtype != x.dtype or not out.flags.writeable:
+        out = np.empty(shape, x.dtype)
     x = np.ascontiguousarray(x)
     geometry = (int(kernel[0]), int(kernel[1]), int(strides[0]), int(strides[1]), int(pads[0]), int(pads[1]))
     if x.dtype == np.float32:  # 2x2 and 3x3 windows in AVX-512 vectors: the same results, 0.17-0.7x the time

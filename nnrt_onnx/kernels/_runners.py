@@ -115,6 +115,22 @@ def blas_1x1(general, x_shape, out_shape, multiply, operands, activation: int, h
     return run
 
 
+def pooling(general, x_shape, out_shape, vectors, window):
+    """A 2x2 or 3x3 pooling as the one call of its AVX-512 loop (``_pool_vectors.pool``; ``window``: its
+    arguments after the arrays), into the plan's array. Called as ``run(x, out=None)``."""
+    layout = _Layout(x_shape, out_shape)
+
+    def run(x, out=None):
+        if out is None:  # (a model output: no arena array)
+            out = np.empty(layout.out_shape, _F32)
+        if not layout.matches(x, out, ()):
+            return general(x, out=out)
+        vectors(x, out, *window)
+        return out
+
+    return run
+
+
 def rows_product(general, x_shape, out_shape, product, has_addend: bool):
     """A product of the input's rows (its last axis: K) with a constant matrix in register tiles (``product``:
     ``_tiles.bound_product`` of the matrix and the finish), e.g. a MATMUL by a weight with its bias fused: the rows
@@ -296,4 +312,4 @@ def kn2row(general, x_shape, out_shape, pads, blocks, kernel, operands, activati
     return run
 
 
-__all__ = ["blas_1x1", "depthwise_3x3", "direct", "kn2row", "rows_product", "tiled_1x1", "winograd"]
+__all__ = ["blas_1x1", "depthwise_3x3", "direct", "kn2row", "pooling", "rows_product", "tiled_1x1", "winograd"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import invalid, unsupported
+from ..errors import NNRtError, invalid, unsupported
 from ..geometry import (
     PAD_MODE_EXPLICIT,
     PAD_MODE_SAME,
@@ -21,7 +21,7 @@ from ..geometry import (
     touched_end_padding,
     window_axis,
 )
-from . import _accel, kernel, shape_rule
+from . import _accel, _avx512, _runners, kernel, shape_rule, specialiser
 from ._common import _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
 
 
@@ -115,7 +115,7 @@ def _pool_shape(op, shapes, values, *, kernel_size, stride, pad_mode, pad_list, 
     return ((n, oh, ow, c),)
 
 
-def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
+def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out=None):
     _check_rank(op, x)
     if kind == "avg":
         cdtype = _compute_dtype(op, x)
@@ -137,7 +137,8 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
     # the first tap (0, 0) covers every output position unless padding clips it: the numpy path's sums then start
     # from 0 (which turns a -0.0 sum into +0.0); the compiled loop does the same
     first_full = _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl)
-    fast = _accel.pool(xc, kind, (k_h, k_w), (s_h, s_w), (pt, pl), (oh, ow), not first_full)  # numba, if installed
+    fast = _accel.pool(xc, kind, (k_h, k_w), (s_h, s_w), (pt, pl), (oh, ow), not first_full,
+                       out if xc is x else None)  # numba, if installed
     if fast is not None:
         return fast.astype(x.dtype, copy=False)
     # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
@@ -173,10 +174,32 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
 
 
 @kernel("OH_NN_OPS_AVG_POOL")
-def avg_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
-    return _pool("AVG_POOL", "avg", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool)
+def avg_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out=None):
+    return _pool("AVG_POOL", "avg", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out)
 
 
 @kernel("OH_NN_OPS_MAX_POOL")
-def max_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
-    return _pool("MAX_POOL", "max", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool)
+def max_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out=None):
+    return _pool("MAX_POOL", "max", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out)
+
+
+@specialiser("OH_NN_OPS_AVG_POOL", "OH_NN_OPS_MAX_POOL")
+def _specialise_pool(op, general, inputs, arguments, addends):
+    """A plan step's runner (``_runners.pool``) for a float32 2x2 or 3x3 pooling that the general kernel runs in
+    AVX-512 vectors (``_accel.pool``): the geometry decided once; None otherwise."""
+    shape = inputs[0].shape
+    if inputs[0].dtype != np.float32 or shape is None or len(shape) != 4 or bool(arguments["global_pool"]):
+        return None
+    n, h, w, c = shape
+    try:
+        (k_h, k_w), (s_h, s_w), (oh, ow), (pt, _, pl, _) = _pool_geometry(
+            op, h, w, arguments["kernel_size"], arguments["stride"], arguments["pad_mode"], arguments["pad_list"],
+            arguments["round_mode"])
+    except NNRtError:
+        return None  # the general kernel raises its error in the run
+    vectors = _avx512.compiled("_pool_vectors", "pool") if _accel.enabled() else None
+    if vectors is None or (k_h, k_w) not in ((2, 2), (3, 3)) or min(oh, ow, h, w, c) <= 0:
+        return None
+    start_at_zero = not _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl)
+    return _runners.pooling(general, shape, (n, oh, ow, c), vectors,
+                            (op == "MAX_POOL", k_h, k_w, s_h, s_w, pt, pl, start_at_zero))
