@@ -264,10 +264,9 @@ def bound_product(b: np.ndarray, finish: TileFinish | None, columns: np.ndarray 
     """The products of :func:`matmul` (``columns`` None) or :func:`gathered_matmul` with the right operand ``b``
     [K, N] or [P, K, N] (from :func:`padded`) and the finish fixed, checked once: ``run(a, out, addend)`` with 3-D
     ``a`` [P, M, K] (windows [P, M, S] when gathered), ``out`` [P, M, N] and the finish's addend [P, M, N] (None
-    without one)
-    -- the driver call alone, for an execution plan's step whose layouts its caller has checked (float32, unit
-    column strides, the shapes above, ``out`` not overlapping the others: nothing here checks them). None where
-    the tiles cannot run or ``b``/the finish do not qualify."""
+    without one) -- the driver call alone, for an execution plan's step whose layouts its caller has checked
+    (float32, unit column strides, the shapes above, ``out`` not overlapping the others: nothing here checks
+    them). None where the tiles cannot run or ``b``/the finish do not qualify."""
     made = _PADDED.get(id(b))
     driver = _driver()
     if driver is None or made is None or made() is not b or b.ndim not in (2, 3) or b.dtype != np.float32:

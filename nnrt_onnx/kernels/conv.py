@@ -705,11 +705,12 @@ def depthwise_conv2d_native(x, weight, bias, *, strides, pad_mode, pad_list, dil
 
 @specialiser("OH_NN_OPS_CONV2D", "OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE")
 def _specialise_conv(op, general, inputs, arguments, addends):
-    """A plan step's runner (``_runners``) where the general kernel would, for the planned float32 input and
-    constant weight and bias, make one compiled call: a 1x1 convolution without padding or a convolution read
-    straight from its padded input in register tiles (finish fused), a 3x3 depthwise convolution in its compiled
-    loop. The path is chosen by the general kernel's own rules, evaluated once here; None for the other paths
-    (Winograd, kn2row, im2col, OpenBLAS), which keep the general kernel."""
+    """A plan step's runner (``_runners``) for the planned float32 input and constant weight and bias, making
+    the compiled calls the general kernel would: a 1x1 convolution without padding in register tiles (grouped,
+    strided) or on BLAS (stride 1), the direct convolution from its padded input (an NCHW input too: ``nchw``),
+    Winograd, kn2row, a 3x3 depthwise convolution in its compiled loop. The path is chosen by the general kernel's
+    own rules, evaluated once here; None for the others (im2col, grouped convolutions with a window, a depthwise
+    one with ``post``), which keep the general kernel."""
     x_in, w_in, b_in = inputs[:3]
     weight, bias = w_in.value, b_in.value
     if (weight is None or bias is None or x_in.shape is None or x_in.dtype != np.float32
@@ -737,7 +738,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
             return None
         taps = _packed(weight, "depthwise_taps", lambda a: np.ascontiguousarray(a[:, :, :, 0].transpose(1, 2, 0)))
         return _runners.depthwise_3x3(general, x.shape, out_shape, loop, taps, bias,
-                                           (*strides, *dilation, pads[0], pads[2]), activation)
+                                      (*strides, *dilation, pads[0], pads[2]), activation)
     if sum(name == "addend" for name, _ in post) != addends:
         return None
     addend = np.zeros(out_shape, np.float32) if addends else None  # (a stand-in: untouched pages, never read)
@@ -762,7 +763,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
         tile_finish = finish.tile_finish(o, view, group)
         product = None if tile_finish is None else _tiles.bound_product(weights, tile_finish)
         return None if product is None else _runners.tiled_1x1(general, x.shape, out_shape, strides, group,
-                                                                    product, bool(addends))
+                                                               product, bool(addends))
     if group != 1:
         return None
     method = _special_method(x, weight, strides, dilation, group, (oh, ow))
@@ -784,7 +785,7 @@ def _specialise_conv(op, general, inputs, arguments, addends):
     tile_finish = finish.tile_finish(o, lambda t: t.reshape(oh, ow, o))
     product = None if tile_finish is None else _tiles.bound_product(wmat, tile_finish, columns)
     return None if product is None else _runners.direct(general, x_in.shape, out_shape, pads, (strides, span),
-                                                             product, bool(addends), nchw)
+                                                        product, bool(addends), nchw)
 
 
 def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends: int):
@@ -809,7 +810,7 @@ def _winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends:
     products = [product(n * (min(th, r0 + rows) - r0) * tw) for r0 in range(0, th, rows)]
     lengths = [_skewed(n * rows * tw * k) for k in (c, o)]
     return _runners.winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, products,
-                                  row_finish, bool(addends))
+                             row_finish, bool(addends))
 
 
 def _kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activation: int, addends: int):

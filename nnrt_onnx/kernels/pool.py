@@ -185,7 +185,7 @@ def max_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_p
 
 @specialiser("OH_NN_OPS_AVG_POOL", "OH_NN_OPS_MAX_POOL")
 def _specialise_pool(op, general, inputs, arguments, addends):
-    """A plan step's runner (``_runners.pool``) for a float32 2x2 or 3x3 pooling that the general kernel runs in
+    """A plan step's runner (``_runners.pooling``) for a float32 2x2 or 3x3 pooling that the general kernel runs in
     AVX-512 vectors (``_accel.pool``): the geometry decided once; None otherwise."""
     shape = inputs[0].shape
     if inputs[0].dtype != np.float32 or shape is None or len(shape) != 4 or bool(arguments["global_pool"]):
