@@ -37,6 +37,13 @@ class _Layout:
         self.x_strides, self.out_strides = _contiguous_strides(x_shape), _contiguous_strides(out_shape)
         self._good_out = {self.out_strides}
 
+    def output(self, x, out, addends):
+        """The array a runner writes -- ``out``, or a new one for a model output (no arena array) -- where the
+        arrays are as planned; else None (the runner calls the general kernel)."""
+        if out is None:
+            out = np.empty(self.out_shape, _F32)
+        return out if self.matches(x, out, addends) else None
+
     def matches(self, x, out, addends) -> bool:
         if (x.shape != self.x_shape or x.strides != self.x_strides or x.dtype != _F32
                 or out.shape != self.out_shape or out.dtype != _F32 or np.may_share_memory(out, x)):
@@ -74,10 +81,10 @@ def tiled_1x1(general, x_shape, out_shape, strides, groups: int, product, has_ad
     a_shape, out_rows = (rows, groups, c // groups), (rows, groups, o // groups)
 
     def run(x, weight, bias, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends):
+        target = layout.output(x, out, addends)
+        if target is None:
             return general(x, weight, bias, *addends, out=out)
+        out = target
         if strided:
             a = getattr(local, "rows", None)
             if a is None:
@@ -103,10 +110,10 @@ def blas_1x1(general, x_shape, out_shape, multiply, operands, activation: int, h
     layout = _Layout(x_shape, out_shape)
 
     def run(x, weight, bias, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends) or not out.flags.c_contiguous:
+        target = layout.output(x, out, addends)
+        if target is None or not target.flags.c_contiguous:
             return general(x, weight, bias, *addends, out=out)
+        out = target
         target = out.reshape(rows, o)
         multiply(x.reshape(rows, c), target)
         _accel.finish_rows(target, operands, activation, addends[0].reshape(rows, o) if has_addend else None)
@@ -121,10 +128,10 @@ def pooling(general, x_shape, out_shape, vectors, window):
     layout = _Layout(x_shape, out_shape)
 
     def run(x, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, ()):
+        target = layout.output(x, out, ())
+        if target is None:
             return general(x, out=out)
+        out = target
         vectors(x, out, *window)
         return out
 
@@ -140,10 +147,10 @@ def rows_product(general, x_shape, out_shape, product, has_addend: bool):
     a_shape, out_rows = (1, rows, x_shape[-1]), (1, rows, out_shape[-1])
 
     def run(x, weight, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends):
+        target = layout.output(x, out, addends)
+        if target is None:
             return general(x, weight, *addends, out=out)
+        out = target
         product(x.reshape(a_shape), out.reshape(out_rows), addends[0].reshape(out_rows) if has_addend else None)
         return out
 
@@ -192,10 +199,10 @@ def direct(general, x_shape, out_shape, pads, window, product, has_addend: bool,
     local = threading.local()
 
     def run(x, weight, bias, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends):
+        target = layout.output(x, out, addends)
+        if target is None:
             return general(x, weight, bias, *addends, out=out)
+        out = target
         if padding:
             made = getattr(local, "made", None)
             if made is None:
@@ -225,10 +232,10 @@ def depthwise_3x3(general, x_shape, out_shape, loop, taps, bias, geometry, activ
     s_h, s_w, d_h, d_w, pt, pl = geometry
 
     def run(x, weight, bias_, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, ()):
+        target = layout.output(x, out, ())
+        if target is None:
             return general(x, weight, bias_, out=out)
+        out = target
         loop(x, taps, values, out, s_h, s_w, d_h, d_w, pt, pl, activation, has_bias)
         return out
 
@@ -263,10 +270,10 @@ def winograd(general, x_shape, out_shape, pads, geometry, lengths, transforms, p
         return local.made
 
     def run(x, weight, bias, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends):
+        target = layout.output(x, out, addends)
+        if target is None:
             return general(x, weight, bias, *addends, out=out)
+        out = target
         image, interior, v_full, m_full, rows_in, rows_out, steps = getattr(local, "made", None) or made()
         np.copyto(interior, x)
         flat, step = _accel.pixel_runs(out)
@@ -294,10 +301,10 @@ def kn2row(general, x_shape, out_shape, pads, blocks, kernel, operands, activati
     taps = kernel[0] * kernel[1] * o
 
     def run(x, weight, bias, *addends, out=None):
-        if out is None:  # (a model output: no arena array)
-            out = np.empty(layout.out_shape, _F32)
-        if not layout.matches(x, out, addends) or not out.flags.c_contiguous:
+        target = layout.output(x, out, addends)
+        if target is None or not target.flags.c_contiguous:
             return general(x, weight, bias, *addends, out=out)
+        out = target
         z_full = _thread_array(("kn2row", rows, w, taps), (rows * w, taps))
         for b, r0, r1, i0, i1, product in blocks:
             z = z_full[: (i1 - i0) * w]

@@ -107,6 +107,18 @@ class _Step:
         self.plain = False  # one output, no (de)quantization, no fused activation left: run by _run_plain
 
 
+def _merged(step: _Step, fn, kwargs, fuse: int, inputs, last: _Step, addends: int, release) -> _Step:
+    """The one step a fusion makes of ``step`` (its number, label and op; the kernel ``fn`` with ``kwargs``) and
+    the steps it absorbs up to ``last`` (whose outputs and checks it takes): no (de)quantization."""
+    merged = _Step(step.number, step.label, step.op, fn, kwargs, fuse, inputs, last.outputs, (None,) * len(inputs),
+                   (None,) * len(last.outputs))
+    merged.addends = addends
+    merged.release = release
+    merged.checks = last.checks
+    merged.accepts_out = step.accepts_out
+    return merged
+
+
 class NativePreparedModel(PreparedModel):
     """A model compiled for the CPU device: its execution plan."""
 
@@ -260,13 +272,8 @@ class NativePreparedModel(PreparedModel):
                 kwargs["activation"] = activation
             inputs = step.inputs + tuple(addends)
             fn = _with_addends(step.fn, len(addends)) if addends else step.fn
-            merged = _Step(step.number, step.label, step.op, fn, kwargs, 0, inputs, last.outputs,
-                           (None,) * len(inputs), (None,) * len(last.outputs))
-            merged.addends = len(addends)
-            merged.release = step.release + tuple(t for i in chain for t in steps[i].release)
-            merged.checks = last.checks
-            merged.accepts_out = step.accepts_out
-            fused[position] = merged
+            fused[position] = _merged(step, fn, kwargs, 0, inputs, last, len(addends),
+                                      step.release + tuple(t for i in chain for t in steps[i].release))
             absorbed.update(chain)
         if not fused:
             return steps
@@ -294,14 +301,9 @@ class NativePreparedModel(PreparedModel):
             if (conv is None or conv.op != _OP.OH_NN_OPS_CONV2D or conv.inputs[0] != tensor
                     or tensor in conv.inputs[1:] or conv.kwargs.get("nchw") or not conv.plain_candidate()):
                 continue
-            merged = _Step(conv.number, conv.label, conv.op, conv.fn, dict(conv.kwargs, nchw=True), conv.fuse,
-                           (source,) + conv.inputs[1:], conv.outputs, (None,) * len(conv.inputs),
-                           (None,) * len(conv.outputs))
-            merged.addends = conv.addends
-            merged.release = tuple(t for t in step.release + conv.release if t != tensor)
-            merged.checks = conv.checks
-            merged.accepts_out = conv.accepts_out
-            fused[reader] = merged
+            fused[reader] = _merged(conv, conv.fn, dict(conv.kwargs, nchw=True), conv.fuse,
+                                    (source,) + conv.inputs[1:], conv, conv.addends,
+                                    tuple(t for t in step.release + conv.release if t != tensor))
             absorbed.add(position)
         if not fused:
             return steps
