@@ -527,7 +527,11 @@ def _conv_core(x, w, strides, dilation, pads, group, out_size, bias=None, activa
             return out
         if d_w == 1:  # a kernel row's kW * C values are contiguous in NHWC: copy them as one inner run
             xp = np.ascontiguousarray(xp)
-            sn, sh, sw, sc = xp.strides
+            # the strides of a C-contiguous layout, not xp.strides: numpy keeps any stride on a size-1 dim (an
+            # NCHW image with one channel, transposed to NHWC, is "contiguous" with a channel stride of H*W)
+            sc = xp.itemsize
+            sw, sh = c * sc, xp.shape[2] * c * sc
+            sn = xp.shape[1] * sh
             taps = as_strided(xp, (n, oh, ow, kh, kw * c), (sn, sh * s_h, sw * s_w, sh * d_h, sc), writeable=False)
         else:
             win = sliding_window_view(xp, (ek_h, ek_w), axis=(1, 2))  # [N, ., ., C, ekH, ekW]

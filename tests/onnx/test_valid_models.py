@@ -1,0 +1,56 @@
+"""Valid ONNX models that once got wrong answers or were refused (issue 26), each converted the way ``convert``
+converts it -- dynamic dims stay dynamic -- and run at several sizes of those dims, against onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from nnrt_onnx import Compilation, Executor
+from nnrt_onnx.onnx_import import from_onnx
+from support import ort_run
+
+F = TensorProto.FLOAT
+
+
+def graph(nodes, inputs, outputs, initializers=(), opset=17):
+    """A checked model: ``inputs``/``outputs`` are (name, elem_type, dims) with names for dynamic dims."""
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                          [helper.make_tensor_value_info(*o) for o in outputs],
+                          [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers]),
+        opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def runs_like_onnxruntime(model, feed_sets, rtol=1e-5, atol=1e-5):
+    """Convert once (no shape pinned), then every feed set through one executor, each output against onnxruntime."""
+    converted = from_onnx(model).model
+    compilation = Compilation(converted)
+    compilation.build()
+    executor = Executor(compilation)
+    names = [i.name for i in model.graph.input]
+    for feeds in feed_sets:
+        ours = executor.run_arrays([feeds[n] for n in names])
+        for name, got, want in zip([o.name for o in model.graph.output], ours, ort_run(model, feeds)):
+            assert got.shape == want.shape, (name, got.shape, want.shape)
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{name} at {feeds}")
+
+
+def test_a_one_channel_convolution_on_a_dynamic_batch(rng):
+    # the NCHW image transposed to NHWC with one channel is "C-contiguous" to numpy whatever its channel stride:
+    # the im2col read that stride and returned uninitialised memory from batch 2 on
+    weight = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    model = graph([helper.make_node("Conv", ["x", "w"], ["y"])], [("x", F, ["N", 1, 10, 10])],
+                  [("y", F, ["N", 4, 8, 8])], [("w", weight)])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 1, 10, 10)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+def test_a_transpose_that_moves_a_dynamic_dim_into_the_batch_position(rng):
+    weight = rng.standard_normal((3, 1, 2, 2)).astype(np.float32)
+    model = graph([helper.make_node("Transpose", ["x"], ["t"], perm=[3, 1, 2, 0]),
+                   helper.make_node("Conv", ["t", "w"], ["y"])],
+                  [("x", F, [6, 1, 6, "B"])], [("y", F, ["B", 3, 5, 5])], [("w", weight)])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((6, 1, 6, n)).astype(np.float32)} for n in (1, 2, 3)])
