@@ -40,6 +40,7 @@ from ..errors import unsupported
 from ..optable import op_spec
 from ._common import (
     Shape,  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+    _packed,
     _register_constant,
 )
 
@@ -88,11 +89,18 @@ def specialiser(*op_names: str):
 
 def get_specialiser(op: OH_NN_OperationType) -> Callable[..., Any] | None:
     """The specialiser of ``op``'s kernel, or None -- also where the kernel table now holds another kernel for
-    ``op`` than the one registered beside the specialiser (a test's patched kernel runs as itself)."""
+    ``op`` than the one registered with ``@kernel`` (a test's patched kernel runs as itself)."""
     op = OH_NN_OperationType(op)
     if kernels().get(op) is not _REGISTRY.get(op):
         return None
     return _SPECIALISERS.get(op)
+
+
+def registered_kernel(op: OH_NN_OperationType) -> Callable[..., Any] | None:
+    """The kernel registered for ``op`` with ``@kernel`` (whatever the kernel table holds now): a plan's fusions
+    replace only this kernel by their fused one (a test's patched kernel runs as itself)."""
+    kernels()
+    return _REGISTRY.get(OH_NN_OperationType(op))
 
 
 @dataclass(frozen=True)
@@ -197,6 +205,13 @@ def register_constant(array: np.ndarray) -> None:
     (a transposed contiguous weight matrix, a cast) for as long as it lives, instead of re-laying it out on every
     call. The native engine registers every constant of the models it compiles."""
     _register_constant(array)
+
+
+def packed(array: np.ndarray, key: Any, make: Callable[[np.ndarray], Any]) -> Any:
+    """``make(array)`` -- a re-laid-out form of a weight: transposed, cast, padded -- made once per constant
+    registered with :func:`register_constant` and ``key``, and cached while the constant lives; computed afresh for
+    any other array."""
+    return _packed(array, key, make)
 
 
 @cache

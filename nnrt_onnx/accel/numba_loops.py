@@ -33,8 +33,8 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import _avx512
-from ._numba_cache import cache_ok as _cache_ok
+from . import avx512 as _avx512
+from .numba_cache import cache_ok as _cache_ok
 
 _LOCK = threading.Lock()
 _COMPILED: dict[str, object] = {}
@@ -194,10 +194,10 @@ def _build_depthwise_3x3(numba):
 def _build_erf_value(numba):
     """The float64 rational evaluation of erf on [-4, 4] (outside: clamped) that every compiled loop shares: the
     numpy path's operations in the same order (bit-identical)."""
-    from ._common import _ERF_P, _ERF_Q
+    from ..kernels.elementwise import ERF_COEFFICIENTS
 
-    p0, p1, p2, p3, p4, p5, p6 = _ERF_P
-    q1, q2, q3, q4, q5 = _ERF_Q[1:]
+    p0, p1, p2, p3, p4, p5, p6 = ERF_COEFFICIENTS[0]
+    q1, q2, q3, q4, q5 = ERF_COEFFICIENTS[1][1:]
 
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
     def erf_value(v):  # pragma: no cover (compiled)
@@ -831,7 +831,7 @@ def swap_last_axes(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray |
         out = np.empty(shape, x.dtype)
     target = out.reshape(-1, b, a)
     if x.dtype == np.float32:
-        vectors = _avx512.compiled("_shuffle_vectors", "swap_last_axes")
+        vectors = _avx512.compiled("shuffle_vectors", "swap_last_axes")
         if vectors is not None and vectors(src, target):
             return out
     loop(src, target)
@@ -921,7 +921,7 @@ def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zer
     x = np.ascontiguousarray(x)
     geometry = (int(kernel[0]), int(kernel[1]), int(strides[0]), int(strides[1]), int(pads[0]), int(pads[1]))
     if x.dtype == np.float32:  # 2x2 and 3x3 windows in AVX-512 vectors: the same results, 0.17-0.7x the time
-        vectors = _avx512.compiled("_pool_vectors", "pool")
+        vectors = _avx512.compiled("pool_vectors", "pool")
         if vectors is not None and vectors(x, out, kind == "max", *geometry, bool(start_at_zero)):
             return out
     fill = x.dtype.type(-np.inf if kind == "max" else np.nan)
@@ -967,8 +967,8 @@ def softmax_last_axis(x: np.ndarray) -> np.ndarray | None:
         return None
     rows = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
     if rows.dtype == np.float32:  # the same loops with their lanes in AVX-512 registers: bit-identical, 0.5x
-        shift = _avx512.compiled("_softmax_vectors", "shift_rows")
-        normalise = _avx512.compiled("_softmax_vectors", "normalise_rows")
+        shift = _avx512.compiled("softmax_vectors", "shift_rows")
+        normalise = _avx512.compiled("softmax_vectors", "normalise_rows")
         if shift is not None and normalise is not None:
             out = np.empty_like(rows)
             shift(rows, out)
@@ -1012,7 +1012,7 @@ def depthwise_3x3_loop(vectors: bool):
     (0.5-1x its time, bit-identical)."""
     loop = _get("depthwise3x3")
     if loop is not None and vectors:
-        loop = _avx512.compiled("_depthwise_vectors", "depthwise_3x3") or loop
+        loop = _avx512.compiled("depthwise_vectors", "depthwise_3x3") or loop
     return loop
 
 
