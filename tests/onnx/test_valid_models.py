@@ -54,3 +54,18 @@ def test_a_transpose_that_moves_a_dynamic_dim_into_the_batch_position(rng):
                    helper.make_node("Conv", ["t", "w"], ["y"])],
                   [("x", F, [6, 1, 6, "B"])], [("y", F, ["B", 3, 5, 5])], [("w", weight)])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((6, 1, 6, n)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("bias_is_input", [True, False])
+@pytest.mark.parametrize("axis, scale_shape", [(-2, [1, 5]), (1, [3, 1, 1]), (2, [5])])
+def test_layer_normalization_whose_scale_is_an_input_that_broadcasts(rng, axis, scale_shape, bias_is_input):
+    # the scale is multiplied after LAYER_NORM; the bias went into LAYER_NORM, before it: (x_hat + b) * s
+    norm_shape = [2, 3, 4, 5][axis:]
+    bias = rng.standard_normal(norm_shape).astype(np.float32)
+    inputs = [("x", F, ["N", 3, 4, 5]), ("s", F, scale_shape)] + ([("b", F, norm_shape)] if bias_is_input else [])
+    model = graph([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis)], inputs,
+                  [("y", F, ["N", 3, 4, 5])], [] if bias_is_input else [("b", bias)])
+    feeds = [{"x": rng.standard_normal((n, 3, 4, 5)).astype(np.float32),
+              "s": rng.standard_normal(scale_shape).astype(np.float32), **({"b": bias} if bias_is_input else {})}
+             for n in (1, 2, 3)]
+    runs_like_onnxruntime(model, feeds)
