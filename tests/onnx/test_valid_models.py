@@ -69,3 +69,19 @@ def test_layer_normalization_whose_scale_is_an_input_that_broadcasts(rng, axis, 
               "s": rng.standard_normal(scale_shape).astype(np.float32), **({"b": bias} if bias_is_input else {})}
              for n in (1, 2, 3)]
     runs_like_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("batch", ["N", 2])
+@pytest.mark.parametrize("through_relu", [False, True])
+def test_a_residual_whose_input_also_feeds_an_op_between_the_product_and_the_add(rng, through_relu, batch):
+    # MatMul + Add(residual) fuse into one step at the MatMul's position; it took over the Add's release of x, so
+    # the Sigmoid between them read a released (or reused) buffer
+    weight = rng.standard_normal((8, 8)).astype(np.float32)
+    source = ["i"] if through_relu else []
+    nodes = ([helper.make_node("Relu", ["i"], ["x"])] if through_relu else []) + [
+        helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Sigmoid", ["x"], ["z"]),
+        helper.make_node("Add", ["product", "x"], ["y"])]
+    name = source[0] if source else "x"
+    model = graph(nodes, [(name, F, [batch, 8])], [("y", F, [batch, 8]), ("z", F, [batch, 8])], [("w", weight)])
+    sizes = (1, 2, 3) if batch == "N" else (batch,)
+    runs_like_onnxruntime(model, [{name: rng.standard_normal((n, 8)).astype(np.float32)} for n in sizes])
