@@ -85,3 +85,22 @@ def test_a_residual_whose_input_also_feeds_an_op_between_the_product_and_the_add
     model = graph(nodes, [(name, F, [batch, 8])], [("y", F, [batch, 8]), ("z", F, [batch, 8])], [("w", weight)])
     sizes = (1, 2, 3) if batch == "N" else (batch,)
     runs_like_onnxruntime(model, [{name: rng.standard_normal((n, 8)).astype(np.float32)} for n in sizes])
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "Conv"])
+@pytest.mark.parametrize("other_reader", ["Transpose", "Relu"])
+def test_an_nhwc_computed_tensor_that_also_feeds_a_transposed_graph_output(rng, op, other_reader):
+    # the transposes cancel, so the pool/conv writes the graph output t directly; sinking the transpose into the
+    # other reader still used the old name of that tensor: a tensor nothing writes
+    weight = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    first = (helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2, 2]) if op == "AveragePool"
+             else helper.make_node("Conv", ["x", "w"], ["p"]))
+    side = 5 if op == "AveragePool" else 4
+    channels = 3 if op == "AveragePool" else 4
+    other = (helper.make_node("Transpose", ["p"], ["u"], perm=[0, 2, 3, 1]) if other_reader == "Transpose"
+             else helper.make_node("Relu", ["p"], ["u"]))
+    u_dims = ["N", side, side, channels] if other_reader == "Transpose" else ["N", channels, side, side]
+    model = graph([first, helper.make_node("Transpose", ["p"], ["t"], perm=[0, 2, 3, 1]), other],
+                  [("x", F, ["N", 3, 6, 6])], [("t", F, ["N", side, side, channels]), ("u", F, u_dims)],
+                  [("w", weight)] if op == "Conv" else [])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 3, 6, 6)).astype(np.float32)} for n in (1, 2, 3)])
