@@ -104,3 +104,16 @@ def test_an_nhwc_computed_tensor_that_also_feeds_a_transposed_graph_output(rng, 
                   [("x", F, ["N", 3, 6, 6])], [("t", F, ["N", side, side, channels]), ("u", F, u_dims)],
                   [("w", weight)] if op == "Conv" else [])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 3, 6, 6)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+def test_dropout_with_its_mask_output_on_a_dynamic_batch(rng):
+    model = graph([helper.make_node("Dropout", ["x"], ["y", "mask"])], [("x", F, ["N", 3])],
+                  [("y", F, ["N", 3]), ("mask", TensorProto.BOOL, ["N", 3])], opset=13)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_the_softmax_family_before_opset_13_flattens_a_dynamic_batch(rng, op):
+    model = graph([helper.make_node(op, ["x"], ["y"], axis=1)], [("x", F, ["N", 4, 2, 3])], [("y", F, ["N", 4, 2, 3])],
+                  opset=11)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 4, 2, 3)).astype(np.float32)} for n in (1, 2, 3)])
