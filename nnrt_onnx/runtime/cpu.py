@@ -62,6 +62,25 @@ def _quant_args(q, ndim):
     return q.scales, q.zero_points, axis
 
 
+def _with_releases(steps: list[Step], keep: set[int]) -> list[Step]:
+    """``steps`` with each step releasing exactly the tensors whose last reader it is. A fused step runs at its
+    first step's position but took over the releases of the steps it absorbed, whose positions were later: a tensor
+    read by a step in between (a residual's input that also feeds a third op) was gone when that step ran. Steps
+    whose releases change are copies: the plain steps (shared with the unfused plan) keep their own."""
+    last_use: dict[int, int] = {}
+    for position, step in enumerate(steps):
+        for t in step.inputs:
+            last_use[t] = position
+    result = []
+    for position, step in enumerate(steps):
+        release = tuple(dict.fromkeys(t for t in step.inputs if last_use[t] == position and t not in keep))
+        if release != step.release:
+            step = copy.copy(step)
+            step.release = release
+        result.append(step)
+    return result
+
+
 class NativePreparedModel(PreparedModel):
     """A model compiled for the CPU device: its execution plan."""
 
@@ -128,6 +147,9 @@ class NativePreparedModel(PreparedModel):
 
             accel.load()
             self.pass_results = run_passes(self, accel.fusion_passes(), plan_structure)
+            # a fused step runs at its first step's position: each step releases exactly the tensors whose last
+            # reader it is in the final list (not what the steps it absorbed released later)
+            self.steps = _with_releases(self.steps, keep)
         self._arena_sizes = plan_arena(self)
         for step in self.steps + self._plain_steps:
             step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None

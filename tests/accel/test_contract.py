@@ -319,30 +319,40 @@ def test_channel_shuffle_transpose_keeps_the_contract(rng):
 def test_post_op_and_residual_fusions_keep_the_contract(kind, rng):
     """conv -> MUL by a per-channel constant -> ADD of a residual (RELU6) -> y, where the residual is (1) a model
     input that a third operation also reads, (2) the convolution's own input, (3) a tensor made before the
-    convolution that another operation reads after it; and y is also read by another operation."""
+    convolution that another operation reads after it, (4) one read by an operation between the convolution and
+    the ADD (the fused step runs where the convolution was); and y is also read by another operation."""
     p = draw_conv(kind, rng)
     p.setdefault("pads", (0, 0, 0, 0))
     k = p["k"]
     pads = (k // 2, k // 2, k // 2, k // 2) if k % 2 else (0, k - 1, 0, k - 1)  # "same" size: residual shapes agree
     h, w, c = p["h"], p["w"], p["c"]
     o = c if p.get("depthwise") else p["o"]
-    for variant in ("input-read-twice", "own-input", "made-before"):
+    for variant in ("input-read-twice", "own-input", "made-before", "read-in-between"):
         net = Net(rng)
         x = net.input((1, h, w, c))
         source = x
         if variant == "made-before":
             source = net.op(OP.OH_NN_OPS_MUL, [x, net.const(np.array([0.5], F32))], (1, h, w, c))
-        conv, _ = add_conv(net, source, 1, h, w, c, o, k, pads=pads, depthwise=p.get("depthwise", False))
+        if variant == "read-in-between":
+            residual = net.op(OP.OH_NN_OPS_MUL, [x, net.const(np.array([0.25], F32))], (1, h, w, c)) if o == c \
+                else net.input((1, h, w, o))
+            conv, _ = add_conv(net, x, 1, h, w, c, o, k, pads=pads, depthwise=p.get("depthwise", False))
+            between = net.op(OP.OH_NN_OPS_RELU, [residual], (1, h, w, o))  # after the conv, before its ADD
+        else:
+            conv, _ = add_conv(net, source, 1, h, w, c, o, k, pads=pads, depthwise=p.get("depthwise", False))
         scaled = net.op(OP.OH_NN_OPS_MUL, [conv, net.weight(o, scale=1)], (1, h, w, o))
         if variant == "own-input" and o == c:
             residual = source
-        else:
+        elif variant != "read-in-between":
             residual = net.input((1, h, w, o)) if variant == "input-read-twice" else \
                 net.op(OP.OH_NN_OPS_MUL, [source, net.weight(c, scale=1)], (1, h, w, c)) if o == c else \
                 net.input((1, h, w, o))
         y = net.op(OP.OH_NN_OPS_ADD, [scaled, residual], (1, h, w, o), OH_NN_ADD_ACTIVATIONTYPE=2)
-        other = net.op(OP.OH_NN_OPS_ADD, [y, residual], (1, h, w, o))  # y (an output) and the residual read again
-        model = net.finish([y, other])
+        if variant == "read-in-between":
+            model = net.finish([y, between])
+        else:
+            other = net.op(OP.OH_NN_OPS_ADD, [y, residual], (1, h, w, o))  # y (an output), the residual read again
+            model = net.finish([y, other])
         feeds = [[rng.standard_normal(net.m.tensors[t].dims).astype(F32) for t in net.inputs]]
         fast = assert_contract(model, feeds)
         fused = [s for s in fast.prepared.steps if len(s.group) > 1]
