@@ -243,3 +243,47 @@ def test_blas_threads_sets_and_restores_the_count():
     assert [c.num_threads for c in controller.lib_controllers] == before
     with blas_threads(0):  # 0: leave BLAS alone
         assert [c.num_threads for c in controller.lib_controllers] == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the fast paths' switch (runtime/specialise.py): off, the package is never imported
+
+
+def test_with_the_fast_paths_off_nothing_of_them_is_imported():
+    # a fresh process: NNRT_ONNX_NUMBA=0 compiles and runs a model (convolutions, pooling, a residual ADD) on the
+    # reference plan without importing nnrt_onnx.accel, numba or llvmlite
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np\n"
+        "from test_execution_plan import pointwise_chain, executor, oracle\n"
+        "model, weights, _ = pointwise_chain(depth=4)\n"
+        "ex = executor(model)\n"
+        "x = np.random.default_rng(1).standard_normal((1, 5, 5, 8)).astype(np.float32)\n"
+        "(y,) = ex.run_arrays([x])\n"
+        "np.testing.assert_allclose(y, oracle(x, weights)[0], rtol=1e-5, atol=1e-5)\n"
+        "assert not ex.prepared.fast_paths and len(ex.prepared.steps) == len(model.operations)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite') or "
+        "m.startswith('nnrt_onnx.accel')))\n")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, NNRT_ONNX_NUMBA="0", PYTHONPATH=os.pathsep.join([tests] + sys.path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_reference_plan_extension_gives_one_compilation_the_reference_plan():
+    from nnrt_onnx import NNRtError
+    from nnrt_onnx.runtime.specialise import REFERENCE_PLAN_EXTENSION, fast_paths_on
+
+    model, weights, _ = pointwise_chain(depth=4)
+    reference = executor(model, **{REFERENCE_PLAN_EXTENSION: b"1"})
+    assert not reference.prepared.fast_paths and len(reference.prepared.steps) == len(model.operations)
+    assert all(s.fn is s.group[0].fn for s in reference.prepared.steps)  # every step its reference kernel
+    x = np.random.default_rng(2).standard_normal((1, 5, 5, C)).astype(np.float32)
+    np.testing.assert_allclose(reference.run_arrays([x])[0], oracle(x, weights)[0], rtol=1e-5, atol=1e-5)
+    assert fast_paths_on({REFERENCE_PLAN_EXTENSION: b"0"}) == fast_paths_on({})
+    with pytest.raises(NNRtError, match="reference_plan"):
+        fast_paths_on({REFERENCE_PLAN_EXTENSION: b"yes"})

@@ -30,7 +30,8 @@ def erf_gelu(x, *, divisor, addend, factor):
 
 @specialiser("OH_NN_OPS_ERF")
 def specialise_erf(op, general, inputs, arguments, addends):
-    return functools.partial(erf, general)
+    """:func:`erf` for float16/float32 data; None otherwise."""
+    return functools.partial(erf, general) if inputs[0].dtype in (np.float16, np.float32) else None
 
 
 __all__ = ["erf", "erf_gelu"]

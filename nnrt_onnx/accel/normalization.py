@@ -87,14 +87,29 @@ def batch_norm(input, scale, offset, mean, variance, *, epsilon, activation=0, o
     return out
 
 
+def _rows_softmax(general, rank, x):
+    """A softmax the plan knows is over the last of ``rank`` axes of float32/float64 data: the row loops' call."""
+    fast = numba_loops.softmax_last_axis(x) if x.dtype in _FLOATS and x.ndim == rank else None
+    return general(x) if fast is None else fast
+
+
 @specialiser("OH_NN_OPS_SOFTMAX")
 def specialise_softmax(op, general, inputs, arguments, addends):
-    return functools.partial(softmax, general, **arguments)
+    """The row loops where the plan knows the axis is the last and the data float32/float64 (decided once, not per
+    call); :func:`softmax` where the rank is not known; None otherwise."""
+    x = inputs[0]
+    if x.dtype not in _FLOATS:
+        return None
+    rank = None if x.shape is None else len(x.shape)
+    if rank is None:
+        return functools.partial(softmax, general, **arguments)
+    return functools.partial(_rows_softmax, general, rank) if _last_axis(arguments.get("axis"), rank) else None
 
 
 @specialiser("OH_NN_OPS_LAYER_NORM")
 def specialise_layer_norm(op, general, inputs, arguments, addends):
-    return functools.partial(layer_norm, general, **arguments)
+    """:func:`layer_norm` for float32/float64 data; None otherwise."""
+    return functools.partial(layer_norm, general, **arguments) if inputs[0].dtype in _FLOATS else None
 
 
 @specialiser("OH_NN_OPS_BATCH_NORM")

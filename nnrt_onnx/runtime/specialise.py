@@ -28,16 +28,12 @@ NUMBA_ENV = "NNRT_ONNX_NUMBA"
 
 def fast_paths_on(extensions=None) -> bool:
     """Whether a plan compiled with ``extensions`` (the compilation's extension configs) uses the fast paths."""
-    if os.environ.get(NUMBA_ENV, "").strip() == "0":
-        return False
     raw = (extensions or {}).get(REFERENCE_PLAN_EXTENSION)
-    if raw is None:
-        return True
-    text = (raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)).strip()
+    text = "0" if raw is None else (raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)).strip()
     if text not in ("0", "1"):
         raise invalid(f"extension config {REFERENCE_PLAN_EXTENSION} must be b'1' (the reference plan) or b'0', "
                       f"got {raw!r}")
-    return text == "0"
+    return text == "0" and os.environ.get(NUMBA_ENV, "").strip() != "0"
 
 
 def specialise_steps(prepared, steps) -> None:
