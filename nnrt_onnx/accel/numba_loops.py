@@ -1,4 +1,6 @@
-"""Optional compiled loops (numba) for the kernels numpy cannot fuse, each with a pure-numpy path beside it.
+"""Optional compiled loops (numba) for the kernels numpy cannot fuse, each with a pure-numpy path beside it: the
+functions the accelerated kernels call, each compiling its loop on first use (the loops' builders are in
+:mod:`.loops`, one module per job) and declining (None or False) where it cannot run.
 
 numba is a dependency (it pays 3-12x on depthwise convolution and 6x on average pooling, docs/performance.md), but
 never a requirement: when it cannot be imported (a platform without wheels), or with the environment variable
@@ -7,7 +9,7 @@ use no fast-math (no FMA contraction, no reassociation), and numpy's error model
 division (numba's default checks each divisor for zero to raise ZeroDivisionError, which kept the ERF loop from
 vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
 
-* :func:`depthwise` -- the depthwise convolution of ``conv._depthwise_core``: per output pixel, the taps in
+* :func:`depthwise` -- the depthwise convolution of ``depthwise.depthwise_core``: per output pixel, the taps in
   row-major order into a channel vector that stays in registers/L1, then the bias and the fused activation. The
   numpy path makes two passes over the whole output per tap (measured 3-12x slower, docs/performance.md).
   Bit-identical.
@@ -18,7 +20,7 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   Bit-identical.
 * :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
   about ten numpy calls on small arrays). Bit-identical.
-* :func:`erf` -- ``_common._erf_float32`` element by element. Bit-identical.
+* :func:`erf` -- the reference ERF's evaluation element by element. Bit-identical.
 * :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
   Identical values and signs of zero.
 * :func:`softmax_last_axis`, :func:`layer_norm_rows` -- row loops instead of five to nine numpy passes (numpy's
@@ -27,6 +29,7 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 
@@ -34,7 +37,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import avx512 as _avx512
-from .numba_cache import cache_ok as _cache_ok
 
 _LOCK = threading.Lock()
 _COMPILED: dict[str, object] = {}
@@ -58,441 +60,23 @@ def _get(name: str):
     return None if fn is _DISABLED else fn
 
 
+# each loop's builder: name -> (module of .loops, function building it from the numba module)
+_BUILDERS = {"depthwise": ("depthwise", "build_depthwise"), "depthwise3x3": ("depthwise", "build_depthwise_3x3"),
+             "erf": ("elementwise", "build_erf"), "gelu": ("elementwise", "build_gelu"),
+             "softmax": ("rows", "build_softmax"), "layer_norm": ("rows", "build_layer_norm"),
+             "pool": ("pool", "build_pool"), "lstm": ("lstm", "build_lstm"), "kn2row": ("conv", "build_kn2row_gather"),
+             "winograd": ("conv", "build_winograd"), "im2col": ("conv", "build_im2col"),
+             "swap_last_axes": ("shuffle", "build_swap_last_axes"),
+             "channel_affine": ("finish", "build_channel_affine"), "finish_rows": ("finish", "build_finish_rows")}
+
+
 def _build(name: str):
     try:
         import numba
     except ImportError:
         return _DISABLED
-    if name == "erf":
-        return _build_erf(numba)
-    if name == "softmax":
-        return _build_softmax(numba)
-    if name == "layer_norm":
-        return _build_layer_norm(numba)
-    if name == "pool":
-        return _build_pool(numba)
-    if name == "lstm":
-        return _build_lstm(numba)
-    if name == "gelu":
-        return _build_gelu(numba)
-    if name == "depthwise3x3":
-        return _build_depthwise_3x3(numba)
-    if name == "kn2row":
-        return _build_kn2row_gather(numba)
-    if name == "winograd":
-        return _build_winograd(numba)
-    if name == "im2col":
-        return _build_im2col(numba)
-    if name == "swap_last_axes":
-        return _build_swap_last_axes(numba)
-    if name == "channel_affine":
-        return _build_channel_affine(numba)
-    if name == "finish_rows":
-        return _build_finish_rows(numba)
-    if name != "depthwise":
-        raise KeyError(name)
-
-    clamp = _build_clamp(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def depthwise_loop(xp, wt, bias, out, s_h, s_w, d_h, d_w, activation, has_bias):  # pragma: no cover (compiled)
-        n, oh, ow, c = out.shape
-        kh, kw = wt.shape[0], wt.shape[1]
-        zero = out.dtype.type(0)
-        six = out.dtype.type(6)
-        for b in range(n):
-            for r in range(oh):
-                for q in range(ow):
-                    acc = out[b, r, q]
-                    row, col = r * s_h, q * s_w
-                    for ch in range(c):
-                        acc[ch] = xp[b, row, col, ch] * wt[0, 0, ch]
-                    for i in range(kh):
-                        for j in range(kw):
-                            if i == 0 and j == 0:
-                                continue
-                            src = xp[b, row + i * d_h, col + j * d_w]
-                            wij = wt[i, j]
-                            for ch in range(c):
-                                acc[ch] = acc[ch] + src[ch] * wij[ch]
-                    if has_bias:
-                        for ch in range(c):
-                            acc[ch] = acc[ch] + bias[ch]
-                    if activation:
-                        for ch in range(c):
-                            acc[ch] = clamp(acc[ch], activation, zero, six)
-        return out
-
-    return depthwise_loop
-
-
-def _build_clamp(numba):
-    """The fused activation both depthwise loops apply: 0 none, 1 ReLU (NaN stays NaN), 2 ReLU6."""
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
-    def clamp(v, activation, zero, six):  # pragma: no cover (compiled)
-        if activation == 1:
-            return v if v > zero else (zero if v <= zero else v)
-        if activation == 2:
-            if v < zero:
-                return zero
-            if v > six:
-                return six
-        return v
-
-    return clamp
-
-
-def _build_depthwise_3x3(numba):
-    clamp = _build_clamp(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def depthwise_3x3(x, wt, bias, out, s_h, s_w, d_h, d_w, pt, pl, activation, has_bias):  # pragma: no cover
-        # the general loop's operations in the same order (nine taps row-major from the first product, then the
-        # bias, then the activation), but one channel at a time through all nine taps: the sum stays in a
-        # register and the channel loop vectorises; taps in the padding read a vector of +0.0 (what the padded
-        # copy holds), so the input is never copied
-        n, oh, ow, c = out.shape
-        h, w = x.shape[1], x.shape[2]
-        zero = out.dtype.type(0)
-        six = out.dtype.type(6)
-        zc = np.zeros(c, out.dtype)
-        w00, w01, w02 = wt[0, 0], wt[0, 1], wt[0, 2]
-        w10, w11, w12 = wt[1, 0], wt[1, 1], wt[1, 2]
-        w20, w21, w22 = wt[2, 0], wt[2, 1], wt[2, 2]
-        for b in range(n):
-            for r in range(oh):
-                r0 = r * s_h - pt
-                r1, r2 = r0 + d_h, r0 + 2 * d_h
-                v0, v1, v2 = 0 <= r0 < h, 0 <= r1 < h, 0 <= r2 < h
-                x0, x1, x2 = x[b, r0 if v0 else 0], x[b, r1 if v1 else 0], x[b, r2 if v2 else 0]
-                for q in range(ow):
-                    c0 = q * s_w - pl
-                    c1, c2 = c0 + d_w, c0 + 2 * d_w
-                    u0, u1, u2 = 0 <= c0 < w, 0 <= c1 < w, 0 <= c2 < w
-                    a00 = x0[c0] if v0 and u0 else zc
-                    a01 = x0[c1] if v0 and u1 else zc
-                    a02 = x0[c2] if v0 and u2 else zc
-                    a10 = x1[c0] if v1 and u0 else zc
-                    a11 = x1[c1] if v1 and u1 else zc
-                    a12 = x1[c2] if v1 and u2 else zc
-                    a20 = x2[c0] if v2 and u0 else zc
-                    a21 = x2[c1] if v2 and u1 else zc
-                    a22 = x2[c2] if v2 and u2 else zc
-                    acc = out[b, r, q]
-                    for ch in range(c):
-                        v = a00[ch] * w00[ch] + a01[ch] * w01[ch] + a02[ch] * w02[ch]
-                        v = v + a10[ch] * w10[ch] + a11[ch] * w11[ch] + a12[ch] * w12[ch]
-                        v = v + a20[ch] * w20[ch] + a21[ch] * w21[ch] + a22[ch] * w22[ch]
-                        if has_bias:
-                            v = v + bias[ch]
-                        acc[ch] = clamp(v, activation, zero, six)
-        return out
-
-    return depthwise_3x3
-
-
-def _build_erf_value(numba):
-    """The float64 rational evaluation of erf on [-4, 4] (outside: clamped) that every compiled loop shares: the
-    numpy path's operations in the same order (bit-identical)."""
-    from ..kernels.elementwise import ERF_COEFFICIENTS
-
-    p0, p1, p2, p3, p4, p5, p6 = ERF_COEFFICIENTS[0]
-    q1, q2, q3, q4, q5 = ERF_COEFFICIENTS[1][1:]
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
-    def erf_value(v):  # pragma: no cover (compiled)
-        if v < -4.0:
-            v = -4.0
-        elif v > 4.0:
-            v = 4.0
-        t = v * v
-        p = t * p6
-        p = (p + p5) * t
-        p = (p + p4) * t
-        p = (p + p3) * t
-        p = (p + p2) * t
-        p = (p + p1) * t
-        p = p + p0
-        q = t * q5
-        q = (q + q4) * t
-        q = (q + q3) * t
-        q = (q + q2) * t
-        q = (q + q1) * t
-        q = q + 1.0
-        return (p * v) / q
-
-    return erf_value
-
-
-def _build_erf(numba):
-    erf_value = _build_erf_value(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def erf_loop(x, out):  # pragma: no cover (compiled)
-        for k in range(x.size):
-            out[k] = np.float32(erf_value(np.float64(x[k])))
-        return out
-
-    return erf_loop
-
-
-_SOFTMAX_LANES = 16  # running maxima and float64 partial sums per row: one vector's worth, so the loops vectorise
-
-
-def _build_softmax(numba):
-    lanes_count = _SOFTMAX_LANES
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def shift_rows(x, out, lanes):  # pragma: no cover (compiled): out = x - max(x) per row (NaN wins, as np.max)
-        rows, n = x.shape
-        for r in range(rows):
-            xr = x[r]
-            # 16 running maxima, each a select that keeps a NaN (the loop over them vectorises), then their max
-            if n >= lanes_count:
-                for j in range(lanes_count):
-                    lanes[j] = xr[j]
-                k = lanes_count
-                while k + lanes_count <= n:
-                    for j in range(lanes_count):
-                        v, a = xr[k + j], lanes[j]
-                        lanes[j] = v if (v > a or v != v) else a
-                    k += lanes_count
-                m = lanes[0]
-                for j in range(1, lanes_count):
-                    v = lanes[j]
-                    m = v if (v > m or v != v) else m
-            else:
-                m, k = xr[0], 1
-            while k < n:
-                v = xr[k]
-                m = v if (v > m or v != v) else m
-                k += 1
-            o = out[r]
-            for k in range(n):
-                o[k] = xr[k] - m
-        return out
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def normalise_rows(e, sums):  # pragma: no cover (compiled): e /= sum(e) per row (the sum in float64)
-        rows, n = e.shape
-        for r in range(rows):
-            er = e[r]
-            # 16 float64 partial sums (no serial chain of dependent adds; the loop over them vectorises)
-            for j in range(lanes_count):
-                sums[j] = 0.0
-            k = 0
-            while k + lanes_count <= n:
-                for j in range(lanes_count):
-                    sums[j] += er[k + j]
-                k += lanes_count
-            total = 0.0
-            while k < n:
-                total += er[k]
-                k += 1
-            for j in range(lanes_count):
-                total += sums[j]
-            inv = e.dtype.type(total)
-            for k in range(n):
-                er[k] = er[k] / inv
-        return e
-
-    def softmax_rows(x, out):
-        shift_rows(x, out, np.empty(lanes_count, x.dtype))
-        np.exp(out, out=out)  # numpy's SIMD exp: faster than a compiled scalar loop calling libm
-        return normalise_rows(out, np.empty(lanes_count, np.float64))
-
-    return softmax_rows
-
-
-def _build_layer_norm(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
-        rows, n = x.shape
-        for r in range(rows):
-            xr = x[r]
-            o = out[r]
-            # four float64 partial sums per pass: no serial chain of dependent adds
-            t0 = t1 = t2 = t3 = 0.0
-            k = 0
-            while k + 4 <= n:
-                t0 += xr[k]
-                t1 += xr[k + 1]
-                t2 += xr[k + 2]
-                t3 += xr[k + 3]
-                k += 4
-            while k < n:
-                t0 += xr[k]
-                k += 1
-            mean = out.dtype.type(((t0 + t1) + (t2 + t3)) / n)
-            for k in range(n):
-                o[k] = xr[k] - mean
-            t0 = t1 = t2 = t3 = 0.0
-            k = 0
-            while k + 4 <= n:
-                d0, d1, d2, d3 = np.float64(o[k]), np.float64(o[k + 1]), np.float64(o[k + 2]), np.float64(o[k + 3])
-                t0 += d0 * d0
-                t1 += d1 * d1
-                t2 += d2 * d2
-                t3 += d3 * d3
-                k += 4
-            while k < n:
-                d0 = np.float64(o[k])
-                t0 += d0 * d0
-                k += 1
-            squares = (t0 + t1) + (t2 + t3)
-            std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
-            for k in range(n):
-                out[r, k] = out[r, k] / std * gamma[k] + beta[k]
-        return out
-
-    return layer_norm_rows
-
-
-def _build_pool(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy", inline="always")
-    def _max_row(x, out_row, top, i0, i1, s_w, pl, k_w, fill):  # pragma: no cover (compiled)
-        # One output row, kernel rows outermost: the input row a kernel row reads stays in L1 while every window
-        # of the row takes it (0.77-1.06x the time of window by window, interleaved on a noisy machine: no slower,
-        # sometimes faster; docs/performance.md fifth round). Per window the cells still come in row-major
-        # order: the first copied, then a select per later cell (a NaN wins, a tie keeps the earlier cell), which
-        # the channel loop vectorises -- the same result as the branchy "if v > a or v != v" loop.
-        w, c = x.shape[1], x.shape[2]
-        ow = out_row.shape[0]
-        for q in range(ow):
-            left = q * s_w - pl
-            j0, j1 = max(0, -left), min(k_w, w - left)
-            acc = out_row[q]
-            if i1 <= i0 or j1 <= j0:  # no cell inside
-                for ch in range(c):
-                    acc[ch] = fill
-                continue
-            src = x[top + i0, left + j0]
-            for ch in range(c):
-                acc[ch] = src[ch]
-        for i in range(i0, i1):
-            row = x[top + i]
-            for q in range(ow):
-                left = q * s_w - pl
-                j0, j1 = max(0, -left), min(k_w, w - left)
-                acc = out_row[q]
-                for j in range(j0, j1):
-                    if i == i0 and j == j0:
-                        continue
-                    src = row[left + j]
-                    for ch in range(c):
-                        v = src[ch]
-                        a = acc[ch]
-                        acc[ch] = v if (v > a) | (v != v) else a
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
-        n, h, w, c = x.shape
-        _, oh, ow, _ = out.shape
-        for b in range(n):
-            for r in range(oh):
-                top = r * s_h - pt
-                i0, i1 = max(0, -top), min(k_h, h - top)
-                if is_max:
-                    _max_row(x[b], out[b, r], top, i0, i1, s_w, pl, k_w, fill)
-                    continue
-                for q in range(ow):
-                    left = q * s_w - pl
-                    j0, j1 = max(0, -left), min(k_w, w - left)
-                    acc = out[b, r, q]
-                    if i1 <= i0 or j1 <= j0:  # no cell inside: an average of nothing (0 / 0)
-                        for ch in range(c):
-                            acc[ch] = fill
-                        continue
-                    first = True
-                    for i in range(i0, i1):
-                        for j in range(j0, j1):
-                            src = x[b, top + i, left + j]
-                            if first:
-                                if not start_at_zero:
-                                    for ch in range(c):
-                                        acc[ch] = src[ch]
-                                else:
-                                    for ch in range(c):
-                                        acc[ch] = out.dtype.type(0) + src[ch]
-                                first = False
-                            else:
-                                for ch in range(c):
-                                    acc[ch] = acc[ch] + src[ch]
-                    count = out.dtype.type((i1 - i0) * (j1 - j0))
-                    for ch in range(c):
-                        acc[ch] = acc[ch] / count
-        return out
-
-    return pool_loop
-
-
-def _build_finish_row(numba):
-    """The in-place tail both per-row loops share: each post operation (kind 0 multiply by its vector, 1 add its
-    vector, 2 add ``addend_row``: a residual tensor's row), then the activation (its branch outside the channel
-    loops, so they vectorise)."""
-    clamp = _build_clamp(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, error_model="numpy", inline="always")
-    def finish_row(row, vectors, kinds, activation, addend_row):  # pragma: no cover (compiled)
-        c = row.shape[0]
-        zero, six = row.dtype.type(0), row.dtype.type(6)
-        for p in range(kinds.shape[0]):
-            vector = vectors[p]
-            if kinds[p] == 0:
-                for ch in range(c):
-                    row[ch] = row[ch] * vector[ch]
-            elif kinds[p] == 1:
-                for ch in range(c):
-                    row[ch] = row[ch] + vector[ch]
-            else:
-                for ch in range(c):
-                    row[ch] = row[ch] + addend_row[ch]
-        if activation == 1:
-            for ch in range(c):
-                row[ch] = clamp(row[ch], 1, zero, six)
-        elif activation == 2:
-            for ch in range(c):
-                row[ch] = clamp(row[ch], 2, zero, six)
-
-    return finish_row
-
-
-def _build_channel_affine(numba):
-    finish_row = _build_finish_row(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def affine_rows(x, scale, shift, vectors, kinds, out, activation):  # pragma: no cover (compiled)
-        # per row (in L1): x * scale + shift, then the post vectors and the activation; the numpy path's float
-        # operations in the same order, one pass over memory instead of five
-        rows, c = x.shape
-        for r in range(rows):
-            src, dst = x[r], out[r]
-            for ch in range(c):
-                dst[ch] = src[ch] * scale[ch] + shift[ch]
-            finish_row(dst, vectors, kinds, activation, src)  # (src: never read, no kind 2 here)
-        return out
-
-    return affine_rows
-
-
-def _build_finish_rows(numba):
-    finish_row = _build_finish_row(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def finish_rows(x, step, rows, c, bias, has_bias, vectors, kinds, activation, addend):  # pragma: no cover
-        # in place, per row (row r: x[r * step: r * step + c] of the flat, contiguous ``x``, so that every row is a
-        # contiguous run the loops vectorise, also where rows are a stride apart): + bias, the post operations,
-        # the activation (x written through one array: no aliasing check to fail); ``addend`` [R, C] (or [1, 1]
-        # when no kind 2) the residual's rows
-        for r in range(rows):
-            row = x[r * step: r * step + c]
-            if has_bias:
-                for ch in range(c):
-                    row[ch] = row[ch] + bias[ch]
-            finish_row(row, vectors, kinds, activation, addend[r if addend.shape[0] > 1 else 0])
-        return x
-
-    return finish_rows
+    module, builder = _BUILDERS[name]
+    return getattr(importlib.import_module(f"{__package__}.loops.{module}"), builder)(numba)
 
 
 def _post_arrays(post, c: int, dtype):
@@ -562,41 +146,6 @@ def channel_affine(rows: np.ndarray, scale: np.ndarray, shift: np.ndarray, post,
     return True
 
 
-def _build_kn2row_gather(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def gather(z, flat, step, oh, ow, top, left):  # pragma: no cover (compiled)
-        # out[y, x] = sum over the taps (i, j) inside the input of z[y + top + i, x + left + j, i, j], row-major
-        # from the first tap inside; a window wholly in the padding is 0. Pixel p of the [OH, OW, O] output is
-        # flat[p * step: p * step + O] (pixel_runs), a contiguous run the channel loops vectorise
-        rows, width, kh, kw, o = z.shape
-        for y in range(oh):
-            for q in range(ow):
-                at = (y * ow + q) * step
-                dst = flat[at: at + o]
-                first = True
-                for i in range(kh):
-                    zy = y + top + i
-                    if zy < 0 or zy >= rows:
-                        continue
-                    for j in range(kw):
-                        zx = q + left + j
-                        if zx < 0 or zx >= width:
-                            continue
-                        src = z[zy, zx, i, j]
-                        if first:
-                            for ch in range(o):
-                                dst[ch] = src[ch]
-                            first = False
-                        else:
-                            for ch in range(o):
-                                dst[ch] = dst[ch] + src[ch]
-                if first:
-                    for ch in range(o):
-                        dst[ch] = 0
-
-    return gather
-
-
 def kn2row_gather(z: np.ndarray, out: np.ndarray, top: int, left: int) -> bool:
     """The second half of a kn2row convolution: ``z`` [R, W, kH, kW, O] holds every input pixel's product with
     every tap's weights; ``out`` [OH, OW, O] gets, per output pixel, the sum of the taps' products that lie
@@ -639,121 +188,6 @@ def evenly_strided(out: np.ndarray) -> bool:
                for axis in range(out.ndim - 2))
 
 
-def _build_winograd(numba):
-    # Every inner loop runs over a contiguous range with an unsigned index: an index computed from signed integers
-    # makes numba emit a negative-index wraparound per element, and LLVM then leaves the loop scalar (5x slower
-    # here). The planes of ``v``/``m`` are the rows of one C-contiguous [16, S] array (tile t's channels at t * C).
-    unsigned = np.uint64
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_in(xp, v, r0, r1, tw, rows):  # pragma: no cover (compiled)
-        # V = B^T d B of every 4x4 tile at (2 ty, 2 tx) of the padded xp, tile rows r0..r1 of each image, into
-        # v[4 a + b, t * C + ch] (V[a, b]); B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]: first the four
-        # row combinations of a tile row's four input rows (whole rows, into ``rows`` [4, (2 tw + 2) C]), then the
-        # four column combinations of each -- the same float operations in the same order as tile by tile
-        n, c = xp.shape[0], xp.shape[3]
-        cu = unsigned(c)
-        size = (2 * tw + 2) * c
-        t = 0
-        for b in range(n):
-            for ty in range(r0, r1):
-                d0, d1 = xp[b, 2 * ty].ravel(), xp[b, 2 * ty + 1].ravel()
-                d2, d3 = xp[b, 2 * ty + 2].ravel(), xp[b, 2 * ty + 3].ravel()
-                q0, q1, q2, q3 = rows[0], rows[1], rows[2], rows[3]
-                for k in range(size):
-                    q0[k] = d0[k] - d2[k]
-                for k in range(size):
-                    q1[k] = d1[k] + d2[k]
-                for k in range(size):
-                    q2[k] = d2[k] - d1[k]
-                for k in range(size):
-                    q3[k] = d1[k] - d3[k]
-                for a in range(4):
-                    q = rows[a]
-                    va, vb, vc, vd = v[4 * a], v[4 * a + 1], v[4 * a + 2], v[4 * a + 3]
-                    for tx in range(tw):
-                        s0 = unsigned(2 * tx * c)
-                        s1, s2, s3 = s0 + cu, s0 + unsigned(2) * cu, s0 + unsigned(3) * cu
-                        at = unsigned((t + tx) * c)
-                        for ch in range(c):
-                            k = unsigned(ch)
-                            va[at + k] = q[s0 + k] - q[s2 + k]
-                        for ch in range(c):
-                            k = unsigned(ch)
-                            vb[at + k] = q[s1 + k] + q[s2 + k]
-                        for ch in range(c):
-                            k = unsigned(ch)
-                            vc[at + k] = q[s2 + k] - q[s1 + k]
-                        for ch in range(c):
-                            k = unsigned(ch)
-                            vd[at + k] = q[s1 + k] - q[s3 + k]
-                t += tw
-
-    finish_row = _build_finish_row(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def transform_out(m, flat, step, n, oh, ow, o, r0, r1, tw, rows, finishing, bias, has_bias, vectors, kinds,
-                      activation, addend, has_addend):  # pragma: no cover (compiled)
-        # Y = A^T M A of every tile's m[:, t * O: (t + 1) * O] into its 2x2 output pixels that lie inside [OH, OW];
-        # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]: per tile row, the row combinations of the planes (whole tile rows,
-        # into ``rows`` [8, tw O]), then the column combinations into the output pixels; with ``finishing``, each
-        # output row's finish (finish_rows' operations on a row of OW pixels: bias and vectors tiled OW times, the
-        # addend's matching row) while the row is in L1. The output is ``flat``: pixel p's O channels at
-        # flat[p * step: p * step + O] (step O: a C-contiguous [N, OH, OW, O]; more: a channel slice of a larger
-        # array, as where the plan assembles a concatenation in place), so every run is contiguous and vectorises
-        size = tw * o
-        t = 0
-        for b in range(n):
-            for ty in range(r0, r1):
-                y0 = 2 * ty
-                at = unsigned(t * o)
-                for j in range(4):
-                    p, a0, a1, a2 = rows[j], m[j], m[4 + j], m[8 + j]
-                    for kk in range(size):
-                        k = unsigned(kk)
-                        p[k] = a0[at + k] + a1[at + k] + a2[at + k]
-                if y0 + 1 < oh:
-                    for j in range(4):
-                        p, a1, a2, a3 = rows[4 + j], m[4 + j], m[8 + j], m[12 + j]
-                        for kk in range(size):
-                            k = unsigned(kk)
-                            p[k] = a1[at + k] - a2[at + k] - a3[at + k]
-                for half in range(2):
-                    y = y0 + half
-                    if y >= oh:
-                        break
-                    p0, p1, p2, p3 = rows[4 * half], rows[4 * half + 1], rows[4 * half + 2], rows[4 * half + 3]
-                    start = (b * oh + y) * ow * step
-                    for tx in range(tw):
-                        src = unsigned(tx * o)
-                        dst = start + 2 * tx * step
-                        pixel = flat[dst: dst + o]
-                        for ch in range(o):
-                            k = unsigned(ch)
-                            pixel[k] = p0[src + k] + p1[src + k] + p2[src + k]
-                        if 2 * tx + 1 < ow:
-                            pixel = flat[dst + step: dst + step + o]
-                            for ch in range(o):
-                                k = unsigned(ch)
-                                pixel[k] = p1[src + k] - p2[src + k] - p3[src + k]
-                    if finishing and step == o:  # the row is one run
-                        pixels = flat[start: start + ow * o]
-                        if has_bias:
-                            for kk in range(ow * o):
-                                pixels[kk] = pixels[kk] + bias[kk]
-                        finish_row(pixels, vectors, kinds, activation, addend[b, y].ravel() if has_addend else pixels)
-                    elif finishing:  # pixel by pixel (the tiled vectors' first O values: the vectors themselves)
-                        for px in range(ow):
-                            pixels = flat[start + px * step: start + px * step + o]
-                            if has_bias:
-                                for kk in range(o):
-                                    pixels[kk] = pixels[kk] + bias[kk]
-                            finish_row(pixels, vectors, kinds, activation, addend[b, y, px] if has_addend else pixels)
-                t += tw
-
-    return transform_in, transform_out
-
-
 def winograd_transforms():
     """(transform_in, transform_out) of F(2x2, 3x3) as compiled loops with only adds and subtracts (the transform
     matrices' entries are 0 and +-1), or None without numba: ``transform_in(xp, v, r0, r1, tw, rows)`` writes
@@ -769,45 +203,6 @@ def winograd_transforms():
 # transform_out's trailing arguments for "no finish"
 NO_ROW_FINISH = (False, np.zeros(1, np.float32), False, np.zeros((0, 1), np.float32), np.zeros(0, np.int64), 0,
                  np.zeros((1, 1, 1, 1), np.float32), False)
-
-
-def _build_im2col(numba):
-    unsigned = np.uint64  # unsigned offsets: the copy loop vectorises (see _build_winograd)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def im2col_rows(xp, cols, r0, r1, kh, kw, s_h, s_w, d_h):  # pragma: no cover (compiled)
-        # cols[(r - r0) * OW + q, (i * kW) * C:] = xp[r s_h + i d_h, q s_w: q s_w + kW] (kW * C contiguous values)
-        c = xp.shape[2]
-        run = kw * c
-        ow = cols.shape[0] // (r1 - r0)
-        row_stride = unsigned(xp.shape[1] * c)
-        source, target = xp.ravel(), cols.ravel()
-        at = unsigned(0)
-        for r in range(r0, r1):
-            for q in range(ow):
-                start = unsigned(r * s_h) * row_stride + unsigned(q * s_w * c)
-                for i in range(kh):
-                    src = start + unsigned(i * d_h) * row_stride
-                    for e in range(run):
-                        target[at + unsigned(e)] = source[src + unsigned(e)]
-                    at += unsigned(run)
-        return cols
-
-    return im2col_rows
-
-
-def _build_swap_last_axes(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, boundscheck=False)
-    def swap(x, out):  # pragma: no cover (compiled): out[r, k, j] = x[r, j, k], reading x in order
-        rows, a, b = x.shape
-        for r in range(rows):
-            src, dst = x[r], out[r]
-            for j in range(a):
-                for k in range(b):
-                    dst[k, j] = src[j, k]
-        return out
-
-    return swap
 
 
 _SWAP_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64))
@@ -838,20 +233,6 @@ def swap_last_axes(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray |
     return out
 
 
-def _build_gelu(numba):
-    erf_value = _build_erf_value(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
-        for k in range(x.size):
-            xk = x[k]
-            e = np.float32(erf_value(np.float64(xk / d)))  # the DIV in float32, then the ERF loop's evaluation
-            out[k] = (xk * (e + a)) * m
-        return out
-
-    return gelu_loop
-
-
 def erf_gelu(x: np.ndarray, divisor, addend, factor) -> np.ndarray | None:
     """``(x * (erf(x / divisor) + addend)) * factor`` for float32 ``x`` and float32 scalars (the exact-erf GELU
     as exported: Div, Erf, Add, Mul, Mul) in one compiled loop, with the ERF loop's float64 evaluation verbatim:
@@ -863,36 +244,6 @@ def erf_gelu(x: np.ndarray, divisor, addend, factor) -> np.ndarray | None:
     out = np.empty_like(flat)
     loop(flat, out, np.float32(divisor), np.float32(addend), np.float32(factor))
     return out.reshape(x.shape)
-
-
-def _build_lstm(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def gates_in(gates, pre, s, scale):  # pragma: no cover (compiled): (recurrent + input part) * scale
-        d_count, batch, width = gates.shape
-        steps = pre.shape[1]
-        for d in range(d_count):
-            t = s if d == 0 else steps - 1 - s  # the backward direction reads the sequence from its end
-            for b in range(batch):
-                g = gates[d, b]
-                p = pre[d, t, b]
-                for k in range(width):
-                    g[k] = (g[k] + p[k]) * scale[k]
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def cell(gates, c, gi, go, gf, gg):  # pragma: no cover (compiled): sigmoids from tanh, c = f * c + i * g
-        d_count, batch, hidden = c.shape
-        half = c.dtype.type(0.5)
-        for d in range(d_count):
-            for b in range(batch):
-                g = gates[d, b]
-                cc = c[d, b]
-                for k in range(hidden):
-                    i = g[gi + k] * half + half
-                    f = g[gf + k] * half + half
-                    cc[k] = f * cc[k] + i * g[gg + k]
-                    g[go + k] = g[go + k] * half + half
-
-    return gates_in, cell
 
 
 def lstm_steps(dtype):
