@@ -253,7 +253,7 @@ MUTANTS: list[Mutant] = [
       "        return fn(*inputs, post=post, **kwargs)",
       "        result = fn(*inputs, post=post, **kwargs)\n        np.copyto(addends[0], result)\n        return result",
       CONTRACT, "a residual fusion writes its result into the residual's buffer (a model input)"),
-    M("winograd-drops-post-ops", "nnrt_onnx/accel/finish.py",
+    M("finish-drops-fused-mul", "nnrt_onnx/accel/finish.py",
       "        self.bias, self.post, self.activation = bias, tuple(post), activation",
       "        self.bias, self.post, self.activation = bias, tuple(p for p in post if p[0] != \"mul\"), activation",
       CONTRACT, "the finish of fused convolutions forgets the MUL by a per-channel constant"),
