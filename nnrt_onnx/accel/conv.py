@@ -141,7 +141,6 @@ def _grouped_weights(w: np.ndarray, group: int) -> np.ndarray:
         a.reshape(group, o // group, kh * kw * cg).transpose(0, 2, 1)))
 
 
-
 def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None,
                  post=()):
     cdtype, (n, oh, ow, o), group, s, d, pads = conv_checked(op, x, weight, bias, strides, pad_mode, pad_list,
@@ -285,7 +284,6 @@ def _bound_runner(op, general, inputs, arguments, addends):
     product = None if tile_finish is None else tiles.bound_product(wmat, tile_finish, columns)
     return None if product is None else runners.direct(general, x_in.shape, out_shape, pads, (strides, span),
                                                         product, bool(addends), nchw)
-
 
 
 __all__ = ["ACCELERATED", "conv2d", "depthwise_conv2d_native"]

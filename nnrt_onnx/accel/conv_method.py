@@ -68,5 +68,4 @@ def method_3x3(c: int, o: int, pixels: int, kn2row: bool, direct: bool = False) 
     return "kn2row" if kn2row and c >= max(16, 2 * o) else None
 
 
-
 __all__ = ["method_3x3", "special_method"]

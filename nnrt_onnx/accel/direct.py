@@ -63,5 +63,4 @@ def direct_in_tiles(xp, w, out, strides, dilation, out_size, finish) -> bool:
     return True
 
 
-
 __all__ = ["direct_in_tiles", "direct_offsets", "direct_possible"]

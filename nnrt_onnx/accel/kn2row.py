@@ -18,7 +18,6 @@ def kn2row_usable(x, w, strides, dilation, group) -> bool:
             and tuple(strides) == (1, 1) and tuple(dilation) == (1, 1) and numba_loops.enabled())
 
 
-
 def _kn2row_weights(w: np.ndarray):
     """[O, kH, kW, C] -> ([C, kH * kW * O] with rows padded for the register tiles, all weights finite)."""
     o, kh, kw, c = w.shape
@@ -67,9 +66,6 @@ def kn2row(x, w, pads, out_size, bias, activation, out, post) -> bool:
 _KN2ROW_BLOCK_BYTES = 1 << 22  # products of a block of input rows (4 MiB: DenseNet's 56x56 layers in one block)
 
 
-
-
-
 def kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activation: int, addends: int):
     """:func:`kn2row` bound to one plan step (``runners.kn2row``), or None where it would decline (a
     non-finite weight), a block would lie wholly in the padding, or the finish has several residuals."""
@@ -101,7 +97,6 @@ def kn2row_runner(general, x_shape, weight, bias, pads, out_shape, post, activat
                                     np.float32)
     return runners.kn2row(general, x_shape, out_shape, pads, blocks, (kh, kw), operands, activation,
                                 bool(addends))
-
 
 
 __all__ = ["kn2row", "kn2row_runner", "kn2row_usable"]

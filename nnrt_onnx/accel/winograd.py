@@ -155,5 +155,4 @@ def winograd_runner(general, x_shape, weight, pads, out_shape, finish, addends: 
                              row_finish, bool(addends))
 
 
-
 __all__ = ["WINO_MIN_CHANNELS", "winograd_3x3", "winograd_runner", "winograd_shape"]

@@ -24,7 +24,6 @@ def scratch(name: str, shape, dtype) -> np.ndarray:
     return buffer[:size].view(dtype).reshape(shape)
 
 
-
 def padded(x, pads, name="pad"):
     """``x`` zero-padded in H and W ([top, bottom, left, right]) into a reused scratch array (``x`` itself when
     there is no padding)."""

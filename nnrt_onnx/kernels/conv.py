@@ -214,7 +214,6 @@ def conv_checked(op, x, weight, bias, strides, pad_mode, pad_list, dilation, gro
     return checked
 
 
-
 def _conv_common(op, x, weight, bias, ctx, strides, pad_mode, pad_list, dilation, group, activation=0, out=None):
     cdtype, (n, oh, ow, o), group, s, d, pads = conv_checked(op, x, weight, bias, strides, pad_mode, pad_list,
                                                              dilation, group)

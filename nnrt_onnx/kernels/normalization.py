@@ -173,8 +173,6 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     return result
 
 
-
-
 def _mean(a: np.ndarray, axes: tuple[int, ...], count: np.intp) -> np.ndarray:
     """``np.mean(a, axis=axes, keepdims=True)`` for a float array, without its Python-level overhead: the same
     sum, then the same division by the intp element count (so the same result, bit for bit)."""

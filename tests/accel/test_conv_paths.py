@@ -4,11 +4,8 @@ numpy paths they replace; moved here from tests/kernels/test_conv.py. The whole 
 skips with ``NNRT_ONNX_NUMBA=0`` (the reference plan's suite)."""
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
-from kernels.kernel_support import DTYPE_F32, f32, nchw, nhwc, ort_node, run
 
 from accel_support import requires_fast_paths
 from nnrt_onnx.accel import conv_method

@@ -27,7 +27,6 @@ from kernels.kernel_support import (
     run,
 )
 
-from nnrt_onnx import NNRtError
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 

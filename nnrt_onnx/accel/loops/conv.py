@@ -42,7 +42,6 @@ def build_kn2row_gather(numba):
     return gather
 
 
-
 def build_winograd(numba):
     # Every inner loop runs over a contiguous range with an unsigned index: an index computed from signed integers
     # makes numba emit a negative-index wraparound per element, and LLVM then leaves the loop scalar (5x slower
@@ -156,7 +155,6 @@ def build_winograd(numba):
                 t += tw
 
     return transform_in, transform_out
-
 
 
 def build_im2col(numba):

@@ -43,7 +43,6 @@ def build_depthwise(numba):
     return depthwise_loop
 
 
-
 def build_depthwise_3x3(numba):
     clamp = build_clamp(numba)
 

@@ -19,7 +19,6 @@ def build_erf(numba):
     return erf_loop
 
 
-
 def build_gelu(numba):
     erf_value = build_erf_value(numba)
 

@@ -24,7 +24,6 @@ def build_channel_affine(numba):
     return affine_rows
 
 
-
 def build_finish_rows(numba):
     finish_row = build_finish_row(numba)
 

@@ -73,7 +73,6 @@ def build_softmax(numba):
     return softmax_rows
 
 
-
 def build_layer_norm(numba):
     @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
     def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)

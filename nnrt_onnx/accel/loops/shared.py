@@ -22,7 +22,6 @@ def build_clamp(numba):
     return clamp
 
 
-
 def build_erf_value(numba):
     """The float64 rational evaluation of erf on [-4, 4] (outside: clamped) that every compiled loop shares: the
     numpy path's operations in the same order (bit-identical)."""
@@ -52,7 +51,6 @@ def build_erf_value(numba):
         return (p * v) / q
 
     return erf_value
-
 
 
 def build_finish_row(numba):
