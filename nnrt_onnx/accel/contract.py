@@ -9,7 +9,10 @@ a fused step answers for the ops it absorbed, all of them elementwise and exact,
   tiles or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm
   row loops. The bounds are a few float32 epsilons (1.2e-7) times the terms' count, measured with margin on the
   differential tests (``tests/accel``); Winograd F(2x2, 3x3) is the loosest (its transforms add and subtract up to
-  16 inputs before the product)."""
+  16 inputs before the product). For an inf in its input Winograd is outside any tolerance: its transforms
+  subtract inf from inf, so outputs where the direct sum gives +-inf come out NaN (a 3x3 64 -> 64 layer with
+  one inf input: 8 NaN and 6 inf pixels where the reference has 9 inf ones); the contract tests feed the
+  tolerance paths finite data, NaN/inf only the EXACT ones."""
 from __future__ import annotations
 
 from typing import NamedTuple
