@@ -795,3 +795,20 @@ def test_capture_sees_what_the_production_plan_computes():
     (reference,) = reference_executor(m).run_arrays([xv])
     assert reference.tobytes() != plain.tobytes()  # (the two plans do differ in their last bits here)
     np.testing.assert_allclose(plain, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_the_plans_fusion_passes_report_what_they_did():
+    # the pass manager on the execution plan (nnrt_onnx.passes with plan.plan_structure): each pass's name, whether
+    # it modified the plan (observed), the step counts before and after, and its own count
+    from nnrt_onnx.passes import PassResult
+
+    ex = executor(erf_gelu_model())
+    results = {r.name: r for r in ex.prepared.pass_results}
+    assert list(results) == ["fuse_conv_post_ops", "fuse_erf_gelu", "fuse_input_transpose", "assemble_concats"]
+    assert results["fuse_erf_gelu"] == PassResult("fuse_erf_gelu", True, 5, 1, {"fused_gelus": 1})
+    assert results["fuse_conv_post_ops"] == PassResult("fuse_conv_post_ops", False, 5, 5, {"fused_steps": 0})
+    assert not results["assemble_concats"].modified and results["assemble_concats"].nodes_after == 1
+    model, _ = conv_scale_shift("conv", 3, 6)
+    (first, *rest) = executor(model).prepared.pass_results
+    assert first == PassResult("fuse_conv_post_ops", True, 3, 1, {"fused_steps": 1})
+    assert not any(r.modified for r in rest)
