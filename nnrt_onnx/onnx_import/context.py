@@ -152,6 +152,14 @@ class NodeContext:
         self.emit(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [name, shape_name], [out])
         return out
 
+    def deviation(self, rule: str, detail: str) -> None:
+        """Record that this node is converted by ``rule`` (ir.deviations.RULES), which onnx.reference reads
+        otherwise (``detail``: this node's case)."""
+        from ..ir.deviations import RULES, Deviation
+
+        assert rule in RULES, rule
+        self.graph.deviations.append(Deviation(rule, self.label, self.node.op_type, detail))
+
     # -- subgraphs ---------------------------------------------------------------------------------------------
     def subgraph(self, name: str) -> onnx.GraphProto:
         self.used_attrs.add(name)
