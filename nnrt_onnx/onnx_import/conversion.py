@@ -85,6 +85,9 @@ class GraphConversion:
         self.failed: dict[str, str] = {}  # tensor -> the node whose failed conversion it follows from
         self.symbols: dict[str, tuple[str, ...]] = {n: i.symbols for n, i in self.inputs.items()}  # ONNX dim_params
         self.scope: list[str] = []  # the control-flow nodes being inlined, outermost first
+        # tensors whose ONNX-inferred shape a converter overrode (onnx shape inference contradicting the kernels'
+        # rule and onnxruntime): the inferred shapes of everything computed from them are not trusted either
+        self.distrusted: set[str] = set()
 
     # -- nodes ---------------------------------------------------------------------------------------------------
     def convert_nodes(self, nodes, infos: Mapping[str, Any], use_shapes: bool = True) -> None:
@@ -92,11 +95,14 @@ class GraphConversion:
             self.convert_node(node, infos, use_shapes)
 
     def _declare_outputs(self, node: onnx.NodeProto, infos: Mapping[str, Any], use_shapes: bool) -> None:
+        downstream = any(i in self.distrusted for i in node.input)
+        if downstream:
+            self.distrusted.update(o for o in node.output if o)
         for output in node.output:
             type_proto = infos.get(output)
             # a model output's stated shape is not trusted (exporters write stale ones; onnxruntime only warns):
-            # the rules give it
-            trusted = use_shapes and output not in self.model_outputs
+            # the rules give it; nor one computed from a tensor whose inferred shape was wrong
+            trusted = use_shapes and output not in self.model_outputs and not downstream
             if trusted and type_proto is not None and type_proto.tensor_type.HasField("shape"):
                 self.symbols[output] = tuple(d.dim_param for d in type_proto.tensor_type.shape.dim)
             if output and output not in self.graph.values:

@@ -161,7 +161,10 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
         _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
         return
     out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
-    _set_shape(ctx, out, [shape[0], shape[1], *out_sizes])
+    # onnx shape inference keeps a last ceil-mode window that starts in the end padding, which the specification
+    # ignores ("sliding windows that would start in the right padded region are ignored"), as onnxruntime and
+    # onnx.reference do: the rule's size wins
+    ctx.override_shape(out, [shape[0], shape[1], *out_sizes])
     if kind == "max" or (kind == "avg" and not include_pad):
         if _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, False).min() == 0:
             raise _unsupported(f"pads {[list(p) for p in pads]} leave a window entirely in the padding (no value)")
