@@ -540,7 +540,11 @@ def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:
     if nd == 2:
         return ctx.transpose(x, NCHW_TO_NHWC)
     n, c, length = ctx.value(x).shape
-    return _reshape(ctx, ctx.transpose(x, (0, 2, 1)), [n, 1, length, c])
+    moved = ctx.transpose(x, (0, 2, 1))
+    if sum(d < 0 for d in (n, c, length)) <= 1:
+        return _reshape(ctx, moved, [n, 1, length, c])
+    return ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [moved], ctx.value(x).dtype, [n, 1, length, c], f"{x}.nhwc",
+                       {"OH_NN_UNSQUEEZE_AXIS": 1})  # (several dynamic dims: RESHAPE takes one -1)
 
 
 def _nhwc_shape(nd: int, out_shape) -> tuple[int, ...] | None:
@@ -556,7 +560,12 @@ def _out_of_nhwc(ctx: NodeContext, y: str, nd: int, out: str) -> None:
         ctx.transpose(y, NHWC_TO_NCHW, output=out)
         return
     n, _, length, c = ctx.value(y).shape
-    ctx.transpose(_reshape(ctx, y, [n, length, c]), (0, 2, 1), output=out)
+    if sum(d < 0 for d in (n, c, length)) <= 1:
+        squeezed = _reshape(ctx, y, [n, length, c])
+    else:
+        squeezed = ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [y], ctx.value(y).dtype, [n, length, c], f"{y}.1d",
+                               {"OH_NN_SQUEEZE_AXIS": [1]})
+    ctx.transpose(squeezed, (0, 2, 1), output=out)
 
 
 # -- integer arithmetic shared by the quantization and recurrent families ----------------------------------------------
