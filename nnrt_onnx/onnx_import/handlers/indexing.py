@@ -29,6 +29,7 @@ from . import converts
 from ._common import (
     _axis,
     _binary,
+    _cast,
     _compare,
     _concat,
     _const,
@@ -42,26 +43,59 @@ from ._common import (
     _where,
     fold_constant_node,
 )
+from ._dims import axis_iota, dims_tensor, known, shape_tensor
 
 # -- helpers -----------------------------------------------------------------------------------------------------------
 
 def _wrap_negative(ctx: NodeContext, indices: str, dims) -> str:
-    """indices + dims where indices < 0 (``dims`` a scalar or a vector over the last axis of the indices)."""
+    """indices + dims where indices < 0 (``dims`` a scalar or a vector over the last axis of the indices; or the name
+    of a tensor holding them, computed at run time: a dynamic dim)."""
     value = ctx.value(indices)
     if value.dtype.kind == "u":
         return indices
-    dims = np.asarray(dims, value.dtype)
-    if value.data is not None:
-        if not (value.data < 0).any():
+    if isinstance(dims, str):
+        if value.data is not None and not (value.data < 0).any():
             return indices
-        return ctx.constant(np.where(value.data < 0, value.data + dims, value.data).astype(value.dtype),
-                            f"{indices}.wrapped")
+        dims = _cast(ctx, dims, value.dtype)
+    else:
+        dims = np.asarray(dims, value.dtype)
+        if value.data is not None:
+            if not (value.data < 0).any():
+                return indices
+            return ctx.constant(np.where(value.data < 0, value.data + dims, value.data).astype(value.dtype),
+                                f"{indices}.wrapped")
+        dims = ctx.constant(dims, f"{indices}.dims")
     negative = ctx.emit_to(OP.OH_NN_OPS_LESS, [indices, ctx.constant(np.zeros((), value.dtype))], np.bool_,
                       value.shape, f"{indices}.negative")
-    shifted = ctx.emit_to(OP.OH_NN_OPS_ADD, [indices, ctx.constant(dims, f"{indices}.dims")], value.dtype,
-                     value.shape, f"{indices}.shifted")
+    shifted = ctx.emit_to(OP.OH_NN_OPS_ADD, [indices, dims], value.dtype, value.shape, f"{indices}.shifted")
     return ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, shifted, indices], value.dtype, value.shape,
                   f"{indices}.wrapped")
+
+
+def _shape_of(ctx: NodeContext, name: str, what: str) -> tuple[int, ...]:
+    """The shape of ``name``, -1 for a dynamic dim (its rank must be known)."""
+    shape = ctx.value(name).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {what} {name!r} is unknown", tensor=name)
+    return tuple(shape)
+
+
+def _wrap_negative_of(ctx: NodeContext, indices: str, data: str, axes) -> str:
+    """``_wrap_negative`` against dims ``axes`` of ``data`` (one axis: a scalar dim), read at run time when dynamic."""
+    value = ctx.value(indices)
+    if value.dtype.kind == "u" or value.data is not None and not (value.data < 0).any():
+        return indices
+    dims = _data_dims(ctx, data, axes)
+    return _wrap_negative(ctx, indices, dims if isinstance(dims, str) or len(axes) > 1 else dims[0])
+
+
+def _data_dims(ctx: NodeContext, data: str, axes) -> list[int] | str:
+    """The dims ``axes`` of ``data``: a list when known, else a tensor computed at run time (a scalar for one axis)."""
+    shape = ctx.value(data).shape
+    if known(shape, axes):
+        return [shape[a] for a in axes]
+    dims = dims_tensor(ctx, data, axes)
+    return ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [dims], np.int64, (), f"{data}.dim") if len(axes) == 1 else dims
 
 
 def _index_dtype(ctx: NodeContext, name: str, what: str) -> np.dtype:
@@ -75,9 +109,13 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
     """GatherElements/ScatterElements indices (shape S) as GATHER_ND/SCATTER_ND coordinates (shape S + [rank]):
     the index grid of S on every axis but ``axis``, where the indices themselves stand."""
     value = ctx.value(indices)
-    shape = ctx.static_shape(indices, "the indices")
+    shape = ctx.value(indices).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of the indices {indices!r} is unknown")
     if len(shape) != rank:
         raise ConversionIssue(INVALID_MODEL, f"indices rank {len(shape)} differs from the data rank {rank}")
+    if not known(shape):
+        return _runtime_coordinates(ctx, indices, axis, rank)
     limits.require_shape([rank, *shape], value.dtype, "the coordinates of the indices")
     grids = np.indices(shape, dtype=value.dtype)  # [rank] + S
     if value.data is not None:
@@ -96,6 +134,26 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
                   {"OH_NN_CONCAT_AXIS": len(shape)})
 
 
+def _runtime_coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
+    """``_coordinates`` for indices of a dynamic shape S: the grid of each other axis is its positions (read at run
+    time along a dynamic dim) broadcast over S."""
+    value = ctx.value(indices)
+    shape = tuple(value.shape)
+    column_shape = (*shape, 1)
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [indices, ctx.constant(np.zeros((), value.dtype))], value.dtype, shape,
+                        f"{indices}.zeros")
+    parts = []
+    for d in range(rank):
+        grid = indices if d == axis else ctx.emit_to(OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype),
+                                                                        zeros], value.dtype, shape, f"{indices}.grid{d}")
+        parts.append(ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [grid], value.dtype, column_shape, f"{indices}.column{d}",
+                                 {"OH_NN_UNSQUEEZE_AXIS": rank}))
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, parts, value.dtype, [*shape, rank], f"{indices}.coords",
+                       {"OH_NN_CONCAT_AXIS": rank})
+
+
 # -- Gathers -----------------------------------------------------------------------------------------------------------
 
 @converts("Gather")
@@ -107,13 +165,9 @@ def gather(ctx: NodeContext) -> None:
     axis = int(ctx.attr("axis", 0))
     axis = axis + rank if axis < 0 else axis
     index_value = ctx.value(indices)
-    dim = ctx.value(x).shape[axis]
-    if index_value.data is not None and (index_value.data < 0).any():
-        dim = ctx.static_shape(x)[axis]
-        fixed = np.where(index_value.data < 0, index_value.data + dim, index_value.data).astype(index_value.data.dtype)
-        indices = ctx.constant(fixed, f"{indices}.positive")
-    elif index_value.data is None and ctx.opset >= 11 and dim >= 0:
-        indices = _wrap_negative(ctx, indices, dim)  # indices + dim where indices < 0 (negative indices since opset 11)
+    if ctx.opset >= 11 or index_value.data is not None and (index_value.data < 0).any():
+        # indices + dim where indices < 0 (negative indices since opset 11); a dynamic dim is read at run time
+        indices = _wrap_negative_of(ctx, indices, x, [axis])
     index_shape = ctx.value(indices).shape
     if index_shape is not None:
         shape = ctx.value(x).shape
@@ -137,25 +191,40 @@ def gather_nd(ctx: NodeContext) -> None:
     k = index_shape[-1]
     if b < 0 or b + k > rank or b >= len(index_shape):
         raise ConversionIssue(INVALID_MODEL, f"batch_dims={b} with {k}-tuples does not fit data rank {rank}")
-    dims = data_shape[b:b + k]
-    if all(d >= 0 for d in dims):
-        indices = _wrap_negative(ctx, indices, list(dims))
-    # (else negative indices cannot be wrapped: GATHER_ND rejects them at run time)
+    indices = _wrap_negative_of(ctx, indices, data, list(range(b, b + k)))
     if b:
         batch = index_shape[:-1]
-        if any(d < 0 for d in batch):
-            raise ConversionIssue(DYNAMIC_SHAPE, f"batch_dims={b} needs the static shape of the indices, "
-                                                 f"got {list(index_shape)}")
-        grid = np.moveaxis(np.indices(batch, dtype=dtype)[:b], 0, -1)
-        indices = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [ctx.constant(np.ascontiguousarray(grid), f"{indices}.batch"),
-                                                    indices], dtype, [*batch, b + k], f"{indices}.full",
-                         {"OH_NN_CONCAT_AXIS": len(batch)})
+        if known(batch):
+            grid = ctx.constant(np.ascontiguousarray(np.moveaxis(np.indices(batch, dtype=dtype)[:b], 0, -1)),
+                                f"{indices}.batch")
+        else:  # the positions along each batch dim (read at run time), broadcast over the indices' leading dims
+            grid = _batch_positions(ctx, indices, b)
+        indices = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [grid, indices], dtype, [*batch, b + k], f"{indices}.full",
+                              {"OH_NN_CONCAT_AXIS": len(batch)})
     out_shape = [*index_shape[:-1], *data_shape[b + k:]]
     out = ctx.output(0)
     if _empty_result(ctx, out, out_shape, ctx.value(data).dtype):
         return
     ctx.settle(out, out_shape)
     ctx.emit(OP.OH_NN_OPS_GATHER_ND, [data, indices], [out])
+
+
+def _batch_positions(ctx: NodeContext, indices: str, b: int) -> str:
+    """[*S, b] for indices of shape [*S, k]: at every index tuple, its position along each of the first b dims."""
+    value = ctx.value(indices)
+    shape = tuple(value.shape)
+    rank = len(shape)
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [indices, ctx.constant(np.zeros((), value.dtype))], value.dtype, shape,
+                        f"{indices}.zeros")
+    first = ctx.emit_to(OP.OH_NN_OPS_SLICE, [zeros, ctx.constant(np.asarray([0], np.int64)),
+                                             ctx.constant(np.asarray([1], np.int64))], value.dtype, (*shape[:-1], 1),
+                        f"{indices}.zero_column", {"OH_NN_SLICE_AXES": [rank - 1]})
+    columns = [ctx.emit_to(OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype), first], value.dtype,
+                           (*shape[:-1], 1), f"{indices}.batch{d}") for d in range(b)]
+    if len(columns) == 1:
+        return columns[0]
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, columns, value.dtype, (*shape[:-1], b), f"{indices}.batch",
+                       {"OH_NN_CONCAT_AXIS": rank - 1})
 
 
 @converts("GatherElements")
@@ -167,8 +236,7 @@ def gather_elements(ctx: NodeContext) -> None:
     rank = ctx.rank(data)
     axis = _axis(ctx, int(ctx.attr("axis", 0)), rank)
     _index_dtype(ctx, indices, "GatherElements indices")
-    if data_shape[axis] >= 0:
-        indices = _wrap_negative(ctx, indices, data_shape[axis])
+    indices = _wrap_negative_of(ctx, indices, data, [axis])
     coords = _coordinates(ctx, indices, axis, rank)
     out = ctx.output(0)
     ctx.settle(out, ctx.value(indices).shape)
@@ -180,7 +248,7 @@ def gather_elements(ctx: NodeContext) -> None:
 def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: str) -> None:
     """data with ``updates`` written (none) or added (add) at the coordinate tuples ``coords``."""
     value = ctx.value(data)
-    shape = ctx.static_shape(data, "the scatter data")
+    shape = _shape_of(ctx, data, "the scatter data")
     out = ctx.output(0)
     ctx.settle(out, shape)
     if reduction not in ("none", "add"):
@@ -188,7 +256,7 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
                                                      f"SCATTER_ND only sums")
     if reduction == "add" and value.dtype == np.bool_:
         raise ConversionIssue(UNSUPPORTED_DTYPE, "reduction='add' on a bool tensor is not supported")
-    shape_const = ctx.constant(np.asarray(shape, np.int64), f"{out}.shape")
+    shape_const = shape_tensor(ctx, data)  # (SHAPE at run time when a dim is dynamic)
     scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, updates, shape_const], value.dtype, shape,
                        f"{out}.scattered")
     if reduction == "add":
@@ -196,7 +264,7 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         return
     coord_value = ctx.value(coords)
     k = coord_value.shape[-1]
-    if coord_value.data is not None:
+    if coord_value.data is not None and known(shape):
         tuples = coord_value.data.reshape(-1, k)
         if len({tuple(t) for t in tuples.tolist()}) != len(tuples):
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "reduction='none' with repeated indices (ONNX leaves the "
@@ -207,9 +275,11 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         written[tuple(coord_value.data[..., i] for i in range(k))] = True
         mask = ctx.constant(written, f"{out}.written")
     else:
-        update_shape = ctx.static_shape(updates, "the scatter updates")
-        counts = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, ctx.constant(np.ones(update_shape, np.float32)),
-                                                       shape_const], np.float32, shape, f"{out}.counts")
+        update_shape = ctx.value(updates).shape
+        ones = ctx.constant(np.ones(update_shape, np.float32)) if known(update_shape) else ctx.emit_to(
+            OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(1, np.float32)), shape_tensor(ctx, updates)], np.float32,
+            update_shape, f"{out}.ones")
+        counts = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, ones, shape_const], np.float32, shape, f"{out}.counts")
         mask = ctx.emit_to(OP.OH_NN_OPS_GREATER, [counts, ctx.constant(np.zeros((), np.float32))], np.bool_, shape,
                       f"{out}.written")
     ctx.emit(OP.OH_NN_OPS_WHERE, [mask, scattered, data], [out])
@@ -220,7 +290,7 @@ def scatter_nd(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
-    shape = ctx.static_shape(data, "the ScatterND data")
+    shape = _shape_of(ctx, data, "the ScatterND data")
     reduction = ctx.attr("reduction", "none") if ctx.opset >= 16 else "none"
     index_shape = ctx.value(indices).shape
     if index_shape is None or not index_shape or index_shape[-1] < 0:
@@ -234,8 +304,9 @@ def scatter_nd(ctx: NodeContext) -> None:
         update_shape = ctx.value(updates).shape
         if update_shape is None:
             raise ConversionIssue(DYNAMIC_SHAPE, "ScatterND needs the rank of the updates")
-        updates = ctx.reshape(updates, [1, *update_shape])
-    indices = _wrap_negative(ctx, indices, list(shape[:k]))
+        updates = ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [updates], ctx.value(updates).dtype, [1, *update_shape],
+                              f"{updates}.one", {"OH_NN_UNSQUEEZE_AXIS": 0})
+    indices = _wrap_negative_of(ctx, indices, data, list(range(k)))
     _scatter(ctx, data, indices, updates, reduction)
 
 
@@ -245,12 +316,12 @@ def scatter_elements(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
-    shape = ctx.static_shape(data, "the scatter data")
+    shape = _shape_of(ctx, data, "the scatter data")
     rank = len(shape)
     axis = _axis(ctx, int(ctx.attr("axis", 0)), rank)
     reduction = ctx.attr("reduction", "none") if ctx.node.op_type == "ScatterElements" and ctx.opset >= 16 else "none"
     _index_dtype(ctx, indices, f"{ctx.node.op_type} indices")
-    indices = _wrap_negative(ctx, indices, shape[axis])
+    indices = _wrap_negative_of(ctx, indices, data, [axis])
     coords = _coordinates(ctx, indices, axis, rank)
     _scatter(ctx, data, coords, updates, reduction)
 
@@ -494,8 +565,7 @@ def compress(ctx: NodeContext) -> None:
     if axis is None:
         source = x
         if rank != 1:
-            total = math.prod(ctx.static_shape(x, "Compress's input (no axis: flattened)"))
-            source = ctx.reshape(x, [total])
+            source = ctx.reshape(x, [math.prod(shape) if known(shape) else -1])
         axis = 0
         limit = ctx.value(source).shape[0]
     else:
@@ -526,12 +596,18 @@ def trilu(ctx: NodeContext) -> None:
     if ctx.rank(x) < 2:
         raise ConversionIssue(INVALID_MODEL, f"Trilu needs rank >= 2, {x!r} has shape {list(shape)}")
     rows, cols = shape[-2:]
-    if rows < 0 or cols < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"Trilu needs the static sizes of the last two dims, got {list(shape)} "
-                                             f"(-1: unknown or 0)")
     k = int(_scalar(ctx.constant_input(1, "the Trilu k"), "k")) if ctx.has_input(1) else 0
-    k = min(max(k, -rows), cols)  # a diagonal beyond the matrix selects what the edge one does
     upper = int(ctx.attr("upper", 1))
+    if rows < 0 or cols < 0:  # the mask from the positions along the two dims, read at run time
+        rank = len(shape)
+        diagonal = ctx.emit_to(OP.OH_NN_OPS_SUB, [axis_iota(ctx, x, rank - 1, 2, position=1), axis_iota(ctx, x, rank - 2, 2, position=0)],
+                               np.int64, (rows, cols), f"{ctx.name}.diagonal")
+        mask = ctx.emit_to(OP.OH_NN_OPS_GREATER_EQUAL if upper else OP.OH_NN_OPS_LESS_EQUAL,
+                           [diagonal, ctx.constant(np.asarray(k, np.int64))], np.bool_, (rows, cols), f"{ctx.name}.mask")
+        ctx.settle(ctx.output(0), shape)
+        ctx.emit(OP.OH_NN_OPS_WHERE, [mask, x, ctx.constant(np.zeros((), value.dtype))], [ctx.output(0)])
+        return
+    k = min(max(k, -rows), cols)  # a diagonal beyond the matrix selects what the edge one does
     ones = np.ones((rows, cols), np.bool_)
     mask = np.triu(ones, k) if upper else np.tril(ones, k)
     out = ctx.output(0)
