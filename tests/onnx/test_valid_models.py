@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto, helper
-
 from onnx_import.import_support import dynamic_model as graph
 from onnx_import.import_support import runs_like_onnxruntime
 

@@ -11,14 +11,7 @@ from support import onnx_model
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.onnx_import import from_onnx
-from onnx_import.import_support import (
-    check_model,
-    dynamic_model,
-    onnx_node,
-    ops_of,
-    rand_normal,
-    runs_like_onnxruntime,
-)
+from onnx_import.import_support import check_model, dynamic_model, onnx_node, ops_of, rand_normal, runs_like_onnxruntime
 
 CONV_CASES = {
     "conv_1d_same_lower_dilated": (dict(auto_pad="SAME_LOWER", strides=[2], dilations=[2]), (2, 4, 11), (6, 4, 3), 1),

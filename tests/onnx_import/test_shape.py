@@ -22,7 +22,6 @@ from onnx_import.import_support import (
     const_tensor,
     dynamic_model,
     graph_model,
-    rejects,
     rejects_graph,
     runs_like_onnxruntime,
     x_of,

@@ -232,7 +232,6 @@ def gather_elements(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices = ctx.input(0), ctx.input(1)
-    data_shape = ctx.value(data).shape
     rank = ctx.rank(data)
     axis = _axis(ctx, int(ctx.attr("axis", 0)), rank)
     _index_dtype(ctx, indices, "GatherElements indices")
