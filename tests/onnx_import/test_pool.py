@@ -176,3 +176,9 @@ def test_ceil_mode_drops_a_last_window_starting_in_the_end_padding(op, attrs):
     inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
     ours = runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, size, size)} for n in (1, 2, 3)])
     assert ours.tensors[ours.outputs[0]].dims[2] < [i for i in inferred if i.name == "p"][0].type.tensor_type.shape.dim[2].dim_value
+
+
+def test_lp_pool_with_p_1_over_a_dynamic_batch():
+    model = dynamic_model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=1)],
+                          [("x", TP.FLOAT, ["N", 2, 4, 4])], [("y", TP.FLOAT, ["N", 2, 3, 3])])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])

@@ -81,3 +81,42 @@ def axis_iota(ctx: NodeContext, x: str, axis: int, rank: int, dtype=np.int64, po
     if rank == 1:
         return sequence
     return ctx.reshape(sequence, target)
+
+
+def shape_of_parts(ctx: NodeContext, parts, hint: str) -> str:
+    """A 1-D int64 shape tensor from ``parts``: ints (known dims) and 1-D int64 tensors (dims read at run time),
+    concatenated."""
+    pieces, run = [], []
+    for part in parts:
+        if isinstance(part, str):
+            if run:
+                pieces.append(ctx.constant(np.asarray(run, np.int64), f"{hint}.dims"))
+                run = []
+            pieces.append(part)
+        else:
+            run.append(int(part))
+    if run:
+        pieces.append(ctx.constant(np.asarray(run, np.int64), f"{hint}.dims"))
+    if len(pieces) == 1:
+        return pieces[0]
+    length = sum(ctx.value(p).shape[0] for p in pieces)
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, pieces, np.int64, (length,), f"{hint}.shape", {"OH_NN_CONCAT_AXIS": 0})
+
+
+def reshape_to(ctx: NodeContext, x: str, parts, hint: str, output: str | None = None) -> str:
+    """``x`` reshaped to ``parts`` (see :func:`shape_of_parts`; a part tensor may hold several dims): a constant
+    target when at most one dim is unknown (RESHAPE's -1), else one computed at run time."""
+    flat: list = []
+    for part in parts:  # a part tensor of known value (a constant) is its dims
+        data = ctx.value(part).data if isinstance(part, str) else None
+        flat += [int(v) for v in np.asarray(data).reshape(-1)] if data is not None else [part]
+    dims: list[int] = []
+    for part in flat:
+        dims += [-1] * ctx.value(part).shape[0] if isinstance(part, str) else [part]
+    if output is not None:
+        ctx.settle(output, dims, ctx.value(x).dtype)
+    out = output or ctx.new_value(ctx.value(x).dtype, dims, f"{hint}.reshaped")
+    target = np.asarray(dims, np.int64) if sum(d < 0 for d in dims) <= 1 else None
+    shape = ctx.constant(target, f"{hint}.shape") if target is not None else shape_of_parts(ctx, flat, hint)
+    ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, shape], [out])
+    return out

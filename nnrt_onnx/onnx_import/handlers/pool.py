@@ -258,7 +258,7 @@ def _abs_pow(ctx: NodeContext, x: str, p: float, hint: str) -> str:
 def _root(ctx: NodeContext, summed: str, p: float, out: str) -> None:
     dtype = ctx.value(summed).dtype
     if p == 1:
-        ctx.reshape(summed, ctx.static_shape(summed), output=out)
+        ctx.alias(summed, out)
     elif p == 2:
         ctx.emit(OP.OH_NN_OPS_SQRT, [summed], [out])
     else:
