@@ -115,7 +115,13 @@ def reshape_to(ctx: NodeContext, x: str, parts, hint: str, output: str | None = 
         dims += [-1] * ctx.value(part).shape[0] if isinstance(part, str) else [part]
     if output is not None:
         ctx.settle(output, dims, ctx.value(x).dtype)
+    if output is None and ctx.value(x).shape is not None and tuple(ctx.value(x).shape) == tuple(dims) \
+            and sum(d < 0 for d in dims) == 0:
+        return x
     out = output or ctx.new_value(ctx.value(x).dtype, dims, f"{hint}.reshaped")
+    if not dims:  # to a scalar: SQUEEZE without axes (a shape tensor cannot be empty)
+        ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [out])
+        return out
     target = np.asarray(dims, np.int64) if sum(d < 0 for d in dims) <= 1 else None
     shape = ctx.constant(target, f"{hint}.shape") if target is not None else shape_of_parts(ctx, flat, hint)
     ctx.emit(OP.OH_NN_OPS_RESHAPE, [x, shape], [out])
