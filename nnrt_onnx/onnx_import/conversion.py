@@ -128,7 +128,7 @@ class GraphConversion:
         try:
             self._convert(node, label)
         except ConversionIssue as exc:
-            self._record(node, label, exc.reason, exc.message, exc.tensor, upstream)
+            self._record(node, label, exc.reason, exc.message, exc.tensor, upstream, exc.axes)
         except NNRtError as exc:  # an emitted op the NNRt API would reject
             self._record(node, label, INVALID_MODEL, exc.message, None, upstream)
         except Exception as exc:  # invalid per ONNX, or a converter bug (internal_error): never an escaping exception
@@ -150,10 +150,12 @@ class GraphConversion:
         """The name this node's IR nodes carry as their origin (unique across inlined copies)."""
         return SEPARATOR.join([*self.scope, label]) if self.scope else label
 
-    def _record(self, node, label: str, reason: str, message: str, tensor, upstream: list[str]) -> None:
+    def _record(self, node, label: str, reason: str, message: str, tensor, upstream: list[str],
+                axes: tuple[int, ...] | None = None) -> None:
         depends_on = upstream[0] if upstream else None
         if depends_on is None and reason in (DYNAMIC_SHAPE, NEEDS_CONSTANT):
-            hint = self.fix_hint([tensor] if tensor else [i for i in node.input if i], reason == NEEDS_CONSTANT)
+            hint = self.fix_hint([tensor] if tensor else [i for i in node.input if i], reason == NEEDS_CONSTANT,
+                                 axes if tensor else None)
             if hint:
                 message = f"{message}; {hint}"
         if self.scope:
@@ -248,18 +250,21 @@ class GraphConversion:
         """Symbolic reading of shape tensors computed at run time (see symbolic.py)."""
         return ShapeValues(self.graph, self.producers, self.symbols)
 
-    def fix_hint(self, tensors, needs_value: bool = True) -> str:
-        """What the user can pin or bind so that ``tensors`` become constants (or static)."""
-        return fix_hint(needs_value, tensors, self.producers, self.inputs, self._dim_symbols(tensors, needs_value))
+    def fix_hint(self, tensors, needs_value: bool = True, axes: tuple[int, ...] | None = None) -> str:
+        """What the user can pin or bind so that ``tensors`` become constants (or static; ``axes``: only those dims
+        of the one tensor)."""
+        return fix_hint(needs_value, tensors, self.producers, self.inputs,
+                        self._dim_symbols(tensors, needs_value, axes))
 
-    def _dim_symbols(self, tensors, needs_value: bool) -> set[str]:
+    def _dim_symbols(self, tensors, needs_value: bool, axes: tuple[int, ...] | None = None) -> set[str]:
         """The names of the dynamic dims ``tensors`` read: in their symbolic values (a shape computed at run
-        time), or of their own unknown dims."""
+        time), or of their own unknown dims (``axes``: of those dims only)."""
         reader = self.shape_values()
         found: set[str] = set()
         for tensor in tensors:
             if needs_value:
                 found |= {e for e in reader.value(tensor) or () if isinstance(e, str)}
             else:
-                found |= {e for e in reader.dims(tensor) or () if isinstance(e, str)}
+                dims = reader.dims(tensor) or ()
+                found |= {e for i, e in enumerate(dims) if isinstance(e, str) and (axes is None or i in axes)}
         return found

@@ -446,7 +446,7 @@ def _matmul(ctx: NodeContext, a: str, b: str, hint: str, transpose_b: bool = Fal
     va, vb = ctx.value(a), ctx.value(b)
     bs = list(vb.shape)
     n = bs[-2] if transpose_b else bs[-1]
-    batch = tuple(np.broadcast_shapes(tuple(va.shape[:-2]), tuple(bs[:-2])))
+    batch = bshape(tuple(va.shape[:-2]), tuple(bs[:-2]))  # (-1 for a dynamic dim)
     shape = (*batch, va.shape[-2], n) if len(va.shape) >= 2 else (*batch, n)
     params = {"OH_NN_MATMUL_TRANSPOSE_B": True} if transpose_b else {}
     return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a, b], va.dtype, shape, hint, params)
