@@ -90,3 +90,13 @@ def test_one_dimensional_convolutions_over_a_dynamic_batch_and_length(op):
     model = dynamic_model([helper.make_node(op, ["x", "w"], ["y"], **attrs)], [("x", TP.FLOAT, ["N", 2, "L"])],
                           [("y", TP.FLOAT, ["N", 3, None])], [("w", weight)])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3 * n + 2)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("shape,weight,strides", [(["N", 2, "H", "W"], (3, 2, 3, 2), [2, 3]), (["N", 2, "L"], (3, 2, 4), [2])])
+def test_conv_same_lower_over_dynamic_spatial_dims(shape, weight, strides):
+    # NNRt's SAME puts the odd unit of padding at the end: SAME_LOWER is padded at run time, then convolved VALID
+    model = dynamic_model([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", strides=strides)],
+                          [("x", TP.FLOAT, shape)], [("y", TP.FLOAT, ["N", 3] + [None] * (len(shape) - 2))],
+                          [("w", rand_normal(11, *weight))])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, *[n, 2, n + 4, n + 5][:len(shape)])} for n in (1, 2, 3)],
+                          rtol=1e-4, atol=1e-5)

@@ -182,3 +182,31 @@ def test_lp_pool_with_p_1_over_a_dynamic_batch():
     model = dynamic_model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=1)],
                           [("x", TP.FLOAT, ["N", 2, 4, 4])], [("y", TP.FLOAT, ["N", 2, 3, 3])])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
+
+
+# -- dynamic spatial dims (issue 26) -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 1])),
+    ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 1])),  # the padding does not count
+    ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 1], count_include_pad=1)),
+    ("LpPool", dict(kernel_shape=[3, 2], strides=[2, 1], p=2)),
+    ("MaxPool", dict(kernel_shape=[3], strides=[2])),
+])
+def test_same_lower_pooling_over_dynamic_spatial_dims(op, attrs):
+    # NNRt's SAME puts the odd unit of padding at the end: SAME_LOWER is padded at run time, then pooled VALID
+    nd = len(attrs["kernel_shape"])
+    dims = ["N", 2, "H", "W"][:2 + nd]
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], auto_pad="SAME_LOWER", **attrs)], [("x", TP.FLOAT, dims)],
+                          [("y", TP.FLOAT, ["N", 2] + [None] * nd)])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, *([n, 2, n + 2, n + 3][:2 + nd]))} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("AveragePool", dict(kernel_shape=[3, 2], pads=[1, 0, 2, 1], count_include_pad=1)),
+    ("LpPool", dict(kernel_shape=[2, 2], pads=[1, 0, 1, 1], p=3)),
+])
+def test_counted_padding_over_dynamic_spatial_dims(op, attrs):
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", TP.FLOAT, ["N", 2, "H", "W"])],
+                          [("y", TP.FLOAT, ["N", 2, None, None])])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, n + 2, n + 3)} for n in (1, 2, 3)], rtol=1e-4)

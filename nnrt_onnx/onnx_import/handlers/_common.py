@@ -530,9 +530,46 @@ def _onnx_pads(ctx: NodeContext, nd: int, kernel, strides, dilations, in_sizes, 
     if auto_pad != "VALID" and not _known(in_sizes):
         if auto_pad == "SAME_UPPER" and allow_modes:
             return ("mode", geometry.AUTO_PAD_PAD_MODES[auto_pad])
+        if allow_modes:  # SAME_LOWER: NNRt's SAME puts the odd unit at the end; padded at run time (_same_lower_pad)
+            return ("lower", None)
         raise ConversionIssue(DYNAMIC_SHAPE, f"auto_pad={auto_pad} needs static spatial dims, got {list(in_sizes)}")
     return [geometry.auto_pad_padding(auto_pad, size, geometry.effective_extent(k, d), s)
             for size, k, s, d in zip(in_sizes, kernel, strides, dilations)]
+
+
+def _same_lower_pad(ctx: NodeContext, x: str, kernel, strides, dilations, fill: float) -> str:
+    """``x`` padded for auto_pad=SAME_LOWER over dynamic spatial dims, the padding computed at run time per axis:
+    total = max((ceil(in / stride) - 1) * stride + extent - in, 0), the odd unit at the beginning; the operation
+    then runs VALID."""
+    from ._dims import dims_tensor
+
+    i64 = np.int64
+    rank = ctx.rank(x)
+    shape = list(ctx.value(x).shape)
+    pieces = [ctx.constant(np.zeros(4, i64), f"{x}.no_pad")]
+    for i, (k, s, d) in enumerate(zip(kernel, strides, dilations)):
+        axis = 2 + i
+        size = dims_tensor(ctx, x, [axis])
+        extent = geometry.effective_extent(k, d)
+
+        def const(v):
+            return ctx.constant(np.asarray([v], i64))
+
+        out = _binary(ctx, OP.OH_NN_OPS_DIV, _binary(ctx, OP.OH_NN_OPS_ADD, size, const(s - 1), f"{x}.up{axis}"),
+                      const(s), f"{x}.windows{axis}")
+        span = _binary(ctx, OP.OH_NN_OPS_MUL, _binary(ctx, OP.OH_NN_OPS_SUB, out, const(1), f"{x}.last{axis}"),
+                       const(s), f"{x}.span{axis}")
+        total = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _binary(ctx, OP.OH_NN_OPS_SUB, _binary(
+            ctx, OP.OH_NN_OPS_ADD, span, const(extent), f"{x}.reach{axis}"), size, f"{x}.missing{axis}"), const(0),
+            f"{x}.total{axis}")
+        begin = _binary(ctx, OP.OH_NN_OPS_DIV, _binary(ctx, OP.OH_NN_OPS_ADD, total, const(1), f"{x}.odd{axis}"),
+                        const(2), f"{x}.begin{axis}")
+        pieces += [begin, _binary(ctx, OP.OH_NN_OPS_SUB, total, begin, f"{x}.end{axis}")]
+        shape[axis] = -1
+    flat = ctx.emit_to(OP.OH_NN_OPS_CONCAT, pieces, i64, (2 * rank,), f"{x}.same_lower", {"OH_NN_CONCAT_AXIS": 0})
+    paddings = ctx.reshape(flat, [rank, 2])
+    return ctx.emit_to(OP.OH_NN_OPS_PAD, [x, paddings], ctx.value(x).dtype, shape, f"{x}.same_lower_padded",
+                       {"OH_NN_PAD_CONSTANT_VALUE": float(fill)})
 
 
 def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:

@@ -19,6 +19,7 @@ from ._common import (
     _onnx_pads,
     _out_of_nhwc,
     _reshape,
+    _same_lower_pad,
     _set_shape,
     _spatial_rank,
     _unsupported,
@@ -60,6 +61,10 @@ def conv(ctx: NodeContext) -> None:
     dilations = _ints_attr(ctx, "dilations", nd, 1)
     x_shape = ctx.value(x).shape
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, x_shape[2:])
+    if pads[0] == "lower":  # SAME_LOWER over dynamic dims: zeros padded at run time, then VALID
+        x = _same_lower_pad(ctx, x, kernel, strides, dilations, 0.0)
+        x_shape = ctx.value(x).shape
+        pads = [(0, 0)] * nd
     if group < 1 or out_c % group:
         raise ConversionIssue(INVALID_MODEL, f"group={group} does not divide the {out_c} output channels")
     if x_shape[1] >= 0 and x_shape[1] != in_per_group * group:
