@@ -419,9 +419,9 @@ def _cast(ctx: NodeContext, name: str, dtype, hint: str | None = None, output: s
 
 
 def _concat(ctx: NodeContext, parts: Sequence[str], axis: int, hint: str, output: str | None = None) -> str:
-    shapes = [_shape(ctx, p) for p in parts]
-    shape = list(shapes[0])
-    shape[axis] = sum(s[axis] for s in shapes)
+    shapes = [_ranked_shape(ctx, p) for p in parts]
+    shape = [max(s[d] for s in shapes) for d in range(len(shapes[0]))]  # (a known dim wins over -1)
+    shape[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
     return ctx.emit_to(OP.OH_NN_OPS_CONCAT, list(parts), ctx.value(parts[0]).dtype, shape, hint,
                  {"OH_NN_CONCAT_AXIS": axis}, output)
 
@@ -437,7 +437,9 @@ def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], keep: bool
 
 
 def _where(ctx: NodeContext, cond: str, a: str, b: str, hint: str, output: str | None = None) -> str:
-    shape = _broadcast(ctx.value(cond).shape, ctx.value(a).shape, ctx.value(b).shape)
+    shapes = [ctx.value(n).shape for n in (cond, a, b)]
+    known = all(s is not None and all(d >= 0 for d in s) for s in shapes)
+    shape = _broadcast(*shapes) if known else bshape(*shapes)  # (-1 for a dynamic dim)
     dtype = ctx.value(a).dtype
     return ctx.emit_to(OP.OH_NN_OPS_WHERE, [cond, a, b], dtype, shape, hint, output=output)
 
@@ -618,9 +620,9 @@ def _dynamic_quantize(ctx: NodeContext, x: str, hint: str, output: str | None = 
     onnxruntime), zero point = round(clip(-min / scale, 0, 255)), q = clip(round(x / scale) + zero point, 0, 255).
 
     Returns (q as uint8 into ``output`` or a new tensor, scale (1,) float32, zero point (1,) float32)."""
-    shape = _shape(ctx, x, "the dynamically quantized input")
+    shape = _ranked_shape(ctx, x)
     f32 = np.float32
-    flat = _reshape(ctx, x, (int(np.prod(shape)),)) if len(shape) != 1 else x
+    flat = _reshape(ctx, x, (int(np.prod(shape)) if _known(shape) else -1,)) if len(shape) != 1 else x
     high = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _reduce(ctx, "MAX", flat, [0], True, f"{hint}.max"),
                    _const(ctx, 0, f32, "zero"), f"{hint}.max0")
     low = _binary(ctx, OP.OH_NN_OPS_MINIMUM, _reduce(ctx, "MIN", flat, [0], True, f"{hint}.min"),
