@@ -36,7 +36,7 @@ from ._common import (
     fold_constant_node,
     normalize_axes,
 )
-from ._dims import axis_iota, dim_product, dims_tensor, iota, known, shape_tensor
+from ._dims import axis_iota, dim_product, dims_tensor, iota, known
 
 # -- constants, shapes, no-ops -----------------------------------------------------------------------------------------
 
@@ -88,13 +88,17 @@ def identity(ctx: NodeContext) -> None:
         mask = ctx.node.output[1]
         shape = ctx.value(ctx.input(0)).shape
         if shape is None:
-            raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {ctx.input(0)!r} is unknown")
-        if known(shape):
+            raise ConversionIssue(DYNAMIC_SHAPE, f"Dropout's mask output needs the rank of {ctx.input(0)!r}")
+        if any(d < 0 for d in shape):  # all true, of the input's run-time shape
+            dims = ctx.new_value(np.int64, (len(shape),), f"{mask}.shape")
+            ctx.emit(OP.OH_NN_OPS_SHAPE, [ctx.input(0)], [dims])
+            ctx.settle(mask, shape, np.bool_)
+            ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [dims], [mask],
+                     {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(np.dtype(np.bool_))),
+                      "OH_NN_CONSTANT_OF_SHAPE_VALUE": [1.0]})
+        else:
             limits.require_shape(shape, np.bool_, "Dropout's mask")
             ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
-        else:  # all true, in the input's shape read at run time
-            ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(True)), shape_tensor(ctx, ctx.input(0))], np.bool_,
-                        shape, f"{mask}.ones", output=mask)
     ctx.alias(ctx.input(0), ctx.output(0))
 
 
