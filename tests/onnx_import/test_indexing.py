@@ -280,3 +280,13 @@ def test_trilu_over_dynamic_matrix_dims(upper, k):
                           [("y", FLOAT, [2, "R", "C"])], [("k", np.asarray(k, np.int64))])
     rng = rng_for(f"trilu-{upper}{k}")
     runs_like_onnxruntime(model, [{"x": x_of(rng, 2, n, 4 - n)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("batch_axis,dims", [(1, ["T", 3, 2]), (0, [3, "T"]), (1, ["T", "B"])])
+def test_reverse_sequence_over_a_dynamic_time_axis(batch_axis, dims):
+    # each entry's source positions from the run-time positions along time (the constant lengths give the batch)
+    model = dynamic_model([helper.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=batch_axis,
+                                            time_axis=1 - batch_axis)],
+                          [("x", FLOAT, dims)], [("y", FLOAT, dims)], [("lens", np.asarray([2, 1, 2], np.int64))])
+    rng = rng_for(f"revseq{batch_axis}{dims}")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, *[{"T": n, "B": 3}.get(d, d) for d in dims])} for n in (2, 3, 4)])

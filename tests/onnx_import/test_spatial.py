@@ -234,3 +234,17 @@ def test_upsample_keeps_a_dynamic_batch_dynamic(mode):
     model = dynamic_model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)], [("x", FLOAT, ["N", 2, 3, 3])],
                           [("y", FLOAT, ["N", 2, 6, 9])], [("scales", np.asarray([1, 1, 2, 3], F))], opset=9)
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3, 3)} for n in (1, 2, 3)])
+
+
+def test_center_crop_pad_of_dynamic_axes():
+    # each dynamic axis cropped and padded by amounts computed at run time (2 -> pad, 4 -> as is, 6 -> crop)
+    model = dynamic_model([helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[0, 1])],
+                          [("x", FLOAT, ["N", "M", 2])], [("y", FLOAT, [4, 3, 2])], [("s", np.asarray([4, 3], np.int64))],
+                          opset=18)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, 2 * n, 7 - 2 * n, 2)} for n in (1, 2, 3)])
+
+
+def test_affine_grid_of_a_theta_whose_batch_is_dynamic():
+    model = dynamic_model([helper.make_node("AffineGrid", ["theta", "size"], ["y"])], [("theta", FLOAT, ["N", 2, 3])],
+                          [("y", FLOAT, [2, 3, 4, 2])], [("size", np.asarray([2, 1, 3, 4], np.int64))], opset=20)
+    runs_like_onnxruntime(model, [{"theta": rand_normal(seed, 2, 2, 3)} for seed in (1, 2)])

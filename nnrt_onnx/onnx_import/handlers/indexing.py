@@ -620,6 +620,27 @@ def trilu(ctx: NodeContext) -> None:
 
 # -- ReverseSequence ---------------------------------------------------------------------------------------------------
 
+def _reverse_sequence_at_run_time(ctx: NodeContext, x: str, lens: np.ndarray, batch_axis: int) -> None:
+    """GATHER_ND coordinates (batch, source time) of every (batch, time) position: the source is len - 1 - t within
+    the entry's length, t past it."""
+    i64 = np.int64
+    t = axis_iota(ctx, x, 1 - batch_axis, 2, position=1)  # [1, T]
+    lengths = ctx.constant(lens.reshape(-1, 1).astype(i64), f"{ctx.name}.lengths")  # [B, 1]
+    within = ctx.emit_to(OP.OH_NN_OPS_LESS, [t, lengths], np.bool_, (len(lens), -1), f"{ctx.name}.within")
+    mirrored = ctx.emit_to(OP.OH_NN_OPS_SUB, [ctx.constant((lens.reshape(-1, 1) - 1).astype(i64)), t], i64,
+                           (len(lens), -1), f"{ctx.name}.mirrored")
+    source = ctx.emit_to(OP.OH_NN_OPS_WHERE, [within, mirrored, t], i64, (len(lens), -1), f"{ctx.name}.source")
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [source, ctx.constant(np.zeros((), i64))], i64, (len(lens), -1),
+                        f"{ctx.name}.zeros")
+    batches = ctx.emit_to(OP.OH_NN_OPS_ADD, [ctx.constant(np.arange(len(lens), dtype=i64).reshape(-1, 1)), zeros],
+                          i64, (len(lens), -1), f"{ctx.name}.batches")
+    coords = ctx.emit_to(OP.OH_NN_OPS_STACK, [batches, source] if batch_axis == 0 else [source, batches], i64,
+                         (len(lens), -1, 2), f"{ctx.name}.coords", {"OH_NN_STACK_AXIS": 2})
+    if batch_axis == 1:  # (time, batch) positions
+        coords = ctx.transpose(coords, (1, 0, 2))
+    ctx.emit(OP.OH_NN_OPS_GATHER_ND, [x, coords], [ctx.output(0)])
+
+
 @converts("ReverseSequence")
 def reverse_sequence(ctx: NodeContext) -> None:
     x = ctx.input(0)
@@ -629,15 +650,17 @@ def reverse_sequence(ctx: NodeContext) -> None:
         raise ConversionIssue(INVALID_MODEL, f"batch_axis={batch_axis} / time_axis={time_axis} must be 0 and 1 (in "
                                              f"either order) of an input of rank >= 2 (rank {rank})")
     shape = ctx.value(x).shape
-    if shape[0] < 0 or shape[1] < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"ReverseSequence needs static batch and time dims, got {list(shape)}")
     lens = np.asarray(ctx.constant_input(1, "sequence_lens")).astype(np.int64).reshape(-1)
     batch, time = shape[batch_axis], shape[time_axis]
-    if lens.size != batch or np.any(lens < 0) or np.any(lens > time):
+    batch = lens.size if batch < 0 else batch  # (the constant lengths give the batch)
+    if lens.size != batch or np.any(lens < 0) or time >= 0 and np.any(lens > time):
         raise ConversionIssue(INVALID_MODEL, f"sequence_lens {lens.tolist()} must hold {batch} values in [0, {time}]")
     ctx.settle(ctx.output(0), shape)
     if np.all(lens <= 1):
         ctx.alias(x, ctx.output(0))
+        return
+    if time < 0:  # a dynamic time axis: each entry's source positions from the run-time positions along it
+        _reverse_sequence_at_run_time(ctx, x, lens, batch_axis)
         return
     source = np.tile(np.arange(time), (batch, 1))
     for b, length in enumerate(lens):

@@ -31,6 +31,7 @@ from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node
+from ._dims import dims_tensor
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 
@@ -494,11 +495,13 @@ def center_crop_pad(ctx: NodeContext) -> None:
     begin, size, pads, out_shape = [], [], [[0, 0] for _ in range(rank)], list(shape)
     crop_axes = []
     for axis, wanted in zip(axes, target):
-        dim = shape[axis]
         if wanted < 1:
             raise ConversionIssue(INVALID_MODEL, f"target size {wanted} on axis {axis}: NNRt tensors cannot be empty")
-        if dim < 0:
-            raise ConversionIssue(DYNAMIC_SHAPE, f"axis {axis} of {x!r} needs a static size to crop or pad it")
+        if shape[axis] < 0:  # a dynamic axis: cropped and padded by amounts computed at run time
+            x = _center_crop_pad_at_run_time(ctx, x, axis, wanted)
+            shape[axis] = out_shape[axis] = wanted
+    for axis, wanted in zip(axes, target):
+        dim = shape[axis]
         if wanted < dim:
             crop_axes.append(axis)
             begin.append((dim - wanted) // 2)
@@ -525,6 +528,40 @@ def center_crop_pad(ctx: NodeContext) -> None:
         ctx.alias(x, out)
 
 
+def _center_crop_pad_at_run_time(ctx: NodeContext, x: str, axis: int, wanted: int) -> str:
+    """Dynamic axis ``axis`` of ``x`` to ``wanted``: SLICE of min(d, wanted) from max(d - wanted, 0) // 2, then PAD
+    of max(wanted - d, 0) split as CenterCropPad splits it (the odd unit at the end)."""
+    i64 = np.int64
+    rank = ctx.rank(x)
+    value = ctx.value(x)
+    dim = dims_tensor(ctx, x, [axis])
+
+    def const(v):
+        return ctx.constant(np.asarray([v], i64))
+
+    def op(kind, a, b, hint):
+        return ctx.emit_to(kind, [a, b], i64, (1,), f"{ctx.name}.{hint}{axis}")
+
+    excess = op(OP.OH_NN_OPS_MAXIMUM, op(OP.OH_NN_OPS_SUB, dim, const(wanted), "excess_raw"), const(0), "excess")
+    begin = op(OP.OH_NN_OPS_DIV, excess, const(2), "crop_begin")
+    size = op(OP.OH_NN_OPS_MINIMUM, dim, const(wanted), "kept")
+    shape = list(value.shape)
+    shape[axis] = -1
+    cropped = ctx.emit_to(OP.OH_NN_OPS_SLICE, [x, begin, size], value.dtype, shape, f"{ctx.name}.crop{axis}",
+                          {"OH_NN_SLICE_AXES": [axis]})
+    missing = op(OP.OH_NN_OPS_SUB, const(wanted), size, "missing")
+    before = op(OP.OH_NN_OPS_DIV, missing, const(2), "pad_begin")
+    pieces = [ctx.constant(np.zeros(2 * axis, i64))] if axis else []
+    pieces += [before, op(OP.OH_NN_OPS_SUB, missing, before, "pad_end")]
+    if axis < rank - 1:
+        pieces.append(ctx.constant(np.zeros(2 * (rank - 1 - axis), i64)))
+    flat = ctx.emit_to(OP.OH_NN_OPS_CONCAT, pieces, i64, (2 * rank,), f"{ctx.name}.pads{axis}",
+                       {"OH_NN_CONCAT_AXIS": 0})
+    shape[axis] = wanted
+    return ctx.emit_to(OP.OH_NN_OPS_PAD, [cropped, ctx.reshape(flat, [rank, 2])], value.dtype, shape,
+                       f"{ctx.name}.fitted{axis}", {"OH_NN_PAD_CONSTANT_VALUE": 0.0})
+
+
 def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
     if align_corners:
         return -1.0 + 2.0 * np.arange(n) / (n - 1)
@@ -535,12 +572,13 @@ def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
 def affine_grid(ctx: NodeContext) -> None:
     theta = ctx.input(0)
     dtype = _float_dtype(ctx, theta, "theta")
-    theta_shape = ctx.static_shape(theta, "theta")
+    theta_shape = ctx.value(theta).shape  # (a dynamic batch must be size[0] at run time)
     size = [int(v) for v in np.asarray(ctx.constant_input(1, "size")).reshape(-1)]
     align = int(ctx.attr("align_corners", 0))
     spatial = size[2:]
     k = len(spatial)
-    if k not in (2, 3) or tuple(theta_shape) != (size[0], k, k + 1) or min(size) < 1:
+    if k not in (2, 3) or theta_shape is None or len(theta_shape) != 3 or min(size) < 1 or any(
+            a != b and a >= 0 for a, b in zip(theta_shape, (size[0], k, k + 1))):
         raise ConversionIssue(INVALID_MODEL, f"size {size} and theta {list(theta_shape)} must be [N, C, H, W] with "
                                              "[N, 2, 3] or [N, C, D, H, W] with [N, 3, 4]")
     if align and 1 in spatial:
