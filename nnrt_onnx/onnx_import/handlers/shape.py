@@ -202,10 +202,8 @@ def range_(ctx: NodeContext) -> None:
 def _range_at_run_time(ctx: NodeContext) -> None:
     start, limit, delta = (ctx.input(i) for i in range(3))
     dtype = ctx.value(start).dtype
-    if ctx.opset >= 27 and int(ctx.attr("stash_type", 1)) and dtype == np.float16:
-        raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "a float16 Range computed at run time with stash_type=1 is not "
-                                                     "supported")
-    ctx.attr("stash_type")
+    stash = ctx.opset >= 27 and int(ctx.attr("stash_type", 1)) and dtype == np.float16
+    compute = np.dtype(np.float32) if stash else dtype  # (float16 values computed in float32, then rounded)
     f64, i64 = np.dtype(np.float64), np.dtype(np.int64)
 
     def as_(name, target):
@@ -218,10 +216,14 @@ def _range_at_run_time(ctx: NodeContext) -> None:
                                                         f"{ctx.name}.steps")], f64, (), f"{ctx.name}.ceil")
     count = ctx.emit_to(OP.OH_NN_OPS_MAXIMUM, [steps, ctx.constant(np.asarray(0, f64))], f64, (), f"{ctx.name}.count")
     length = ctx.reshape(as_(count, i64), [1])
-    positions = as_(iota(ctx, length, i64, "positions"), dtype)
-    scaled = ctx.emit_to(OP.OH_NN_OPS_MUL, [positions, delta], dtype, (-1,), f"{ctx.name}.scaled")
+    positions = as_(iota(ctx, length, i64, "positions"), compute)
+    scaled = ctx.emit_to(OP.OH_NN_OPS_MUL, [positions, as_(delta, compute)], compute, (-1,), f"{ctx.name}.scaled")
     ctx.settle(ctx.output(0), (-1,), dtype)
-    ctx.emit(OP.OH_NN_OPS_ADD, [scaled, start], [ctx.output(0)])
+    if compute == dtype:
+        ctx.emit(OP.OH_NN_OPS_ADD, [scaled, start], [ctx.output(0)])
+        return
+    values = ctx.emit_to(OP.OH_NN_OPS_ADD, [scaled, as_(start, compute)], compute, (-1,), f"{ctx.name}.values")
+    ctx.emit(OP.OH_NN_OPS_CAST, [values, ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32))], [ctx.output(0)])
 
 
 @converts("EyeLike")
