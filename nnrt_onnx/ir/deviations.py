@@ -9,13 +9,14 @@ from dataclasses import asdict, dataclass
 
 RULES = {
     "resize-length-resized": (
-        "Resize: `length_resized` in the coordinate formulas (align_corners, pytorch_half_pixel, tf_crop_and_resize, "
-        "half_pixel_symmetric) is the integer length of the resized axis, as onnxruntime computes it; onnx.reference "
-        "uses the fractional scale x input length, which differs when that product is not an integer"),
+        "Resize: `length_resized` in the coordinate formulas (align_corners, pytorch_half_pixel, "
+        "tf_crop_and_resize, half_pixel_symmetric) is the integer length of the resized axis, as onnxruntime "
+        "computes it; onnx.reference uses the fractional scale x input length, which differs when that product is "
+        "not an integer"),
     "resize-output-size": (
-        "Resize and Upsample with scales: each output length is floor(input length x scale) of the exact product, as the "
-        "specification, onnx shape inference and onnx.reference compute it; onnxruntime multiplies in float32, "
-        "which can round up past an integer (scale 0.7 on 10 gives 7 there, 6 here)"),
+        "Resize and Upsample with scales: each output length is floor(input length x scale) of the exact "
+        "product, as the specification, onnx shape inference and onnx.reference compute it; onnxruntime multiplies "
+        "in float32, which can round up past an integer (scale 0.7 on 10 gives 7 there, 6 here)"),
     "convtranspose-same-small-kernel": (
         "ConvTranspose auto_pad SAME_UPPER/SAME_LOWER with a kernel smaller than the stride: the padding the SAME "
         "rule asks for is negative, pads are >= 0, so none is applied and the output is the full (in - 1) * stride "

@@ -63,9 +63,9 @@ def test_conv_transpose_same_over_dynamic_dims_as_onnxruntime(auto_pad, kernel, 
     # than the stride asks for negative padding: none, the output is (in - 1) * stride + kernel as onnxruntime and
     # onnx shape inference compute it (the conversion gave in * stride and refused the valid model as invalid)
     weight = rand_normal(7, 2, 3, kernel, kernel)
-    model = dynamic_model([helper.make_node("ConvTranspose", ["x", "w"], ["c"], auto_pad=auto_pad, strides=[stride] * 2),
-                           helper.make_node("Relu", ["c"], ["y"])],
-                          [("x", TP.FLOAT, ["N", 2, "H", "W"])], [("y", TP.FLOAT, ["N", 3, None, None])], [("w", weight)])
+    transposed = helper.make_node("ConvTranspose", ["x", "w"], ["c"], auto_pad=auto_pad, strides=[stride] * 2)
+    model = dynamic_model([transposed, helper.make_node("Relu", ["c"], ["y"])], [("x", TP.FLOAT, ["N", 2, "H", "W"])],
+                          [("y", TP.FLOAT, ["N", 3, None, None])], [("w", weight)])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, n + 1, n + 2)} for n in (1, 2, 3)])
     rules = [d.rule for d in from_onnx(model).deviations]
     assert rules == (["convtranspose-same-small-kernel"] * 2 if kernel < stride else [])
@@ -92,7 +92,8 @@ def test_one_dimensional_convolutions_over_a_dynamic_batch_and_length(op):
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3 * n + 2)} for n in (1, 2, 3)])
 
 
-@pytest.mark.parametrize("shape,weight,strides", [(["N", 2, "H", "W"], (3, 2, 3, 2), [2, 3]), (["N", 2, "L"], (3, 2, 4), [2])])
+@pytest.mark.parametrize("shape,weight,strides", [(["N", 2, "H", "W"], (3, 2, 3, 2), [2, 3]),
+                                                  (["N", 2, "L"], (3, 2, 4), [2])])
 def test_conv_same_lower_over_dynamic_spatial_dims(shape, weight, strides):
     # NNRt's SAME puts the odd unit of padding at the end: SAME_LOWER is padded at run time, then convolved VALID
     model = dynamic_model([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", strides=strides)],

@@ -169,13 +169,14 @@ def test_ceil_mode_drops_a_last_window_starting_in_the_end_padding(op, attrs):
     # Conv after it read the pooled tensor, whose ONNX-inferred shapes (from the wrong one) are not trusted either
     weight = rand_normal(4, 3, 2, 1, 1)
     size = {2: 4, 3: 6}[attrs["kernel_shape"][0]] if attrs["pads"][0] == 0 else 7
-    model = dynamic_model([helper.make_node(op, ["x"], ["p"], ceil_mode=1, **attrs), helper.make_node("Relu", ["p"], ["r"]),
-                           helper.make_node("Conv", ["r", "w"], ["y"])],
+    model = dynamic_model([helper.make_node(op, ["x"], ["p"], ceil_mode=1, **attrs),
+                           helper.make_node("Relu", ["p"], ["r"]), helper.make_node("Conv", ["r", "w"], ["y"])],
                           [("x", TP.FLOAT, ["N", 2, size, size])], [("y", TP.FLOAT, ["N", 3, None, None])],
                           [("w", weight)])
     inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
     ours = runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, size, size)} for n in (1, 2, 3)])
-    assert ours.tensors[ours.outputs[0]].dims[2] < [i for i in inferred if i.name == "p"][0].type.tensor_type.shape.dim[2].dim_value
+    onnx_says = next(i for i in inferred if i.name == "p").type.tensor_type.shape.dim[2].dim_value
+    assert ours.tensors[ours.outputs[0]].dims[2] < onnx_says
 
 
 def test_lp_pool_with_p_1_over_a_dynamic_batch():

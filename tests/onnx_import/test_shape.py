@@ -158,7 +158,8 @@ def _rng(name):
 def test_reshape_whose_zeros_copy_dynamic_dims():
     # [0, -1] of [N, 3, 4] read as two unknowns; the copied N cancels, leaving RESHAPE [-1, 12]; [0, 0, 2, -1] keeps
     # its zeros (RESHAPE copies them at run time)
-    model = dynamic_model([helper.make_node("Reshape", ["x", "flat"], ["y"]), helper.make_node("Reshape", ["z", "t"], ["w"])],
+    model = dynamic_model([helper.make_node("Reshape", ["x", "flat"], ["y"]),
+                           helper.make_node("Reshape", ["z", "t"], ["w"])],
                           [("x", FLOAT, ["N", 3, 4]), ("z", FLOAT, ["N", "T", 4])],
                           [("y", FLOAT, ["N", 12]), ("w", FLOAT, ["N", "T", 2, 2])],
                           [("flat", np.asarray([0, -1], np.int64)), ("t", np.asarray([0, 0, 2, -1], np.int64))])

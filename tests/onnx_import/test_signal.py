@@ -122,7 +122,7 @@ def test_mel_weight_matrix(args, dtype):
     check_graph(model, {"x": np.ones(1, np.float32)}, rtol=1e-6, atol=1e-7, reference=True)
 
 
-# -- dynamic dims (issue 26): the transformed axis stays static, the others may not -------------------------------------
+# -- dynamic dims (issue 26): the transformed axis stays static, the others may not ------------------------------------
 
 def test_dft_and_stft_over_dynamic_batches():
     rng = np.random.default_rng(26)

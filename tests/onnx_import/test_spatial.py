@@ -171,7 +171,8 @@ def test_resize_with_axes_keeps_a_dynamic_batch_dynamic():
 def test_resize_sizes_computed_from_the_input_shape_keep_the_batch():
     # sizes = Concat(Shape(x)[:2], [6, 7]): the batch entry is the input's own dynamic dim, so that axis keeps it
     model = dynamic_model(
-        [helper.make_node("Shape", ["x"], ["shape"], end=2), helper.make_node("Concat", ["shape", "hw"], ["sizes"], axis=0),
+        [helper.make_node("Shape", ["x"], ["shape"], end=2),
+         helper.make_node("Concat", ["shape", "hw"], ["sizes"], axis=0),
          helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic")],
         [("x", FLOAT, ["N", 2, 4, 4])], [("y", FLOAT, ["N", 2, 6, 7])], [("hw", np.asarray([6, 7], np.int64))])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
@@ -231,7 +232,8 @@ def test_resize_output_length_is_the_floor_of_the_exact_product():
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_upsample_keeps_a_dynamic_batch_dynamic(mode):
-    model = dynamic_model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)], [("x", FLOAT, ["N", 2, 3, 3])],
+    model = dynamic_model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)],
+                          [("x", FLOAT, ["N", 2, 3, 3])],
                           [("y", FLOAT, ["N", 2, 6, 9])], [("scales", np.asarray([1, 1, 2, 3], F))], opset=9)
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3, 3)} for n in (1, 2, 3)])
 
@@ -239,7 +241,8 @@ def test_upsample_keeps_a_dynamic_batch_dynamic(mode):
 def test_center_crop_pad_of_dynamic_axes():
     # each dynamic axis cropped and padded by amounts computed at run time (2 -> pad, 4 -> as is, 6 -> crop)
     model = dynamic_model([helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[0, 1])],
-                          [("x", FLOAT, ["N", "M", 2])], [("y", FLOAT, [4, 3, 2])], [("s", np.asarray([4, 3], np.int64))],
+                          [("x", FLOAT, ["N", "M", 2])], [("y", FLOAT, [4, 3, 2])],
+                          [("s", np.asarray([4, 3], np.int64))],
                           opset=18)
     runs_like_onnxruntime(model, [{"x": rand_normal(n, 2 * n, 7 - 2 * n, 2)} for n in (1, 2, 3)])
 

@@ -199,7 +199,8 @@ def _select_branches(ctx: NodeContext, then_branch: onnx.GraphProto, else_branch
         da = _dims(ctx, then_branch, then_branch.output[position], "then_branch", a)
         db = _dims(ctx, else_branch, else_branch.output[position], "else_branch", b)
         if va.dtype != vb.dtype or da is None or da != db or None in da:
-            shown = [["?" if d is None else d for d in dims] if dims is not None else "unknown rank" for dims in (da, db)]
+            shown = [["?" if d is None else d for d in dims] if dims is not None else "unknown rank"
+                     for dims in (da, db)]
             raise ConversionIssue(UNSUPPORTED_OP, f"the If condition ({cond_name!r}) depends on data and the branches' "
                                                   f"output #{position} differ (then {va.dtype} {shown[0]}, else "
                                                   f"{vb.dtype} {shown[1]}): NNRt has no control flow, and a WHERE of "

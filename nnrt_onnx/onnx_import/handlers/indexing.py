@@ -144,8 +144,9 @@ def _runtime_coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -
                         f"{indices}.zeros")
     parts = []
     for d in range(rank):
-        grid = indices if d == axis else ctx.emit_to(OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype),
-                                                                        zeros], value.dtype, shape, f"{indices}.grid{d}")
+        grid = indices if d == axis else ctx.emit_to(
+            OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype), zeros], value.dtype, shape,
+            f"{indices}.grid{d}")
         parts.append(ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [grid], value.dtype, column_shape, f"{indices}.column{d}",
                                  {"OH_NN_UNSQUEEZE_AXIS": rank}))
     if len(parts) == 1:
@@ -599,10 +600,11 @@ def trilu(ctx: NodeContext) -> None:
     upper = int(ctx.attr("upper", 1))
     if rows < 0 or cols < 0:  # the mask from the positions along the two dims, read at run time
         rank = len(shape)
-        diagonal = ctx.emit_to(OP.OH_NN_OPS_SUB, [axis_iota(ctx, x, rank - 1, 2, position=1), axis_iota(ctx, x, rank - 2, 2, position=0)],
-                               np.int64, (rows, cols), f"{ctx.name}.diagonal")
+        columns, rows_at = axis_iota(ctx, x, rank - 1, 2, position=1), axis_iota(ctx, x, rank - 2, 2, position=0)
+        diagonal = ctx.emit_to(OP.OH_NN_OPS_SUB, [columns, rows_at], np.int64, (rows, cols), f"{ctx.name}.diagonal")
         mask = ctx.emit_to(OP.OH_NN_OPS_GREATER_EQUAL if upper else OP.OH_NN_OPS_LESS_EQUAL,
-                           [diagonal, ctx.constant(np.asarray(k, np.int64))], np.bool_, (rows, cols), f"{ctx.name}.mask")
+                           [diagonal, ctx.constant(np.asarray(k, np.int64))], np.bool_, (rows, cols),
+                           f"{ctx.name}.mask")
         ctx.settle(ctx.output(0), shape)
         ctx.emit(OP.OH_NN_OPS_WHERE, [mask, x, ctx.constant(np.zeros((), value.dtype))], [ctx.output(0)])
         return

@@ -396,7 +396,8 @@ def _state_zeros(ctx: NodeContext, x: str, batch_axis: int, state_shape, dtype, 
     """Zeros of the state shape [dirs, batch, hidden] (a FILL of the batch read at run time when dynamic)."""
     if state_shape[1] >= 0:
         return ctx.constant(np.zeros(state_shape, dtype), f"{ctx.name}.{hint}")
-    shape = shape_of_parts(ctx, [state_shape[0], dims_tensor(ctx, x, [batch_axis]), state_shape[2]], f"{ctx.name}.{hint}")
+    shape = shape_of_parts(ctx, [state_shape[0], dims_tensor(ctx, x, [batch_axis]), state_shape[2]],
+                           f"{ctx.name}.{hint}")
     return ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(0, dtype)), shape], dtype, state_shape,
                        f"{ctx.name}.{hint}")
 

@@ -367,7 +367,8 @@ def squeeze(ctx: NodeContext) -> None:
         if any(d < 0 for d in shape):  # (a dim of 1 at run time would be removed: the rank would depend on it)
             raise ConversionIssue(DYNAMIC_SHAPE, f"Squeeze without axes removes every dim of size 1: whether the "
                                                  f"dynamic dims {[i for i, d in enumerate(shape) if d < 0]} of {x!r} "
-                                                 f"are 1 decides the output's rank, which an NNRt tensor fixes", tensor=x)
+                                                 f"are 1 decides the output's rank, which an NNRt tensor fixes",
+                                  tensor=x)
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = normalize_axes(axes, rank)
     target = [d for i, d in enumerate(shape) if i not in axes]
@@ -631,8 +632,9 @@ def pad(ctx: NodeContext) -> None:
     # (reflect pads beyond the dim reflect again, which PAD refuses: a dynamic dim goes the GATHER way)
     fits_reflect = all(0 <= max(positive[a]) <= cropped[a] - 1 for a in range(rank) if any(positive[a]))
     padded_axes = [a for a in range(rank) if before[a] or after[a]]
-    dynamic = any(shape[a] < 0 for a in padded_axes) and not (mode == "constant" or (mode == "reflect" and fits_reflect))
-    if mode == "constant" or (mode == "reflect" and fits_reflect) or dynamic:
+    by_pad = mode == "constant" or (mode == "reflect" and fits_reflect)
+    dynamic = any(shape[a] < 0 for a in padded_axes) and not by_pad
+    if by_pad or dynamic:
         padding = any(any(p) for p in positive) and not dynamic
         current = x
         if any(any(c) for c in crop):

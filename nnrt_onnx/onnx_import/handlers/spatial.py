@@ -324,8 +324,9 @@ def resize(ctx: NodeContext) -> None:
         fractional = scale * size
         if fractional != out_size and ctm in _LENGTH_MODES and not np.array_equal(
                 plan[axis][0], _resize_matrix(size, out_size, scale, mode, ctm, length=fractional, **options)[0]):
-            ctx.deviation("resize-length-resized", f"axis {axis}: {size} -> {out_size} at scale {scale:g}: onnxruntime's "
-                                                   f"length_resized {out_size}, onnx.reference's {fractional:g}")
+            ctx.deviation("resize-length-resized", f"axis {axis}: {size} -> {out_size} at scale {scale:g}: "
+                                                   f"onnxruntime's length_resized {out_size}, onnx.reference's "
+                                                   f"{fractional:g}")
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
 
 
