@@ -241,7 +241,8 @@ def test_gather_elements_with_negative_indices_on_a_dynamic_batch(axis):
                           [("x", FLOAT, ["N", 3]), ("i", INT64, ["N", 2])], [("y", FLOAT, ["N", 2])])
     rng = rng_for(f"gather-elements-{axis}")
     bound = {0: lambda n: n, 1: lambda n: 3}[axis]  # the size of the gathered axis
-    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3), "i": _ints(rng, -bound(n), bound(n), (n, 2))} for n in (1, 2, 3)])
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3), "i": _ints(rng, -bound(n), bound(n), (n, 2))}
+                                  for n in (1, 2, 3)])
 
 
 def test_gather_nd_wraps_negative_indices_and_takes_dynamic_batch_dims():

@@ -220,7 +220,8 @@ def test_rms_normalization_over_a_dynamic_batch():
     nodes = [helper.make_node("RMSNormalization", ["x", "s"], ["last"]),
              helper.make_node("RMSNormalization", ["x", "s"], ["all"], axis=0)]
     model = dynamic_model(nodes, [("x", TP.FLOAT, ["N", 3])],
-                          [("last", TP.FLOAT, ["N", 3]), ("all", TP.FLOAT, ["N", 3])], [("s", randn(rng, [3]))], opset=23)
+                          [("last", TP.FLOAT, ["N", 3]), ("all", TP.FLOAT, ["N", 3])], [("s", randn(rng, [3]))],
+                          opset=23)
     runs_like_onnxruntime(model, [{"x": randn(rng, (n, 3))} for n in (1, 2, 3)])
 
 
