@@ -251,3 +251,11 @@ def test_affine_grid_of_a_theta_whose_batch_is_dynamic():
     model = dynamic_model([helper.make_node("AffineGrid", ["theta", "size"], ["y"])], [("theta", FLOAT, ["N", 2, 3])],
                           [("y", FLOAT, [2, 3, 4, 2])], [("size", np.asarray([2, 1, 3, 4], np.int64))], opset=20)
     runs_like_onnxruntime(model, [{"theta": rand_normal(seed, 2, 2, 3)} for seed in (1, 2)])
+
+
+def test_space_to_depth_crd_with_dynamic_channels():
+    # the DCR channels regrouped as [b*b, C] -> [C, b*b] by reshapes of run-time shapes (the constant GATHER of the
+    # static case needs C)
+    model = dynamic_model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")],
+                          [("x", FLOAT, ["N", "C", 4, 6])], [("y", FLOAT, ["N", None, 2, 3])], opset=28)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, n + 1, 4, 6)} for n in (1, 2, 3)])

@@ -31,7 +31,7 @@ from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node
-from ._dims import dims_tensor
+from ._dims import dims_tensor, reshape_to
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 
@@ -459,8 +459,6 @@ def space_to_depth(ctx: NodeContext) -> None:
         return
     if (h >= 0 and h % block) or (w >= 0 and w % block):
         raise ConversionIssue(INVALID_MODEL, f"height/width {h}x{w} are not divisible by blocksize {block}")
-    if mode == "CRD" and c < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, "mode='CRD' needs the static channel count")
     out = ctx.output(0)
     out_nchw = [n, c * block * block if c >= 0 else -1, h // block if h >= 0 else -1, w // block if w >= 0 else -1]
     ctx.settle(out, out_nchw)
@@ -469,7 +467,11 @@ def space_to_depth(ctx: NodeContext) -> None:
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
     y = ctx.emit_to(OP.OH_NN_OPS_SPACE_TO_DEPTH, [x_nhwc], dtype, nhwc_shape, f"{out}.nhwc",
                {"OH_NN_SPACE_TO_DEPTH_BLOCK_SIZE": block})
-    if mode == "CRD":  # CRD channel k = c * b*b + (i*b + j) is DCR channel (i*b + j) * C + c
+    if mode == "CRD" and c < 0:  # dynamic channels: the DCR channels as [b*b, C], transposed to [C, b*b]
+        lead = [d if d >= 0 else dims_tensor(ctx, y, [a]) for a, d in enumerate(nhwc_shape[:3])]
+        split = reshape_to(ctx, y, [*lead, block * block, -1], f"{out}.dcr")
+        y = reshape_to(ctx, ctx.transpose(split, (0, 1, 2, 4, 3)), [*lead, -1], f"{out}.crd_nhwc")
+    elif mode == "CRD":  # CRD channel k = c * b*b + (i*b + j) is DCR channel (i*b + j) * C + c
         k = np.arange(c * block * block)
         order = (k % (block * block)) * c + k // (block * block)
         y = ctx.emit_to(OP.OH_NN_OPS_GATHER, [y, ctx.constant(order.astype(np.int64), f"{out}.crd"),
