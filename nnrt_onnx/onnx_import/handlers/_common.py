@@ -29,7 +29,8 @@ Decisions (also stated where they are made):
   consecutive NHWC ops). 1-D ops ([N, C, L]) run as 2-D ops on [N, 1, L, C]; 3-D convolutions have no NNRt op and
   are rejected.
 * Pads are computed explicitly (ONNX ``auto_pad`` included) whenever the spatial dims are static; otherwise
-  SAME_UPPER/VALID use the NNRt pad modes (identical semantics) and SAME_LOWER is rejected.
+  SAME_UPPER/VALID use the NNRt pad modes (identical semantics) and SAME_LOWER is padded at run time (PAD with
+  paddings computed from the run-time dims, then VALID: ``_same_lower_pad``).
 """
 from __future__ import annotations
 

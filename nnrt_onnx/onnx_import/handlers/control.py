@@ -2,7 +2,8 @@
 
 * **If** whose condition folds to a constant (once the user's inputs are pinned or bound) is replaced by the taken
   branch, converted inline through the normal machinery (nested subgraphs, outer-scope names); the branch's outputs
-  become the If's outputs.
+  become the If's outputs. A condition computed from the model's data (or dynamic dims) converts both branches and
+  picks each output with WHERE, when both are free of side effects and agree in dtype and shape.
 * **Loop** with a constant trip count (or a constant initial condition) and an exit condition that folds to a
   constant in every iteration is unrolled: the body is converted once per iteration with the iteration number, the
   condition and the loop-carried values bound; scan outputs are stacked along a new first axis.

@@ -7,7 +7,8 @@ Decisions (also in the mapping rows' notes):
   time when the indices are constant, else by ``WHERE(indices < 0, indices + dim, indices)``; NNRt's gathers
   and scatters take indices >= 0 only.
 * GatherElements and ScatterElements become GATHER_ND / SCATTER_ND with full coordinate tuples: the coordinates
-  of the other axes are constant index grids (the indices' shape must be static), the indexed axis is the input.
+  of the other axes are index grids (constants, or positions read at run time along dynamic dims), the indexed
+  axis is the input. Negative indices against a dynamic dim are wrapped with that dim read at run time.
 * ScatterND (reduction none) is ``WHERE(written, SCATTER_ND(indices, updates), data)`` where ``written`` marks
   the addressed elements; reduction add is ``data + SCATTER_ND(...)`` (NNRt's SCATTER_ND accumulates).
 * TensorScatter writes the update with SCATTER_ND into zeros and picks it with WHERE over a mask of the written
