@@ -971,3 +971,29 @@ def test_run_of_an_onnx_file_converts_it_as_convert_does(tmp_path):
         assert [model.tensors[i].dims for i in model.inputs] == [(-1, 1, 10, 10)]
         pinned = load_any(source, ModelInputs(data, {"x": [2, 1, 10, 10]}))  # an explicit --input-shape pins
         assert [pinned.tensors[i].dims for i in pinned.inputs] == [(2, 1, 10, 10)]
+
+
+def test_check_names_the_documented_reading_behind_a_mismatch():
+    # scale 0.7 on a length of 10: floor of the exact product is 6 (the spec, onnx.reference, us); onnxruntime
+    # multiplies in float32 and gets 7 -- the two sides part, and the report says which rule is why
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 0.7, 0.7], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    report = check_model(model, float64_opinion=False)
+    assert not report.ok
+    assert [d["rule"] for d in report.deviations] == ["resize-output-size"] * len(report.deviations)
+    assert any("'resize-output-size'" in note and "docs/deviations.md" in note for note in report.notes)
+    assert report.to_dict()["deviations"] == report.deviations
+
+
+def test_no_rule_is_named_where_the_sides_agree():
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    report = check_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]))
+    assert report.ok and not any("docs/deviations.md" in note for note in report.notes)

@@ -292,6 +292,8 @@ class ParityReport:
     expected_reference: list[Comparison] = field(default_factory=list)  # onnxruntime vs golden outputs
     float64: dict[str, Any] | None = None  # {"asked_because", "seconds", "trials", "error"} when it was asked
     notes: list[str] = field(default_factory=list)
+    # the nodes converted by a reading of the ONNX spec onnx.reference or onnxruntime do not share (ir.deviations)
+    deviations: list[dict[str, Any]] = field(default_factory=list)
     repro: dict[str, Any] | None = None  # set by extract_repro: {"path", "reproduces", "nodes", "command", ...}
     input_arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # the runtime inputs fed
     seconds: float = 0.0
@@ -328,7 +330,7 @@ class ParityReport:
             "model": self.model, "ok": self.ok, "strict": self.strict, "seed": self.seed, "inputs": self.inputs,
             "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations, "seconds": self.seconds,
             "outputs": [c.to_dict() for c in self.outputs], "warnings": self.warnings, "notes": self.notes,
-            "float64": self.float64,
+            "float64": self.float64, "deviations": self.deviations,
         }
         if self.expected:
             data["expected"] = {"native": [c.to_dict() for c in self.expected],
@@ -601,8 +603,27 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         if target is not None:
             report._repro = _repro_plan(model, sorted(chains[target.index] + [target.index]), feed, reference)
             report._source = _Source(model, feed, reference, rtol, atol, device, target.index)
+    report.deviations = [d.as_dict() for d in result.deviations]
+    report.notes.extend(_deviation_notes(report))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _deviation_notes(report: ParityReport) -> list[str]:
+    """Where the sides part and the conversion followed a documented reading of the spec (docs/deviations.md, "ONNX
+    readings") that onnxruntime or onnx.reference do not share: name the rule, the node and what it changes -- the
+    likely cause. Nothing when the sides agree."""
+    parted = [c for c in report.outputs if not c.within] + [c for c in report.expected if not c.within]
+    first = report.culprit or report.first_divergence
+    if not report.deviations or not (parted or first is not None):
+        return []
+    notes = []
+    for d in report.deviations:
+        where = " (the first diverging layer)" if first is not None and first.node == d["node"] else ""
+        notes.append(f"node {d['node']!r} ({d['op_type']}){where} is converted by the rule '{d['rule']}' of "
+                     f"docs/deviations.md, which onnxruntime or onnx.reference read otherwise: {d['detail']} -- "
+                     f"{d['text']}")
+    return notes
 
 
 def _run_both(model, nnrt, arrays, feed, wanted, device, label):

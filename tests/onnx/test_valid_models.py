@@ -3,40 +3,12 @@ converts it -- dynamic dims stay dynamic -- and run at several sizes of those di
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
-from nnrt_onnx import Compilation, Executor
-from nnrt_onnx.onnx_import import from_onnx
-from support import ort_run
+from onnx import TensorProto, helper
+from onnx_import.import_support import dynamic_model as graph
+from onnx_import.import_support import runs_like_onnxruntime
 
 F = TensorProto.FLOAT
-
-
-def graph(nodes, inputs, outputs, initializers=(), opset=17):
-    """A checked model: ``inputs``/``outputs`` are (name, elem_type, dims) with names for dynamic dims."""
-    model = helper.make_model(
-        helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
-                          [helper.make_tensor_value_info(*o) for o in outputs],
-                          [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers]),
-        opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(model, full_check=True)
-    return model
-
-
-def runs_like_onnxruntime(model, feed_sets, rtol=1e-5, atol=1e-5):
-    """Convert once (no shape pinned), then every feed set through one executor, each output against onnxruntime."""
-    converted = from_onnx(model).model
-    compilation = Compilation(converted)
-    compilation.build()
-    executor = Executor(compilation)
-    names = [i.name for i in model.graph.input]
-    for feeds in feed_sets:
-        ours = executor.run_arrays([feeds[n] for n in names])
-        for name, got, want in zip([o.name for o in model.graph.output], ours, ort_run(model, feeds)):
-            assert got.shape == want.shape, (name, got.shape, want.shape)
-            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{name} at {feeds}")
 
 
 def test_a_one_channel_convolution_on_a_dynamic_batch(rng):

@@ -15,12 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (
     _arg_max,
     _binary,
+    _cast,
     _const,
     _float_only,
     _norm_axes,
@@ -31,6 +32,7 @@ from ._common import (
     _unary,
     axes_from,
 )
+from ._dims import axis_iota, dims_tensor
 
 
 def _reverse_order(ctx: NodeContext, x: str, hint: str, output: str | None = None) -> str:
@@ -143,14 +145,24 @@ def arg_max(ctx: NodeContext) -> None:
         _arg_max(ctx, x, axis, keep, index_dtype, out, output=out)
         return
     n = _ranked_shape(ctx, x)[axis]
-    if n < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"select_last_index=1 needs a static size of axis {axis}")
     flipped_shape = _ranked_shape(ctx, x)
-    backwards = ctx.constant(np.arange(n - 1, -1, -1, dtype=np.int32), f"{ctx.name}.backwards")
-    flipped = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
-                    ctx.value(x).dtype, flipped_shape, f"{out}.flipped")
+    if n >= 0:
+        backwards = ctx.constant(np.arange(n - 1, -1, -1, dtype=np.int32), f"{ctx.name}.backwards")
+        flipped = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
+                              ctx.value(x).dtype, flipped_shape, f"{out}.flipped")
+        last_index = _const(ctx, n - 1, index_dtype, "last")
+    else:  # a dynamic axis: reversed by a stride -1 over its whole length, n - 1 read at run time
+        every = (1 << rank) - 1
+        flipped = ctx.emit_to(OP.OH_NN_OPS_STRIDED_SLICE,
+                              [x, ctx.constant(np.zeros(rank, np.int64)), ctx.constant(np.zeros(rank, np.int64)),
+                               ctx.constant(np.asarray([-1 if d == axis else 1 for d in range(rank)], np.int64))],
+                              ctx.value(x).dtype, flipped_shape, f"{out}.flipped",
+                              {"OH_NN_STRIDED_SLICE_BEGIN_MASK": every, "OH_NN_STRIDED_SLICE_END_MASK": every})
+        dim = _cast(ctx, dims_tensor(ctx, x, [axis]), index_dtype)
+        top = _binary(ctx, OP.OH_NN_OPS_SUB, dim, _const(ctx, 1, index_dtype, "one"), f"{out}.top")
+        last_index = ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [top], index_dtype, (), f"{out}.last")
     idx = _arg_max(ctx, flipped, axis, keep, index_dtype, f"{out}.flipped_index")
-    _binary(ctx, OP.OH_NN_OPS_SUB, _const(ctx, n - 1, index_dtype, "last"), idx, out, output=out)
+    _binary(ctx, OP.OH_NN_OPS_SUB, last_index, idx, out, output=out)
 
 
 @converts("TopK")
@@ -235,17 +247,21 @@ def cum_sum(ctx: NodeContext) -> None:
     exclusive = bool(int(ctx.attr("exclusive", 0)))
     reverse = bool(int(ctx.attr("reverse", 0)))
     n = shape[axis]
-    if n < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"CumSum needs a static size of axis {axis}")
     if n > _CUMSUM_MAX:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"CumSum along an axis of {n} > {_CUMSUM_MAX} elements is not "
                                                      "supported (it runs as a product with an n x n triangle)")
-    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")  # y[i] = sum_j x[j] * T[j, i]
-    if reverse:
-        triangle = j > i if exclusive else j >= i
-    else:
-        triangle = j < i if exclusive else j <= i
-    weights = ctx.constant(triangle.astype(dtype), f"{ctx.name}.triangle")
+    compare = (OP.OH_NN_OPS_GREATER if exclusive else OP.OH_NN_OPS_GREATER_EQUAL) if reverse else \
+        (OP.OH_NN_OPS_LESS if exclusive else OP.OH_NN_OPS_LESS_EQUAL)
+    if n >= 0:
+        j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")  # y[i] = sum_j x[j] * T[j, i]
+        triangle = {OP.OH_NN_OPS_GREATER: j > i, OP.OH_NN_OPS_GREATER_EQUAL: j >= i, OP.OH_NN_OPS_LESS: j < i,
+                    OP.OH_NN_OPS_LESS_EQUAL: j <= i}[compare]
+        weights = ctx.constant(triangle.astype(dtype), f"{ctx.name}.triangle")
+    else:  # a dynamic axis: the triangle compares the positions along it, read at run time
+        rows = axis_iota(ctx, x, axis, 2, position=0)
+        columns = axis_iota(ctx, x, axis, 2, position=1)
+        mask = ctx.emit_to(compare, [rows, columns], np.bool_, (-1, -1), f"{ctx.name}.triangle_mask")
+        weights = _cast(ctx, mask, dtype, f"{ctx.name}.triangle")
     last = list(range(rank))
     last.append(last.pop(axis))
     moved = x if axis == rank - 1 else ctx.transpose(x, last)
