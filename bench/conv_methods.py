@@ -48,8 +48,8 @@ def main(argv=None) -> int:
     from threadpoolctl import threadpool_limits
 
     from nnrt_onnx.accel import conv
-    from nnrt_onnx.accel.direct import direct_possible
     from nnrt_onnx.accel import numba_loops as _accel
+    from nnrt_onnx.accel.direct import direct_possible
     from nnrt_onnx.kernels import register_constant
 
     if not _accel.enabled():

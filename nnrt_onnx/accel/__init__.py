@@ -16,11 +16,11 @@ each op computes). Nothing here is needed for a correct result: the runtime uses
   the accelerated kernel of its op (``post``, ``nchw``, residual addends: keywords only these kernels take).
 
 What the fast paths may differ from the reference by is one table, :mod:`.contract`. The machinery under them:
-:mod:`.numba_loops` (the numba loops; their builders in :mod:`.loops`), :mod:`.tiles` / :mod:`.tile_kernels` / :mod:`.tile_layout` (register-tile
-GEMMs in AVX-512 LLVM IR), :mod:`.gemm` (products into a preallocated output), :mod:`.finish` (bias, fused
-operations and activation on a block in cache), :mod:`.avx512` / :mod:`.vector_ir` and the ``*_vectors`` modules
-(depthwise, pooling, softmax and channel-shuffle loops in AVX-512 vectors), :mod:`.workspace` (scratch arrays,
-packed weights), :mod:`.numba_cache`."""
+:mod:`.numba_loops` (the numba loops; their builders in :mod:`.loops`), :mod:`.tiles` / :mod:`.tile_kernels` /
+:mod:`.tile_layout` (register-tile GEMMs in AVX-512 LLVM IR), :mod:`.gemm` (products into a preallocated output),
+:mod:`.finish` (bias, fused operations and activation on a block in cache), :mod:`.avx512` / :mod:`.vector_ir`
+and the ``*_vectors`` modules (depthwise, pooling, softmax and channel-shuffle loops in AVX-512 vectors),
+:mod:`.workspace` (scratch arrays, packed weights), :mod:`.numba_cache`."""
 from __future__ import annotations
 
 import importlib

@@ -25,7 +25,6 @@ from .kn2row import kn2row, kn2row_runner
 from .winograd import winograd_3x3, winograd_runner
 from .workspace import packed_matrix, padded, scratch
 
-
 # work blocks of the blocked conv loops (measured on a 2-core EPYC with 512 KiB L2 and a Xeon with 2 MiB L2,
 # docs/performance.md)
 _IM2COL_BLOCK_BYTES = 1 << 19  # im2col rows per GEMM call (0.92-0.98x the time of 2 MiB blocks on the Xeon)
@@ -250,8 +249,8 @@ def _bound_runner(op, general, inputs, arguments, addends):
             if group != 1 or tuple(strides) != (1, 1) or addends > 1 or not numba_loops.enabled():
                 return None
             wmat = packed_matrix(weight, o, np.float32)
-            operands = numba_loops.finish_arrays(bias, tuple((name, None if name == "addend" else v) for name, v in post),
-                                            o, np.float32)
+            fused = tuple((name, None if name == "addend" else v) for name, v in post)
+            operands = numba_loops.finish_arrays(bias, fused, o, np.float32)
             return runners.blas_1x1(general, x.shape, out_shape, lambda a, t: gemm.matmul_into(a, wmat, t),
                                      operands, activation, bool(addends))
         if group == 1:

@@ -36,7 +36,7 @@ def depthwise_core(x, w, strides, dilation, pads, out_size, bias=None, activatio
             Finish(None, post, activation)(out)
         return out
     xp = padded(x, pads, "dw_pad")
-    if numba_loops.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # numba, when installed
+    if numba_loops.depthwise(xp, taps, bias, out, strides, dilation, 0 if post else activation):  # (numba)
         if post:
             Finish(None, post, activation)(out)
         return out

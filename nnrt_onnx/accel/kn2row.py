@@ -10,6 +10,7 @@ from . import gemm, numba_loops, runners, tiles
 from .finish import Finish
 from .workspace import scratch
 
+
 def kn2row_usable(x, w, strides, dilation, group) -> bool:
     """kn2row (below) can run: a float stride-1 undilated convolution of one group with a kernel larger than 1x1,
     and the compiled gather."""

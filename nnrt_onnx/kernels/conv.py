@@ -13,8 +13,6 @@ Conventions shared by the convolution and pooling kernels (header + NNAPI, see d
 """
 from __future__ import annotations
 
-from __future__ import annotations
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 

@@ -19,14 +19,14 @@ import numpy as np
 from ..errors import invalid, unsupported
 from . import kernel, shape_rule
 from ._common import (
+    _ERF_P,
+    _ERF_Q,
     _FI,
     _agree,
     _broadcast_dims,
     _check,
     _declared,
     _dtype_name,
-    _ERF_P,
-    _ERF_Q,
     _erf_float32,
     _first_input_shape,
     _kind,

@@ -18,16 +18,7 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel, shape_rule
-from ._common import (
-    _FLOAT_KINDS,
-    _INT_KINDS,
-    _axis_index,
-    _broadcast_dims,
-    _known,
-    _packed,
-    _product,
-    _work_dtype,
-)
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _broadcast_dims, _known, _packed, _product, _work_dtype
 
 # Integer dtypes a matrix product accepts without quantization (ONNX MatMul's integer set); narrower integers are
 # only meaningful as quantized tensors, which the executor dequantizes before calling the kernel.

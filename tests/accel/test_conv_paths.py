@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from accel_support import requires_fast_paths
+
 from nnrt_onnx.accel import conv_method
 from nnrt_onnx.accel import gemm as _gemm
 from nnrt_onnx.accel import kn2row as kn2row_module
@@ -39,8 +39,8 @@ def _direct_conv_f64(x, w, b, pads):
 def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, pads, fuse, path):
     # both transforms: the compiled loops (numba) and the numpy GEMMs with the Kronecker matrices; in blocks of one
     # tile row (every block boundary) and in one block
-    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel.conv import conv2d
 
     if path == "numpy":
@@ -75,9 +75,9 @@ def test_winograd_conv_matches_a_float64_direct_convolution(monkeypatch, shape, 
 def test_winograd_finishes_rows_inside_its_output_transform(monkeypatch, shape, out_c, activation):
     # transform_out finishing each output row (bias, the plan's MUL/ADD vectors, a residual addend, the activation)
     # is bit-identical to the finish pass over each block after it; both against the float64 direct convolution
-    from nnrt_onnx.accel import numba_loops as _accel
-    from nnrt_onnx.accel import finish as finish_module
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import finish as finish_module
+    from nnrt_onnx.accel import numba_loops as _accel
 
     if _accel.winograd_transforms() is None:
         pytest.skip("numba is off or not installed")
@@ -119,8 +119,8 @@ def test_winograd_finishes_rows_inside_its_output_transform(monkeypatch, shape, 
     ((1, 11, 8, 16), 8, (3, 3), (1, 1, 1, 1), 1, np.float32),  # the smallest channel counts it takes
 ])
 def test_kn2row_conv_matches_a_float64_direct_convolution(monkeypatch, shape, out_c, kernel, pads, fuse, dtype):
-    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel.conv import conv2d
 
     if not _accel.enabled():
@@ -320,8 +320,9 @@ def test_convolution_finish_compiled_pass_is_identical_to_numpy(monkeypatch, dty
     ((1, 40, 42, 64), 64, (3, 3), 1, (1, 1, 1, 1), "winograd"),  # Winograd's 16 GEMMs: tile blocks of <= 244 rows
 ])
 def test_small_kernel_blocks_in_every_conv_path(monkeypatch, shape, out_c, kernel, stride, pads, method):
-    from nnrt_onnx.accel import gemm as _gemm, numba_loops as _accel
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import gemm as _gemm
+    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel.conv import conv2d
 
     if method and not _accel.enabled():
@@ -635,8 +636,8 @@ def test_tiles_decline_what_they_cannot_run():
 @pytest.mark.parametrize("activation", [0, 2])
 def test_conv_paths_in_register_tiles_match_float64(monkeypatch, shape, out_c, kernel, stride, pads, group, method,
                                                     activation):
-    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel.conv import conv2d
 
     _tiles = _tiles_or_skip()
@@ -706,8 +707,9 @@ def test_tiles_rule(monkeypatch):
 
 def test_3x3_rule_takes_the_direct_convolution_where_it_measured_fastest(monkeypatch):
     # _method_3x3 with the direct path (docs/performance.md, seventh round): the sweep's cells by hand
-    from nnrt_onnx.accel import numba_loops as _accel, tiles as _tiles
     from nnrt_onnx.accel import conv as conv_kernels
+    from nnrt_onnx.accel import numba_loops as _accel
+    from nnrt_onnx.accel import tiles as _tiles
 
     rule = conv_method.method_3x3
     assert rule(32, 32, 56 * 56, True, direct=True) is None  # ResNet-18-half's 56x56 layers
@@ -821,9 +823,9 @@ def test_avx512_kernels_that_do_not_compile_leave_convolutions_to_their_other_pa
     import importlib
 
     from nnrt_onnx.accel import avx512 as _avx512
+    from nnrt_onnx.accel import conv as conv_kernels
     from nnrt_onnx.accel import numba_loops as _accel
     from nnrt_onnx.accel import tiles as _tiles
-    from nnrt_onnx.accel import conv as conv_kernels
 
     real_import = importlib.import_module
 

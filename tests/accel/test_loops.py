@@ -147,7 +147,8 @@ def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
     compared = 0
     for k in range(120):
         shape = (int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 6)))
-        params = dict(kernel_size=[int(v) for v in rng.integers(1, 4, 2)], stride=[int(v) for v in rng.integers(1, 3, 2)],
+        params = dict(kernel_size=[int(v) for v in rng.integers(1, 4, 2)],
+                      stride=[int(v) for v in rng.integers(1, 3, 2)],
                       pad_mode=int(rng.integers(-1, 2)), pad_list=[int(v) for v in rng.integers(0, 3, 4)],
                       round_mode=int(rng.integers(0, 2)), global_pool=False)
         x = rng.standard_normal(shape).astype([np.float32, np.float64][k % 2])

@@ -71,7 +71,8 @@ def conv_scale_shift(kind, k, channels, seed=0, scale_shape=None, expose_scaled=
 @pytest.mark.parametrize("kind, k, channels", [("conv", 3, 6), ("conv", 1, 6), ("conv", 3, 64),
                                                ("depthwise", 3, 6)])
 def test_mul_add_by_channel_constants_fuse_into_the_convolution(kind, k, channels):
-    """The fused step (one instead of three) gives exactly the unfused steps' values (the plan without fusions) and the float64 oracle's within float32 rounding; 64 channels take the Winograd path."""
+    """The fused step (one instead of three) gives exactly the unfused steps' values (the plan without fusions)
+    and the float64 oracle's within float32 rounding; 64 channels take the Winograd path."""
     model, reference = conv_scale_shift(kind, k, channels)
     ex = executor(model)
     assert len(ex.prepared.steps) == 1 and len(ex.prepared._plain_steps) == 3
@@ -485,7 +486,8 @@ def _unspecialised(model, monkeypatch, **extensions):
 
 
 def test_convolution_steps_run_through_runners_bit_identical_to_the_general_kernels(monkeypatch):
-    from nnrt_onnx.accel import tiles as _tiles, conv
+    from nnrt_onnx.accel import conv
+    from nnrt_onnx.accel import tiles as _tiles
 
     if not _tiles.available():
         pytest.skip("the register tiles need numba and an AVX-512 CPU")

@@ -7,7 +7,6 @@ defaults). Ids start with the op's short name (``pytest -k softmax``).
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from kernels.kernel_support import (
