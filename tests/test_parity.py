@@ -471,8 +471,8 @@ def test_integer_mismatch_where_onnx_reference_agrees_with_onnxruntime_fails(mon
     model, x = _qlinear_conv_model()
     real = parity._run_native
 
-    def wrong_native(nnrt, arrays, capture, device):
-        outputs = real(nnrt, arrays, capture, device)
+    def wrong_native(nnrt, arrays, capture, device, hidden=None):
+        outputs = real(nnrt, arrays, capture, device, hidden)
         outputs[0] = outputs[0].copy()
         outputs[0].reshape(-1)[7] += np.uint8(5)
         return outputs
