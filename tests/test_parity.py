@@ -835,7 +835,7 @@ def test_a_bug_on_one_model_does_not_end_the_sweep(monkeypatch):
 
 def test_onnxruntime_threads_come_from_an_extension_config():
     from nnrt_onnx.errors import NNRtError
-    from nnrt_onnx.runtime.ort import THREADS_EXTENSION as ORT_THREADS_EXTENSION
+    from nnrt_onnx.ort_device import THREADS_EXTENSION as ORT_THREADS_EXTENSION
     from nnrt_onnx.serialization import load_model
 
     model = load_model(MODELS / "tiny_cnn.nnrt")
