@@ -111,7 +111,7 @@ def _post_vector(plan, step, tensor: int, channels: int):
         return None
     if constant.ndim > len(shape) or constant.size not in (1, channels):
         return None
-    if constant.size == channels and constant.shape[-1] != channels:
+    if constant.size == channels and constant.ndim and constant.shape[-1] != channels:
         return None  # e.g. [C, 1, 1]: broadcasts along another axis
     try:
         if np.broadcast_shapes(shape, constant.shape) != shape:
