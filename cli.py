@@ -209,7 +209,8 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs, max_b
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="The docs/ops.md table (with --hdi: docs/hdi.md).")
-@click.option("--hdi", is_flag=True, help="Each op as the HDI v2.1 structure a driver receives, and its fields' sources.")
+@click.option("--hdi", is_flag=True,
+              help="Each op as the HDI v2.1 structure a driver receives, and its fields' sources.")
 def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
     """The operator support matrix: every NNRt op, its parameters, dtypes and quantization."""
     from nnrt_onnx.workflows.opdocs import op_rows, ops_markdown
