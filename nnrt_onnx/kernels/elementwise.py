@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import _accel, kernel, shape_rule
+from . import kernel, shape_rule
 from ._common import (
+    _ERF_P,
+    _ERF_Q,
     _FI,
     _agree,
     _broadcast_dims,
@@ -361,23 +363,17 @@ def cos(input):
     return _unary_float("COS", input, np.cos)
 
 
+# erf's float32 rational approximation (numerator, denominator coefficients; evaluated in float64): a compiled
+# evaluation must use these, in this order, to give the kernel's values
+ERF_COEFFICIENTS = (_ERF_P, _ERF_Q)
+
+
 @kernel("OH_NN_OPS_ERF")
 def erf(input):
     x = np.asarray(input)
     if x.dtype == np.float64:  # the header: "the data type only support OH_NN_FLOAT32 and OH_NN_FLOAT16"
         raise unsupported("OH_NN_OPS_ERF: input dtype OH_NN_FLOAT64 is not supported (FLOAT32 or FLOAT16 only)")
-    fast = _accel.erf(x)  # the same float64 evaluation, compiled (numba), when installed
-    return _unary_float("ERF", x, _erf_float32) if fast is None else fast.astype(x.dtype, copy=False)
-
-
-def erf_gelu(x, *, divisor, addend, factor):
-    """``(x * (erf(x / divisor) + addend)) * factor`` on float32 with float32 scalars: the exported exact GELU
-    (DIV, ERF, ADD, MUL, MUL) that the native plan fuses into one step (runtime/cpu.py). The compiled loop, or
-    those steps' own operations in order (ERF by its kernel): bit-identical to the five steps either way."""
-    fast = _accel.erf_gelu(x, divisor, addend, factor)
-    if fast is not None:
-        return fast
-    return np.multiply(np.multiply(x, np.add(erf(np.divide(x, divisor)), addend)), factor)
+    return _unary_float("ERF", x, _erf_float32)
 
 
 @kernel("OH_NN_OPS_CEIL")
