@@ -147,6 +147,15 @@ def _given_types(entry: OpSpec, operation: Operation, tensors) -> dict[str, list
     return given
 
 
+def _literal(value) -> str:
+    """A parameter value as the source text shows it (IDL-style booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    return str(value)
+
+
 def _dims_text(field: HdiField) -> str:
     return ", ".join(f"dims[{d}]" for d in field.dims)
 
@@ -166,7 +175,7 @@ def _field(entry: OpSpec, field: HdiField, operation: Operation, tensors, given:
         raw = operation.values[field.param]
         names = " + ".join(given.get(field.param, [field.param]))
         conversion = f", converted by {field.map}" if field.map else ""
-        return _convert(field, raw), f"{names} = {raw}{conversion}"
+        return _convert(field, raw), f"{names} = {_literal(raw)}{conversion}"
     native = native_default(entry, field)
     differs = "" if native is None else f" (the native kernel uses {native!r})"
     return _enum_value(field, field.absent), f"not given: the builder's default{differs}"

@@ -144,8 +144,8 @@ class OpSpec:
 FAMILIES = ("elementwise", "activation", "conv", "pool", "linear", "normalization", "reduce", "shape", "indexing",
             "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control")
 
-_TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
-             "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes", "hdi"}
+_TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant",
+             "inputs", "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes", "hdi"}
 # How an op lets a transpose move through it (the importer's layout pass):
 #   unary     — one data input, same shape out (y = f(x)): T(f(x)) == f(T(x))
 #   broadcast — numpy-broadcasting n-ary elementwise op: operands permuted alike

@@ -560,7 +560,8 @@ def test_activation_ops_are_one_structure_with_their_type():
 
 
 def test_float_fields_hold_the_32_bit_value_the_driver_reads():
-    """IDL ``float`` is 32-bit: BatchNorm's default epsilon 1e-4 arrives as the float32 0x38D1B717 = 9.99999974737875163555145263671875e-05."""
+    """IDL ``float`` is 32-bit: BatchNorm's default epsilon 1e-4 arrives as the float32 0x38D1B717,
+    9.99999974737875163555145263671875e-05."""
     epsilon = _attributes(_single(OP.OH_NN_OPS_BATCH_NORM, [[1, 2], [2], [2], [2], [2]], [[1, 2]]))["epsilon"]
     assert epsilon == 9.99999974737875163555145263671875e-05 and epsilon != 1e-4
 
@@ -696,3 +697,19 @@ def test_inspect_hdi_on_a_quantized_model(invoke, tmp_path):
     text = invoke("inspect", path, "--hdi")
     assert text.exit_code == 0 and "QUANT_TYPE_ALL (1)" in text.output
     assert "quant scale 0.05 zeroPoint 120 numBits 8" in text.output
+
+
+def test_inspect_hdi_of_a_model_that_cannot_convert_is_the_usual_error(invoke, tmp_path):
+    import onnx
+
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["selected"], name="nms")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
+                                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
+                              [helper.make_tensor_value_info("selected", TensorProto.INT64, None)])
+    path = tmp_path / "nms.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    result = invoke("inspect", path, "--hdi", "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout)["hdi"] is None
+    result = invoke("inspect", path, "--hdi")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines() == [f"error: {path.name} cannot be converted: 1 problem(s), listed above"]
