@@ -332,7 +332,11 @@ def test_every_enum_value_the_view_sends_is_confirmed():
 
 def test_enums_are_the_nnrt_types_idl_s_when_it_is_in_the_spec_folder():
     """With drivers_interface's NnrtTypes.idl next to NodeAttrTypes.idl, every enum is compared member by member."""
-    text = shared_file("spec", "NnrtTypes.idl").read_text()
+    path = shared_file("spec", "NodeAttrTypes.idl").with_name("NnrtTypes.idl")
+    if not path.exists():
+        pytest.skip("../shared/spec has no NnrtTypes.idl (drivers_interface nnrt/v2_1): the enums are checked "
+                    "against every value nnrt_ops_spec states instead")
+    text = path.read_text()
     for enum, members in hdi_definitions()["enums"].items():
         body = re.search(rf"enum {enum}\s*:\s*[\w ]+\{{(.*?)\}};", text, re.S).group(1)
         body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
