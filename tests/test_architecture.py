@@ -84,6 +84,21 @@ def test_no_import_cycles(import_graph):
     assert _import_layers().cycles(import_graph) == []
 
 
+def test_no_import_cycles_between_packages(import_graph):
+    """Each subpackage as one node (lazy imports count): the layers of docs/architecture.md are real."""
+    layers = _import_layers()
+    assert layers.cycles(layers.collapse(import_graph)) == []
+
+
+def test_the_layer_table_of_docs_architecture_is_generated_from_the_imports():
+    layers = _import_layers()
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    begin, end = text.find(layers.MARKDOWN_BEGIN), text.find(layers.MARKDOWN_END)
+    assert begin >= 0 and end > begin, "docs/architecture.md lost its generated layer table"
+    assert text[begin:end + len(layers.MARKDOWN_END)] + "\n" == layers.markdown(), \
+        "docs/architecture.md is stale: python tools/import_layers.py --markdown, and paste it over the table"
+
+
 def _package_of(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1]) if path.name != "__init__.py" else ".".join(parts[:-1])

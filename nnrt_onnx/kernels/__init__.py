@@ -51,14 +51,18 @@ _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SPECIALISERS: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 
 
-def kernel(op_name: str):
-    """Register the decorated function as the kernel of ``op_name`` (e.g. ``"OH_NN_OPS_CONV2D"``)."""
+def kernel(op_name: str, *, shape: Callable[..., Any] | None = None):
+    """Register the decorated function as the kernel of ``op_name`` (e.g. ``"OH_NN_OPS_CONV2D"``); ``shape``, a
+    shape rule shared by many ops (the input's shape, the broadcast of two inputs), registers it for this op too --
+    so such an op is declared once, at its kernel. An op with its own geometry gets its own ``@shape_rule``."""
     op = OH_NN_OperationType[op_name]
 
     def register(fn):
         if op in _REGISTRY and _REGISTRY[op] is not fn:
             raise RuntimeError(f"{op_name} already has kernel {_REGISTRY[op].__module__}.{_REGISTRY[op].__name__}")
         _REGISTRY[op] = fn
+        if shape is not None:
+            shape_rule(op_name)(shape)
         return fn
 
     return register

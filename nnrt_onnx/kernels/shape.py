@@ -709,9 +709,8 @@ def _constant_of_shape_shape(op, shapes, values, **_):
 # ---------------------------------------------------------------------------------------------------------- assert
 
 # The output is the condition.
-shape_rule("OH_NN_OPS_ASSERT")(_first_input_shape)
 
-@kernel("OH_NN_OPS_ASSERT")
+@kernel("OH_NN_OPS_ASSERT", shape=_first_input_shape)
 def assert_(condition, data, *, summarize, ctx):
     """Every element of ``condition`` must be true (non-zero); otherwise the run fails with OH_NN_FAILED and the
     message shows the first ``summarize`` entries of ``data`` (summarize <= 0: all of them). Output: the condition."""

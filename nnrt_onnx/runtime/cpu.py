@@ -157,6 +157,8 @@ class NativePreparedModel(PreparedModel):
         if self.fast_paths:
             specialise_steps(self, self.steps)
         self._hidden: dict[int, Step] = {t: step for step in self.steps for t in step.hidden()}
+        self._fused_writer: dict[int, Step] = {t: step for step in self.steps if len(step.group) > 1
+                                               for t in step.outputs}
         self._arenas: list[list[np.ndarray]] = []
         self._arena_lock = threading.Lock()
 
@@ -271,11 +273,12 @@ class NativePreparedModel(PreparedModel):
     def hidden_by(self, tensor: int) -> str | None:
         """The label of the fused step that hides ``tensor`` -- an intermediate of the operations it merged, which
         no step of the plan writes (a capture computes it by re-running their reference steps) -- or None."""
-        step = self._hidden.get(tensor)
-        if step is None:
-            return None
-        merged = ", ".join(f"#{s.number} {s.op.name[len('OH_NN_OPS_'):]}" for s in step.group)
-        return f"{step.label} (fused: operations {merged})"
+        return _fused_label(self._hidden.get(tensor))
+
+    def written_by_fused(self, tensor: int) -> str | None:
+        """The label of the fused step (several operations merged by a fusion pass) that writes ``tensor``, or
+        None: where a value diverges and a fused step wrote it, that step's fast path is the suspect."""
+        return _fused_label(self._fused_writer.get(tensor))
 
     def _capture(self, capture: MutableMapping[int, np.ndarray | None], env: list, indices: Sequence[int]) -> None:
         for index in indices:  # copies: the plan's arena arrays are written again by later steps
@@ -387,6 +390,13 @@ class NativePreparedModel(PreparedModel):
         if len(value.shape) != len(declared) or any(d not in (-1, s) for d, s in zip(declared, value.shape)):
             raise NNRtError(OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER,
                             f"{what} (tensor {index}) has shape {list(value.shape)}, the model declares {list(declared)}")
+
+
+def _fused_label(step: Step | None) -> str | None:
+    if step is None:
+        return None
+    merged = ", ".join(f"#{s.number} {s.op.name[len('OH_NN_OPS_'):]}" for s in step.group)
+    return f"{step.label} (fused: operations {merged})"
 
 
 class CpuDevice(Device):
