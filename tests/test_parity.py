@@ -558,7 +558,12 @@ def test_ill_conditioned_model_passes_with_a_warning_and_fails_strict(monkeypatc
     model = ill_conditioned_model()
     clean = check_model(model)
     assert clean.ok and clean.outputs[0].within  # here both sides round alike ...
-    assert clean.outputs[0].float64.verdict == f64.ILL_CONDITIONED  # ... by luck: the referee says so
+    # ... on a constant output: a warning whatever the referee says, which it is therefore not asked
+    assert clean.outputs[0].constant and clean.float64 is None and clean.outputs[0].float64 is None
+    assert clean.float64_not_asked.endswith("'y' constant: a warning either way")
+    asked = check_model(model, float64_always=True)
+    assert asked.outputs[0].float64.verdict == f64.ILL_CONDITIONED  # ... by luck: the referee says so, when asked
+    assert asked.float64["asked_because"] == ["it was asked for"] and asked.float64_not_asked is None
     assert not check_model(model, strict=True).ok
 
     one_ulp_up(monkeypatch)
@@ -695,7 +700,13 @@ def test_a_constant_output_is_a_warning():
     assert report.ok and report.outputs[0].constant
     assert report.warnings == ["output 'y' is constant (3 to 3 over 4 elements): agreement on it says little about "
                                "the conversion"]
-    assert report.outputs[0].float64.verdict is None  # asked, and a constant is perfectly conditioned
+    # not asked: it could only say something about an agreement, and a constant one is a warning anyway
+    assert report.float64 is None and report.outputs[0].float64 is None
+    assert report.float64_not_asked == ("every floating output agrees within tolerance (the closest to it: 'y', max "
+                                        "rel 0 x rtol): an agreement passes whatever the referee finds; 'y' constant: "
+                                        "a warning either way")
+    asked = check_model(model, float64_always=True)
+    assert asked.outputs[0].float64.verdict is None  # asked, and a constant is perfectly conditioned
     assert not check_model(model, strict=True).ok
 
 
@@ -906,13 +917,16 @@ def test_the_shipped_light_squeezenet_is_ill_conditioned_at_its_softmax():
     from nnrt_onnx.workflows import float64 as f64
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
-    report = check_model(path)
+    report = check_model(path, float64_always=True)
     (c,) = report.outputs
     assert c.float64.verdict == f64.ILL_CONDITIONED and c.float64.amplifier["op_type"] == "Softmax"
     assert report.ok and report.culprit is None
     assert any("ill-conditioned" in w and "(Softmax" in w for w in report.warnings)
     report.strict = True
     assert not report.ok
+    # unasked, the referee runs only where the sides disagree (AVX2): a pass with a warning either way
+    default = check_model(path)
+    assert default.ok and default.warnings and (default.float64 is None) == default.outputs[0].within
 
 
 def test_a_grown_repro_of_an_ir3_model_with_computed_weights_is_valid(monkeypatch, tmp_path):

@@ -85,6 +85,18 @@ def relative_error(x, truth, rtol: float, atol: float) -> float:
         return math.inf
     if not x.size:
         return 0.0
+    if np.isfinite(t).all() and np.isfinite(x).all():  # the usual case, in fewer passes over the data: the same value
+        scale = float(np.abs(t).max())
+        floor = atol * scale / rtol if rtol > 0 else atol * scale
+        floor = max(floor, np.finfo(np.float64).tiny)
+        difference = np.subtract(x, t)
+        np.abs(difference, out=difference)
+        denominator = np.abs(t)
+        np.maximum(denominator, floor, out=denominator)
+        with np.errstate(over="ignore"):
+            np.divide(difference, denominator, out=difference)
+        value = float(difference.max())
+        return value if not math.isnan(value) else math.inf
     finite_t = np.isfinite(t)
     both = finite_t & np.isfinite(x)
     same_special = (np.isnan(x) & np.isnan(t)) | ((x == t) & ~both)
@@ -335,8 +347,9 @@ def _default_opset(model) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
 
 
-def _original_dtypes(model) -> dict[str, str]:
-    """Tensor name -> numpy dtype name of the floating tensors of the original model (where known)."""
+def _original_dtypes(model, initializers: Iterable[Any] = ()) -> dict[str, str]:
+    """Tensor name -> numpy dtype name of the floating tensors of the original model (where known); ``initializers``:
+    the main graph's, when ``model`` is the copy without them (:func:`_without_initializers`)."""
     import onnx
     from onnx import helper
 
@@ -353,11 +366,47 @@ def _original_dtypes(model) -> dict[str, str]:
                 found[info.name] = np.dtype(helper.tensor_dtype_to_np_dtype(elem)).name
             except (KeyError, TypeError):
                 found[info.name] = "bfloat16"
-    for tensor in graph.initializer:
+    for tensor in list(graph.initializer) + list(initializers):
         if tensor.data_type in _float_types() or tensor.data_type == onnx.TensorProto.DOUBLE:
             found[tensor.name] = "float16" if tensor.data_type == onnx.TensorProto.FLOAT16 else (
                 "float64" if tensor.data_type == onnx.TensorProto.DOUBLE else "float32")
     return found
+
+
+def _without_initializers(model) -> tuple[Any, dict[str, Any]]:
+    """(a copy of ``model`` whose main graph declares its initializers as inputs instead of holding them, the
+    initializers by name -- the model's own TensorProtos, not copies): the weights are then read one at a time, when
+    a node needs them, instead of all at once in double."""
+    import onnx
+    from onnx import helper
+
+    def copy_fields(source, target, skip=()) -> None:
+        for descriptor, value in source.ListFields():
+            if descriptor.name in skip:
+                continue
+            if hasattr(value, "extend"):  # a repeated field
+                getattr(target, descriptor.name).extend(value)
+            elif descriptor.message_type is not None:
+                getattr(target, descriptor.name).CopyFrom(value)
+            else:
+                setattr(target, descriptor.name, value)
+
+    light = onnx.ModelProto()
+    copy_fields(model, light, skip=("graph",))
+    copy_fields(model.graph, light.graph, skip=("initializer",))
+    initializers = {t.name: t for t in model.graph.initializer}
+    declared = {i.name for i in light.graph.input}
+    light.graph.input.extend(helper.make_tensor_value_info(name, t.data_type, list(t.dims))
+                             for name, t in initializers.items() if name not in declared)
+    return light, initializers
+
+
+def _as_double(tensor) -> np.ndarray:
+    """An initializer's value as the double model holds it (floating types in float64)."""
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(tensor)
+    return value.astype(np.float64) if tensor.data_type in _float_types() else value
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -415,71 +464,135 @@ class Float64Reference:
 
 
 def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Tolerance, trials: int = TRIALS,
-                      seed: int = 0, names: Iterable[str] | None = None) -> Float64Reference:
+                      seed: int = 0, names: Iterable[str] | None = None,
+                      on_node: Callable[[int, int], None] | None = None) -> Float64Reference:
     """Run the double model (truth) and ``trials`` Monte Carlo runs on ``feed`` (see the module doc).
 
     ``tolerance(dtype)`` gives a floating dtype's (rtol, atol). ``names`` limits the truth kept to those tensors
-    (spreads are kept for every floating tensor: the amplifier needs them). Raises whatever onnx.reference raises
-    for a model it cannot evaluate.
+    (spreads are kept for every floating tensor: the amplifier needs them). ``on_node(done, total)`` is called after
+    each node. Raises whatever onnx.reference raises for a model it cannot evaluate.
+
+    In bounded memory: the truth and the trials advance together, node by node (``onnx.reference``'s node
+    implementations, one evaluator for all the runs); a tensor's spread is measured as soon as it is computed, and
+    every tensor is dropped after its last reader (the truths of ``names`` excepted); an initializer is turned into
+    double only when a node reads it. A trial whose inputs to a node are the truth's own (nothing upstream of it
+    rounds: weights, shapes, the graph's inputs) shares the truth's result instead of computing it again.
     """
     import time
 
     from onnx.reference import ReferenceEvaluator
 
     started = time.perf_counter()
-    double = double_model(model)
-    legacy = _legacy_ops(_default_opset(model))
-    original = _original_dtypes(model)
-    feed64 = {n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
-              for n, v in feed.items()}
+    light, initializers = _without_initializers(model)
+    original = _original_dtypes(light, initializers.values())
+    evaluator = ReferenceEvaluator(double_model(light), new_ops=_legacy_ops(_default_opset(model)))
+    nodes = list(evaluator.rt_nodes_)
+    protos = list(model.graph.node)
+    assert len(nodes) == len(protos), "onnx.reference builds one node per node of the graph"
+    reads = [[i for i in proto.input] + sorted(_outer_names(proto)) for proto in protos]
+    last_reader = {name: index for index, names_read in enumerate(reads) for name in names_read}
     inputs = {i.name for i in model.graph.input}
-    produced = [o for node in model.graph.node for o in node.output if o]
-
-    def evaluate(rng: np.random.Generator | None) -> dict[str, Any]:
-        evaluator = ReferenceEvaluator(double, new_ops=legacy)
-        if rng is not None:
-            _perturb(evaluator, rng, original)
-        return evaluator.run(None, {n: v for n, v in feed64.items() if n in inputs}, intermediate=True)
-
-    clean = evaluate(None)
-    floating = [n for n in produced if isinstance(clean.get(n), np.ndarray) and clean[n].dtype == np.float64]
-    tolerances = {}
-    for n in floating:
-        found = tolerance(np.dtype(original.get(n, "float32")))
-        tolerances[n] = found if found is not None else tolerance(np.dtype(np.float32))
-    spread = dict.fromkeys(floating, 0.0)
-    for trial in range(trials):
-        perturbed = evaluate(np.random.default_rng([seed, trial]))
-        for n in floating:
-            value = perturbed.get(n)
-            if isinstance(value, np.ndarray):
-                rtol, atol = tolerances[n]
-                spread[n] = max(spread[n], relative_error(value, clean[n], rtol, atol))
-        del perturbed
+    start: dict[str, Any] = {"": None}
+    start.update(evaluator.rt_inits_)  # what the double model still holds (sparse initializers)
+    start.update({n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
+                  for n, v in feed.items() if n in inputs})
+    runs = [dict(start) for _ in range(1 + trials)]  # runs[0]: the truth; then the Monte Carlo trials
+    generators = [np.random.default_rng([seed, trial]) for trial in range(trials)]
+    produced = [o for proto in protos for o in proto.output if o]
     wanted = set(names) if names is not None else set(produced)
-    truth = {n: np.asarray(v) for n, v in clean.items() if n in wanted and isinstance(v, (np.ndarray, np.generic))}
-    return Float64Reference(truth, spread, tolerances, trials, time.perf_counter() - started, list(model.graph.node))
+    kept: dict[str, np.ndarray] = {}
+    spread: dict[str, float] = {}
+    tolerances: dict[str, tuple[float, float]] = {}
+
+    for index, (node, proto) in enumerate(zip(nodes, protos)):
+        for name in reads[index]:  # a weight turns double when first read (it stays while its readers need it)
+            if name not in runs[0] and name in initializers:
+                value = _as_double(initializers[name])
+                for run in runs:
+                    run[name] = value
+        truth = _run_node(node, runs[0])
+        results = [truth]
+        for trial, run in enumerate(runs[1:]):
+            same = node.op_type not in RANDOM_OPS and all(run.get(n) is runs[0].get(n) for n in reads[index])
+            values = truth if same else _run_node(node, run)
+            if node.op_type not in EXACT_OPS:
+                values = _rounded(values, proto.output, original, generators[trial])
+            results.append(values)
+        for position, name in enumerate(proto.output):
+            if not name or position >= len(truth):
+                continue
+            for run, values in zip(runs, results):
+                run[name] = values[position]
+            value = truth[position]
+            if not (isinstance(value, np.ndarray) and value.dtype == np.float64):
+                continue
+            found = tolerance(np.dtype(original.get(name, "float32")))
+            tolerances[name] = rtol_atol = found if found is not None else tolerance(np.dtype(np.float32))
+            spread[name] = max((0.0 if values[position] is value else relative_error(values[position], value,
+                                                                                       *rtol_atol)
+                                for values in results[1:] if isinstance(values[position], np.ndarray)),
+                               default=0.0)
+        for name in set(reads[index]) | set(proto.output):  # drop what no later node reads
+            if last_reader.get(name, -1) <= index and name:
+                if name in wanted and name in runs[0]:
+                    kept[name] = runs[0][name]
+                for run in runs:
+                    run.pop(name, None)
+        if on_node is not None:
+            on_node(index + 1, len(nodes))
+    for name in wanted - set(kept):  # the graph's inputs and initializers, when asked for
+        if name in runs[0]:
+            kept[name] = runs[0][name]
+        elif name in initializers:
+            kept[name] = _as_double(initializers[name])
+    truth_kept = {n: np.asarray(v) for n, v in kept.items() if isinstance(v, (np.ndarray, np.generic))}
+    return Float64Reference(truth_kept, spread, tolerances, trials, time.perf_counter() - started, protos)
 
 
-def _perturb(evaluator, rng: np.random.Generator, dtypes: Mapping[str, str]) -> None:
-    """Make every rounding node of ``evaluator`` multiply its floating outputs by ``1 + U(-ulp, ulp)``."""
-    for node in evaluator.rt_nodes_:
-        if node.op_type in EXACT_OPS:
-            continue
-        real = node.run
-        names: Sequence[str] = list(node.onnx_node.output)
+# ops whose result is drawn at random: never shared between the runs
+RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
+                        "Bernoulli", "Dropout"})
 
-        def run(*args, _real=real, _names=names, **kwargs):
-            results = list(_real(*args, **kwargs))
-            for i, (name, value) in enumerate(zip(_names, results)):
-                if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
-                    ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
-                    results[i] = value * (1.0 + rng.uniform(-ulp, ulp, value.shape))
-            return tuple(results)
 
-        node.run = run
+def _outer_names(node) -> set[str]:
+    """The names the subgraphs of ``node`` (If, Loop, Scan ...) may read from the enclosing graph: every name they
+    read (an over-approximation: it keeps those tensors alive until the node has run)."""
+    import onnx
+
+    found: set[str] = set()
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else (
+            list(attribute.graphs) if attribute.type == onnx.AttributeProto.GRAPHS else [])
+        for graph in graphs:
+            for inner in graph.node:
+                found.update(i for i in inner.input if i)
+                found |= _outer_names(inner)
+    return found
+
+
+def _run_node(node, values: Mapping[str, Any]) -> tuple:
+    """One node of an onnx.reference evaluator on ``values`` (what ``ReferenceEvaluator.run`` does for it)."""
+    arguments = []
+    for name in node.input:
+        if name not in values:
+            raise RuntimeError(f"onnx.reference: input {name!r} of {node.op_type} {node.onnx_node.name!r} is unknown")
+        arguments.append(values[name])
+    if node.need_context():  # a subgraph reads the enclosing graph's tensors
+        return tuple(node.run(*arguments, context=values))
+    return tuple(node.run(*arguments))
+
+
+def _rounded(values: tuple, names: Sequence[str], dtypes: Mapping[str, str], rng: np.random.Generator) -> tuple:
+    """A rounding node's floating outputs times ``1 + U(-ulp, ulp)`` of their original dtype (see the module doc)."""
+    results = list(values)
+    for i, (name, value) in enumerate(zip(names, results)):
+        if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
+            ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
+            # an array even for a 0-d tensor (the product of two 0-d arrays is a numpy scalar: its spread was 0)
+            results[i] = np.asarray(value * (1.0 + rng.uniform(-ulp, ulp, value.shape)))
+    return tuple(results)
 
 
 __all__ = ["ACCEPTED", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K", "NATIVE_WRONG",
-           "NEITHER", "ORT_WRONG", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference", "judge",
-           "relative_error"]
+           "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference",
+           "judge", "relative_error"]
