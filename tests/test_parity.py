@@ -653,6 +653,85 @@ def test_a_model_onnx_reference_cannot_run_gets_a_note_not_a_verdict(monkeypatch
     assert report.notes == ["no float64 opinion: onnx.reference cannot evaluate the model (no implementation for that)"]
 
 
+# -- when the float64 referee is asked: where it can change the result ---------------------------------------------
+
+def _native_scaled(monkeypatch, factor):
+    """native's outputs times ``factor``: a relative error of ``factor - 1`` on every element of every output."""
+    import nnrt_onnx.workflows.parity as parity
+
+    real = parity._run_native
+
+    def scaled(*args, **kwargs):
+        return [np.asarray(o * o.dtype.type(factor)) for o in real(*args, **kwargs)]
+
+    monkeypatch.setattr(parity, "_run_native", scaled)
+
+
+def _referee_forbidden(monkeypatch):
+    import nnrt_onnx.workflows.float64 as f64
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the float64 referee was asked")
+
+    monkeypatch.setattr(f64, "float64_reference", forbidden)
+
+
+def test_where_the_sides_agree_the_referee_is_not_asked_and_the_report_says_why(monkeypatch):
+    _referee_forbidden(monkeypatch)
+    report = check_model(MODELS / "tiny_mlp.onnx")
+    assert report.ok and report.float64 is None and report.outputs[0].float64 is None
+    assert report.float64_not_asked.startswith("every floating output agrees within tolerance (the closest to it: "
+                                               "'scores', max rel ")
+    assert report.float64_not_asked.endswith(" x rtol): an agreement passes whatever the referee finds")
+    assert report.to_dict()["float64_not_asked"] == report.float64_not_asked
+    layered = check_model(MODELS / "small_cnn.onnx", per_layer=True)
+    assert layered.float64 is None and layered.float64_not_asked.endswith("; every compared layer agrees too")
+    off = check_model(MODELS / "tiny_mlp.onnx", float64_opinion=False)
+    assert off.float64_not_asked == "turned off"
+
+
+def test_under_strict_an_agreement_near_the_tolerance_is_judged(monkeypatch):
+    """Under strict an ill-conditioned output fails even where the sides agree; ill-conditioning shows as agreement
+    only just within tolerance: beyond a tenth of it, the referee is asked (here: well-conditioned, it passes)."""
+    _native_scaled(monkeypatch, 1 + 5e-5)  # max rel 5e-5: half the float32 rtol
+    plain = check_model(MODELS / "tiny_mlp.onnx")
+    assert plain.outputs[0].within and plain.outputs[0].max_rel == pytest.approx(5e-5, rel=0.05)
+    assert plain.float64 is None  # an agreement passes whatever the referee finds
+    strict = check_model(MODELS / "tiny_mlp.onnx", strict=True)
+    assert strict.float64["asked_because"] == ["an output agrees only to within 0.1 of its tolerance (--strict)"]
+    verdict = strict.outputs[0].float64
+    assert verdict.verdict is None and verdict.spread < 1e-6 and verdict.native_error == pytest.approx(5e-5, rel=0.1)
+    assert strict.ok  # judged well-conditioned: no warning
+    monkeypatch.undo()
+    _native_scaled(monkeypatch, 1 + 5e-6)  # max rel 5e-6: a twentieth of the rtol
+    _referee_forbidden(monkeypatch)
+    far = check_model(MODELS / "tiny_mlp.onnx", strict=True)
+    assert far.ok and far.float64_not_asked.endswith(" x rtol), none beyond 0.1 x rtol")
+
+
+def test_the_referee_asked_for_judges_every_floating_output():
+    report = check_model(MODELS / "small_cnn.onnx", float64_always=True)
+    assert report.float64["asked_because"] == ["it was asked for"] and report.float64_not_asked is None
+    assert all(c.float64 is not None and c.float64.verdict is None for c in report.outputs)
+
+
+def test_check_tells_its_phases_as_they_go():
+    import contextlib
+
+    seen = []
+
+    @contextlib.contextmanager
+    def phases(label, total=None, unit=""):
+        updates = []
+        yield updates.append
+        seen.append((label, total, unit, updates[-1] if updates else None))
+
+    check_model(MODELS / "small_cnn.onnx", per_layer=True, float64_always=True, phases=phases)
+    assert seen == [("converting", None, "", None), ("running natively", None, "", None),
+                    ("running onnxruntime", None, "", None), ("float64 referee", 13, "nodes", 13),
+                    ("comparing layers", 13, "nodes", 13)]
+
+
 # -- output validation ------------------------------------------------------------------------------------------------
 
 def _unary_model(op, shape=(2, 3), **attrs):

@@ -687,7 +687,7 @@ def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol,
     nodes = list(model.graph.node)
     with phase("comparing layers", len(nodes), "nodes") as update:
         for position, node in enumerate(nodes):
-            update(position)
+            update(position + 1)
             name = node.name or next((o for o in node.output if o), node.op_type)
             outs = [o for o in node.output if o]
             found = [o for o in outs if o in wanted and capture.get(wanted[o][0]) is not None and o in reference]
