@@ -768,7 +768,7 @@ def test_statistics_of_each_side_by_hand():
     assert report.to_dict()["outputs"][0]["reference_stats"]["std"] == pytest.approx(np.sqrt(11 / 4))
 
 
-def test_a_constant_output_is_a_warning():
+def test_a_constant_output_is_a_warning(monkeypatch):
     nodes = [helper.make_node("Mul", ["x", "zero"], ["m"]), helper.make_node("Add", ["m", "three"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
@@ -787,6 +787,11 @@ def test_a_constant_output_is_a_warning():
     asked = check_model(model, float64_always=True)
     assert asked.outputs[0].float64.verdict is None  # asked, and a constant is perfectly conditioned
     assert not check_model(model, strict=True).ok
+    # under strict a constant output fails whatever the referee says: not asked even near the tolerance
+    _native_scaled(monkeypatch, 1 + 5e-5)
+    _referee_forbidden(monkeypatch)
+    near = check_model(model, strict=True)
+    assert near.outputs[0].max_rel > 1e-5 and not near.ok and near.float64 is None
 
 
 # -- golden outputs, value ranges, per-layer accounting ----------------------------------------------------------------
