@@ -365,3 +365,35 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)
                           cwd=Path(__file__).resolve().parent)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) < 128  # MB above the peak the model's making already reached
+
+
+@pytest.mark.parametrize("attributes", [
+    dict(kernel_shape=[3, 3], strides=[2, 2]),
+    dict(kernel_shape=[2, 3], strides=[3, 1], pads=[1, 0, 2, 2]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    dict(kernel_shape=[3, 2], strides=[1, 1], dilations=[2, 3], pads=[2, 1, 0, 3]),
+    dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[2, 2], strides=[2, 1], auto_pad="VALID"),
+    dict(kernel_shape=[1, 1], strides=[2, 2], pads=[0, 0, 3, 3], ceil_mode=1),  # windows wholly in the padding
+])
+@pytest.mark.parametrize("special", [None, -np.inf, np.nan])
+def test_the_referees_max_pool_is_onnx_references(attributes, special):
+    """The referee takes the maxima of onnx.reference's MaxPool windows by numpy slices: exactly its values."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.random.default_rng(7).standard_normal((2, 3, 9, 8))
+    if special is not None:
+        x[0, 1, :3, :2] = special
+        x[1, 2, 4, 5] = special
+    for outputs in (["y"], ["y", "indices"]):
+        node = helper.make_node("MaxPool", ["x"], outputs, **attributes)
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)],
+                                  [onnx.ValueInfoProto(name=o) for o in outputs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        expected = ReferenceEvaluator(model).run(None, {"x": x})
+        got = ReferenceEvaluator(model, new_ops=[f64._max_pool_class()]).run(None, {"x": x})
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)

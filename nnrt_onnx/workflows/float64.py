@@ -1,5 +1,6 @@
 """A third opinion for ``nnrt-onnx check``: the ONNX model computed in float64, and how far an honest float32
-result may be from it. Used when native and onnxruntime disagree (or agree on an output that is constant).
+result may be from it. ``check`` asks it where its verdict can change the result (``workflows/parity.py`` says when:
+an output that disagrees, under ``--strict`` one that agrees only just, a layer that disagrees).
 
 **The float64 truth.** The ONNX model with every floating tensor retyped to double (initializers, Constant and
 ConstantOfShape values, Cast targets, declared types, subgraphs, functions) and evaluated by ``onnx.reference``,
@@ -39,6 +40,15 @@ good as float32 can be on this input.
 warning; ``--strict`` fails it. The node named for an ill-conditioned output is its *amplifier*: the first node
 (in graph order, among the output's ancestors) whose output spread exceeds its tolerance while every floating
 input's spread is within it -- where ulp-level noise turns into visible differences.
+
+**How it runs** (:func:`float64_reference`): in bounded memory. The truth and the trials advance together, node by
+node, through one evaluator's node implementations; a tensor's spread is measured as soon as the runs have computed
+it, and every tensor is dropped after its last reader (only the truths asked for are kept). The weights are read
+from the model one at a time, made double when a node first needs them, and dropped after their last reader -- the
+double model itself holds none. Where a node's inputs in a trial are the truth's own (nothing upstream rounds:
+weights, shapes, the graph's inputs), the trial shares the truth's result (times its noise, where the node rounds)
+instead of computing it again: the numbers are those of separate whole runs (``tests/test_float64.py`` compares
+them), at a fraction of the time and memory.
 """
 from __future__ import annotations
 
@@ -334,7 +344,46 @@ def _legacy_ops(opset: int) -> list:
         return ((y + np.reshape(bias, shape)).astype(x.dtype),)
 
     classes.append(type("BatchNormalization", (OpRun,), {"op_domain": "", "_run": batch_norm}))
+    classes.append(_max_pool_class())
     return classes
+
+
+def _max_pool_class():
+    """onnx.reference's MaxPool with its 2-D strided or dilated windows taken by numpy slices instead of a Python
+    loop over every output element (half of VGG-19's referee time): the same windows (onnx.reference computes them,
+    this only takes their maxima), the same values -- a maximum rounds nothing. Its own loop still runs for the
+    Indices output, NaN inputs (its comparisons skip a NaN that is not first in a window) and other dtypes."""
+    from onnx.reference.ops.op_max_pool import MaxPool
+
+    def max_pool_2d(self, x, auto_pad, ceil_mode, dilations, kernel_shape, new_pads, storage_order, strides,
+                    output_spatial_shape):
+        if len(self.output) != 1 or x.ndim != 4 or x.dtype.kind != "f" or np.isnan(x).any():
+            return MaxPool._max_pool_2d(self, x, auto_pad, ceil_mode, dilations, kernel_shape, new_pads,
+                                        storage_order, strides, output_spatial_shape)
+        size = x.shape[2:]
+        out = [int(n) for n in output_spatial_shape]
+        starts = [-int(new_pads[axis][0]) for axis in range(2)]  # window i of an axis: start + i * stride
+        before = [max(0, -start) for start in starts]
+        after = [max(0, start + (n - 1) * stride + (k - 1) * d + 1 - length)
+                 for start, n, stride, k, d, length in zip(starts, out, strides, kernel_shape, dilations, size)]
+        padded = np.full(x.shape[:2] + tuple(length + b + a for length, b, a in zip(size, before, after)), -np.inf,
+                         x.dtype)
+        padded[:, :, before[0]:before[0] + size[0], before[1]:before[1] + size[1]] = x
+        y = np.full(x.shape[:2] + tuple(out), -np.inf, x.dtype)
+        for i in range(kernel_shape[0]):
+            row = starts[0] + before[0] + i * dilations[0]
+            for j in range(kernel_shape[1]):
+                column = starts[1] + before[1] + j * dilations[1]
+                np.maximum(y, padded[:, :, row:row + (out[0] - 1) * strides[0] + 1:strides[0],
+                                     column:column + (out[1] - 1) * strides[1] + 1:strides[1]], out=y)
+        empty = [np.array([not any(0 <= starts[axis] + n * strides[axis] + i * dilations[axis] < size[axis]
+                                   for i in range(kernel_shape[axis])) for n in range(out[axis])], bool)
+                 for axis in range(2)]
+        y[:, :, empty[0], :] = 0  # a window wholly in the padding is 0, as onnx.reference leaves it
+        y[:, :, :, empty[1]] = 0
+        return (y,)
+
+    return type("MaxPool", (MaxPool,), {"op_domain": "", "_max_pool_2d": max_pool_2d})
 
 
 def helper_value(attribute):

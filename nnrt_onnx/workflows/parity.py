@@ -21,13 +21,30 @@ Output validation: every output's statistics (min/max/mean/std of the finite ele
 sides. A NaN on either side fails the output -- NaN on both sides is not agreement. A constant reference output
 (``tensor_stats.is_constant``) is a warning: agreement on it says little.
 
-A third opinion (``workflows/float64.py``, where the rule is defined): when a floating output or layer disagrees
-beyond tolerance, or a reference output is constant, the model is also computed in float64 by ``onnx.reference``
-with Monte Carlo runs that estimate each tensor's expected float32 error, and every floating output (and compared
-layer) gets a verdict: ill-conditioned, native is wrong, onnxruntime is wrong, neither matches float64. An output
-passes when it is within tolerance, or when the verdict clears native (ill-conditioned, onnxruntime is wrong, both
-within tolerance of float64) -- with a warning; ``strict=True`` fails on every warning. Per layer, the *culprit* is
-the first layer where native is wrong by the float64 rule.
+A third opinion (``workflows/float64.py``, where the rule is defined): the model computed in float64 by
+``onnx.reference``, with Monte Carlo runs that estimate each tensor's expected float32 error, gives every floating
+output (and compared layer) a verdict: ill-conditioned, native is wrong, onnxruntime is wrong, neither matches
+float64. An output passes when it is within tolerance, or when the verdict clears native (ill-conditioned,
+onnxruntime is wrong, both within tolerance of float64) -- with a warning; ``strict=True`` fails on every warning.
+Per layer, the *culprit* is the first layer where native is wrong by the float64 rule.
+
+The referee costs three runs of ``onnx.reference`` in double (a minute on VGG-19), so it is asked only where its
+verdict can change the result of the check -- ``report.float64["asked_because"]`` says why, and
+``report.float64_not_asked`` why it was not:
+
+- a floating output disagrees: the verdict decides between a failure (native is wrong, neither matches) and a pass
+  with a warning. The truths of the layers are kept too: a disagreement the referee clears has every layer compared;
+- under ``strict``, a floating output that is not constant agrees, but its max rel exceeds :data:`NEAR_TOLERANCE` (a
+  tenth) of its rtol: an ill-conditioned output fails under strict, and ill-conditioning shows as sides that agree
+  only just (the spread that makes an output ill-conditioned, beyond rtol, is the size of the differences two
+  float32 implementations make). An agreement closer than that is taken as well-conditioned: a heuristic, since two
+  sides may round alike by luck;
+- per layer, a floating layer disagrees (and no output made the referee run): the culprit fails the check;
+- ``float64_always=True`` (``check --float64``): always, on every floating output.
+
+Not asked otherwise: on an agreement the referee can only say ill-conditioned (a warning) or that float64 disagrees
+with both (a note), so an agreeing output passes whatever it finds; and a constant output is a warning either way
+(a failure under strict either way). The referee runs node by node in bounded memory (``workflows/float64.py``).
 
 Golden outputs (``expected``) are compared with native (and onnxruntime) by the same rule; native outside
 tolerance of a golden output fails the check.
