@@ -367,6 +367,22 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)
     assert int(done.stdout.split()[-1]) < 128  # MB above the peak the model's making already reached
 
 
+def _max_pool_model(outputs, **attributes):
+    node = helper.make_node("MaxPool", ["x"], outputs, **attributes)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 3, 9, 8])],
+                              [onnx.ValueInfoProto(name=o) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _run_or_error(model, x, new_ops=None):
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        return ReferenceEvaluator(model, new_ops=new_ops).run(None, {"x": x})
+    except ValueError as exc:  # an empty window (all padding, or all NaN): numpy's max of nothing
+        return type(exc)
+
+
 @pytest.mark.parametrize("attributes", [
     dict(kernel_shape=[3, 3], strides=[2, 2]),
     dict(kernel_shape=[2, 3], strides=[3, 1], pads=[1, 0, 2, 2]),
@@ -377,23 +393,41 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)
     dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER"),
     dict(kernel_shape=[2, 2], strides=[2, 1], auto_pad="VALID"),
     dict(kernel_shape=[1, 1], strides=[2, 2], pads=[0, 0, 3, 3], ceil_mode=1),  # windows wholly in the padding
+    dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # unit strides: GoogLeNet's
+    dict(kernel_shape=[3, 2], strides=[1, 1], pads=[1, 0, 0, 1]),
+    dict(kernel_shape=[2, 2], auto_pad="VALID"),
+    dict(kernel_shape=[3, 3], ceil_mode=1, pads=[0, 0, 1, 1]),
+    dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[2, 2], pads=[2, 0, 2, 0]),  # padding as large as the kernel: a window wholly in it
 ])
 @pytest.mark.parametrize("special", [None, -np.inf, np.nan])
 def test_the_referees_max_pool_is_onnx_references(attributes, special):
-    """The referee takes the maxima of onnx.reference's MaxPool windows by numpy slices: exactly its values."""
-    from onnx.reference import ReferenceEvaluator
-
+    """The referee takes the maxima of onnx.reference's MaxPool windows by numpy slices: exactly its values (or the
+    same error)."""
     x = np.random.default_rng(7).standard_normal((2, 3, 9, 8))
     if special is not None:
         x[0, 1, :3, :2] = special
         x[1, 2, 4, 5] = special
     for outputs in (["y"], ["y", "indices"]):
-        node = helper.make_node("MaxPool", ["x"], outputs, **attributes)
-        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)],
-                                  [onnx.ValueInfoProto(name=o) for o in outputs])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        expected = ReferenceEvaluator(model).run(None, {"x": x})
-        got = ReferenceEvaluator(model, new_ops=[f64._max_pool_class()]).run(None, {"x": x})
+        model = _max_pool_model(outputs, **attributes)
+        expected, got = _run_or_error(model, x), _run_or_error(model, x, [f64._max_pool_class()])
+        if not isinstance(expected, list):
+            assert got is expected
+            continue
         for g, e in zip(got, expected):
             assert g.shape == e.shape and g.dtype == e.dtype
             np.testing.assert_array_equal(g, e)
+
+
+def test_the_referees_unit_stride_max_pool_reads_asymmetric_pads_as_onnx_says():
+    """onnx.reference pools unit strides by another loop, which reads pads [H begin, W begin, H end, W end] as [top,
+    bottom, left, right]; the referee's windows are its strided path's, which reads them right (onnxruntime says)."""
+    x = np.random.default_rng(8).standard_normal((2, 3, 9, 8)).astype(np.float32)
+    model = _max_pool_model(["y"], kernel_shape=[3, 2], pads=[2, 0, 1, 1])
+    (got,) = _run_or_error(model, x.astype(np.float64), [f64._max_pool_class()])
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    (expected,) = ort_run(model, {"x": x})
+    assert got.shape == expected.shape == (2, 3, 10, 8)  # 9 + 2 + 1 - 3 + 1 rows, 8 + 0 + 1 - 2 + 1 columns
+    np.testing.assert_array_equal(got, expected)
+    (wrong,) = _run_or_error(_max_pool_model(["y"], kernel_shape=[3, 2], pads=[2, 0, 1, 1]), x.astype(np.float64))
+    assert wrong.shape == (2, 3, 9, 9)  # onnx.reference alone

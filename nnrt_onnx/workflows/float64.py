@@ -8,7 +8,9 @@ the ONNX project's Python implementation of the spec -- independent of both side
 would be faster, but a bug in one of them would then be in the truth too, and the referee could never find native
 wrong.) ``onnx.reference`` is not bug-free; this module replaces what was found wrong: Softmax, LogSoftmax and
 Hardmax (it implements only opset 13's form; older opsets coerce to 2D), LRN (it sums over the batch, not the
-channels) and BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones). When
+channels), BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones) and MaxPool with
+unit strides (it reads asymmetric pads in the wrong order; its strided path, right, takes those windows too -- by
+numpy slices here, not its Python loop over every output element: most of a CNN's referee time). When
 native and onnxruntime agree but both are far from the float64 result, the referee is the suspect (verdict
 "float64 disagrees with both", a note, never a failure).
 
@@ -351,8 +353,10 @@ def _legacy_ops(opset: int) -> list:
 def _max_pool_class():
     """onnx.reference's MaxPool with its 2-D strided or dilated windows taken by numpy slices instead of a Python
     loop over every output element (half of VGG-19's referee time): the same windows (onnx.reference computes them,
-    this only takes their maxima), the same values -- a maximum rounds nothing. Its own loop still runs for the
-    Indices output, NaN inputs (its comparisons skip a NaN that is not first in a window) and other dtypes."""
+    this only takes their maxima), the same values -- a maximum rounds nothing. Unit strides go the same way where
+    onnx.reference's other loop (CommonPool) takes the same windows, or reads asymmetric pads wrongly. Its own loops
+    still run for the Indices output, NaN inputs (they skip NaNs differently), ceil_mode, SAME padding, padding as
+    large as the kernel, and other dtypes."""
     from onnx.reference.ops.op_max_pool import MaxPool
 
     def max_pool_2d(self, x, auto_pad, ceil_mode, dilations, kernel_shape, new_pads, storage_order, strides,
@@ -383,7 +387,21 @@ def _max_pool_class():
         y[:, :, :, empty[1]] = 0
         return (y,)
 
-    return type("MaxPool", (MaxPool,), {"op_domain": "", "_max_pool_2d": max_pool_2d})
+    def run(self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, pads=None,
+            storage_order=None, strides=None):
+        attributes = dict(auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                          pads=pads, storage_order=storage_order, strides=strides)
+        ones = all(v is None or all(d == 1 for d in v) for v in (strides, dilations))
+        if (ones and len(self.output) == 1 and x.ndim == 4 and x.dtype.kind == "f" and not ceil_mode
+                and auto_pad in (None, "", "NOTSET", "VALID") and not np.isnan(x).any()
+                and all(p < k for p, k in zip(pads or [], list(kernel_shape) * 2))):
+            # onnx.reference pools unit strides by another loop, over every output element (most of GoogLeNet's
+            # referee time), which reads asymmetric pads as [top, bottom, left, right]; here (no NaN, padding under
+            # the kernel's size, no ceil_mode or SAME) its strided path takes the same windows, read right, by slices
+            return self._max_pool(x, **attributes)
+        return MaxPool._run(self, x, **attributes)
+
+    return type("MaxPool", (MaxPool,), {"op_domain": "", "_max_pool_2d": max_pool_2d, "_run": run})
 
 
 def helper_value(attribute):
