@@ -398,6 +398,7 @@ def _run_or_error(model, x, new_ops=None):
     dict(kernel_shape=[2, 2], auto_pad="VALID"),
     dict(kernel_shape=[3, 3], ceil_mode=1, pads=[0, 0, 1, 1]),
     dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[2, 2], auto_pad="SAME_LOWER"),
     dict(kernel_shape=[2, 2], pads=[2, 0, 2, 0]),  # padding as large as the kernel: a window wholly in it
 ])
 @pytest.mark.parametrize("special", [None, -np.inf, np.nan])
