@@ -698,7 +698,7 @@ def test_under_strict_an_agreement_near_the_tolerance_is_judged(monkeypatch):
     assert plain.outputs[0].within and plain.outputs[0].max_rel == pytest.approx(5e-5, rel=0.05)
     assert plain.float64 is None  # an agreement passes whatever the referee finds
     strict = check_model(MODELS / "tiny_mlp.onnx", strict=True)
-    assert strict.float64["asked_because"] == ["an output agrees only to within 0.1 of its tolerance (--strict)"]
+    assert strict.float64["asked_because"] == ["an output agrees only just (max rel beyond 0.1 x rtol) under --strict"]
     verdict = strict.outputs[0].float64
     assert verdict.verdict is None and verdict.spread < 1e-6 and verdict.native_error == pytest.approx(5e-5, rel=0.1)
     assert strict.ok  # judged well-conditioned: no warning
@@ -792,6 +792,7 @@ def test_a_constant_output_is_a_warning(monkeypatch):
     _referee_forbidden(monkeypatch)
     near = check_model(model, strict=True)
     assert near.outputs[0].max_rel > 1e-5 and not near.ok and near.float64 is None
+    assert "none beyond 0.1 x rtol but constant ones; 'y' constant: a warning either way" in near.float64_not_asked
 
 
 # -- golden outputs, value ranges, per-layer accounting ----------------------------------------------------------------

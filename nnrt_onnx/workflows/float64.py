@@ -555,7 +555,8 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
     evaluator = ReferenceEvaluator(double_model(light), new_ops=_legacy_ops(_default_opset(model)))
     nodes = list(evaluator.rt_nodes_)
     protos = list(model.graph.node)
-    assert len(nodes) == len(protos), "onnx.reference builds one node per node of the graph"
+    if len(nodes) != len(protos):
+        raise RuntimeError(f"onnx.reference made {len(nodes)} nodes of the graph's {len(protos)}")
     reads = [[i for i in proto.input] + sorted(_outer_names(proto)) for proto in protos]
     last_reader = {name: index for index, names_read in enumerate(reads) for name in names_read}
     inputs = {i.name for i in model.graph.input}
@@ -595,9 +596,8 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
                 continue
             found = tolerance(np.dtype(original.get(name, "float32")))
             tolerances[name] = rtol_atol = found if found is not None else tolerance(np.dtype(np.float32))
-            spread[name] = max((0.0 if values[position] is value else relative_error(values[position], value,
-                                                                                       *rtol_atol)
-                                for values in results[1:] if isinstance(values[position], np.ndarray)),
+            trial_values = [r[position] for r in results[1:] if isinstance(r[position], np.ndarray)]
+            spread[name] = max((0.0 if v is value else relative_error(v, value, *rtol_atol) for v in trial_values),
                                default=0.0)
         for name in set(reads[index]) | set(proto.output):  # drop what no later node reads
             if last_reader.get(name, -1) <= index and name:

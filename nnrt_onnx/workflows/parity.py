@@ -785,7 +785,7 @@ def _float64_wanted(outputs: Sequence[Comparison], strict: bool, always: bool) -
     if any(not c.within for c in floating):
         why.append("an output disagrees")
     if strict and near:
-        why.append(f"an output agrees only to within {NEAR_TOLERANCE:g} of its tolerance (--strict)")
+        why.append(f"an output agrees only just (max rel beyond {NEAR_TOLERANCE:g} x rtol) under --strict")
     if always and floating:
         why.append("it was asked for")
     if why or not floating:
@@ -795,7 +795,8 @@ def _float64_wanted(outputs: Sequence[Comparison], strict: bool, always: bool) -
     why_not = (f"every floating output agrees within tolerance (the closest to it: {closest.name!r}, max rel "
                f"{ratio:.2g} x rtol)")
     if strict:
-        why_not += f", none beyond {NEAR_TOLERANCE:g} x rtol"
+        constant_near = any(c.constant and c.max_rel > NEAR_TOLERANCE * c.rtol for c in floating)
+        why_not += f", none beyond {NEAR_TOLERANCE:g} x rtol{' but constant ones' if constant_near else ''}"
     else:
         why_not += ": an agreement passes whatever the referee finds"
     constant = [c.name for c in floating if c.constant]
