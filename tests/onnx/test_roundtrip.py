@@ -55,3 +55,51 @@ def test_light_model_round_trips(name):
     got = _session(exported).run(None, {exported.graph.input[0].name: x})
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4 * float(np.abs(b).max() or 1.0))
+
+
+# -- the shipped models at every target opset ---------------------------------------------------------------------
+
+SHIPPED = Path(__file__).resolve().parent.parent.parent / "models"
+
+
+@pytest.mark.parametrize("opset", range(13, 24))
+def test_small_cnn_round_trips_at_every_opset(opset):
+    """models/small_cnn.onnx -> NNRt -> ONNX at each opset: standard nodes only (its global average pool a
+    GlobalAveragePool, no NNRt-domain function), onnxruntime on the export agrees with onnxruntime on the original,
+    and re-importing the export gives the same operations."""
+    original = onnx.load(str(SHIPPED / "small_cnn.onnx"))
+    converted = from_onnx(original).model
+    exported = to_onnx(converted, opset=opset, check=True)
+    assert exported.opset_import[0].version == opset
+    assert not exported.functions and all(n.domain in ("", "ai.onnx") for n in exported.graph.node)
+    assert "GlobalAveragePool" in [n.op_type for n in exported.graph.node]
+    x = np.random.default_rng(opset).standard_normal([d.dim_value for d in
+                                                      original.graph.input[0].type.tensor_type.shape.dim])
+    x = x.astype(np.float32)
+    want = _session(original).run(None, {original.graph.input[0].name: x})
+    got = _session(exported).run(None, {exported.graph.input[0].name: x})
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert [o.op for o in from_onnx(exported).model.operations] == [o.op for o in converted.operations]
+
+
+@pytest.mark.parametrize("opset", range(13, 24))
+def test_tiny_cnn_nnrt_exports_standard_global_pool_at_every_opset(opset):
+    """models/tiny_cnn.nnrt: its AVG_POOL (global) exports as GlobalAveragePool at every opset (it was an
+    NNRt-domain function, and at 13..17 an export the checker rejected); native and onnxruntime agree."""
+    from nnrt_onnx import Compilation, Executor
+    from nnrt_onnx.serialization import load_model
+
+    model = load_model(SHIPPED / "tiny_cnn.nnrt")
+    exported = to_onnx(model, opset=opset, check=True)
+    assert not exported.functions
+    assert [n.op_type for n in exported.graph.node].count("GlobalAveragePool") == 1
+    x = np.random.default_rng(7).standard_normal(model.tensors[model.inputs[0]].dims).astype(np.float32)
+    compilation = Compilation(model)
+    compilation.build()
+    (native,) = Executor(compilation).run_arrays([x])
+    (got,) = _session(exported).run(None, {exported.graph.input[0].name: x})
+    np.testing.assert_allclose(got, native, rtol=1e-4, atol=1e-6)
+    back = from_onnx(exported).model
+    assert [o.op for o in back.operations] == [o.op for o in model.operations]
