@@ -77,7 +77,7 @@ class _Step:
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
                  "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain",
-                 "addends", "out_view")
+                 "addends", "out_view", "dequantize_float64")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -90,6 +90,7 @@ class _Step:
         self.outputs = outputs
         self.dequantize_inputs = dequantize_inputs if any(q is not None for q in dequantize_inputs) else None
         self.quantize_outputs = quantize_outputs if any(q is not None for q in quantize_outputs) else None
+        self.dequantize_float64 = False  # the op table's quant = "dequantize_float64"
         self.release: tuple[int, ...] = ()
         self.view_shape: tuple[int, ...] | None = None  # a reshape-like step done as a view
         self.out_slot: int | None = None  # arena slot of the first output (kernels that accept ``out``)
@@ -187,6 +188,7 @@ class NativePreparedModel(PreparedModel):
                          tuple(operation.inputs), tuple(operation.outputs),
                          tuple(None if native_quant else tensors[t].quant for t in operation.inputs),
                          tuple(None if native_quant else tensors[t].quant for t in operation.outputs))
+            step.dequantize_float64 = operation.spec.quant == "dequantize_float64"
             step.release = tuple(t for t in operation.inputs if last_use.get(t) == position and t not in keep)
             step.checks = tuple((t, self.compute_dtype[t], self.static[t]) for t in operation.outputs)
             step.accepts_out = bound.accepts_out
@@ -568,7 +570,7 @@ class NativePreparedModel(PreparedModel):
             return
         args = [env[i] for i in step.inputs]
         if step.dequantize_inputs is not None:
-            out_dtype = FLOAT16 if self.float16 else FLOAT32
+            out_dtype = np.dtype(np.float64) if step.dequantize_float64 else FLOAT16 if self.float16 else FLOAT32
             args = [a if q is None else dequantize(a, *_quant_args(q, a.ndim), out_dtype=out_dtype)
                     for a, q in zip(args, step.dequantize_inputs)]
         result = self._call_kernel(step, args, arena)
