@@ -108,7 +108,7 @@ class OpSpec:
 # import handlers, export function and tests live in the module of that name in each layer (kernels/<family>.py,
 # onnx_import/handlers/<family>.py, onnx_export/handlers/<family>.py, tests/.../test_<family>.py).
 FAMILIES = ("elementwise", "activation", "conv", "pool", "linear", "normalization", "reduce", "shape", "indexing",
-            "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control")
+            "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control", "ml")
 
 _TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
              "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes"}
