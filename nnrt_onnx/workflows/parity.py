@@ -635,7 +635,16 @@ def _run_both(model, nnrt, arrays, feed, wanted, device, label):
     intermediate = [o for node in model.graph.node for o in node.output if o] if wanted is not None else []
     session = _session(_with_all_outputs(model, intermediate) if wanted is not None else model, label)
     fetch = [o.name for o in session.get_outputs()]
-    return native_outputs, capture, dict(zip(fetch, session.run(fetch, feed)))
+    return native_outputs, capture, {n: _tensor_of(v) for n, v in zip(fetch, session.run(fetch, feed))}
+
+
+def _tensor_of(value):
+    """onnxruntime's value of an output as the tensor the conversion returns: a sequence of maps (ZipMap: class ->
+    probability per row) as the [rows, keys] array of their values, in key order (docs/onnx_import.md)."""
+    if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+        keys = list(value[0])
+        return np.asarray([[row[k] for k in keys] for row in value], np.float32)
+    return value
 
 
 def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress):

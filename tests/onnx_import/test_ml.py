@@ -340,3 +340,14 @@ def test_a_zipmap_that_is_not_the_last_step_is_refused():
     with pytest.raises(ConversionError) as caught:
         from_onnx(model)
     assert "only as a model's last step" in str(caught.value)
+
+
+def test_check_compares_a_zipmap_output_as_the_values_of_its_maps():
+    """``check``: onnxruntime returns the ZipMap output as a list of maps; it is compared as the [rows, classes]
+    array the conversion returns (it was 'dtype float32 vs reference object')."""
+    from nnrt_onnx.workflows.parity import check_model
+
+    report = check_model(_classifier(3, 3, 4, 3), seed=2)
+    assert report.ok
+    probabilities = next(c for c in report.outputs if c.name == "output_probability")
+    assert probabilities.reference_shape == [ROWS, 3] and probabilities.mismatched == 0
