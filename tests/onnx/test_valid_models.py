@@ -89,3 +89,21 @@ def test_the_softmax_family_before_opset_13_flattens_a_dynamic_batch(rng, op):
     model = graph([helper.make_node(op, ["x"], ["y"], axis=1)], [("x", F, ["N", 4, 2, 3])], [("y", F, ["N", 4, 2, 3])],
                   opset=11)
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 4, 2, 3)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["Mul", "Add"])
+def test_a_one_column_product_times_a_scalar(rng, op):
+    # the post-op fusion read the last dim of the 0-d constant (IndexError while compiling)
+    weight = rng.standard_normal((2, 1)).astype(np.float32)
+    model = graph([helper.make_node("MatMul", ["x", "w"], ["c"]), helper.make_node(op, ["c", "s"], ["y"])],
+                  [("x", F, [4, 2])], [("y", F, [4, 1])], [("w", weight), ("s", np.float32(2.0))])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((4, 2)).astype(np.float32)}])
+
+
+def test_layer_normalization_without_a_bias_keeps_the_sign_of_a_zero(rng):
+    # one element normalised is 0; times a negative scale, -0.0 -- which an added +0.0 bias turned into +0.0 (and
+    # Reciprocal into +inf instead of -inf)
+    model = graph([helper.make_node("LayerNormalization", ["x", "scale"], ["n"], axis=-1),
+                   helper.make_node("Reciprocal", ["n"], ["y"])],
+                  [("x", F, ["N", 1])], [("y", F, ["N", 1])], [("scale", np.array([-0.29], np.float32))])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 1)).astype(np.float32)} for n in (1, 2, 3)])

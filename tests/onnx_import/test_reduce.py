@@ -231,3 +231,15 @@ def test_select_last_index_along_a_dynamic_axis(op, keepdims):
                           [("y", onnx.TensorProto.INT64, [1, 3] if keepdims else [3])])
     rng = rng_for(f"{op}{keepdims}")
     runs_like_onnxruntime(model, [{"x": rng.integers(-1, 2, (n, 3)).astype(F32)} for n in (1, 2, 3, 5)])
+
+
+@pytest.mark.parametrize("length", [6, "L"])
+@pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_carries_nan_and_infinities_only_to_the_sums_after_them(length, exclusive, reverse):
+    # a product with the 0/1 triangle spread NaN * 0 = NaN to every sum of the row (a differential fuzzer's find)
+    x = np.random.default_rng(4).standard_normal((3, 6)).astype(np.float32)
+    x[0, 2], x[1, 1], x[1, 4], x[2, 3] = np.nan, np.inf, -np.inf, np.inf
+    model = dynamic_model([helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+                          [("x", onnx.TensorProto.FLOAT, [3, length])], [("y", onnx.TensorProto.FLOAT, [3, length])],
+                          [("axis", np.array(1, np.int64))])
+    runs_like_onnxruntime(model, [{"x": x}])

@@ -174,10 +174,11 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
         _layer_norm_decomposed(ctx, x, axis, eps, out)
         return
     gamma, late_scale = _affine_operand(ctx, 1, norm_shape, 1.0, value.dtype, "scale")
-    beta, late_bias = _affine_operand(ctx, 2, norm_shape, 0.0, value.dtype, "bias")
+    # an absent bias adds -0.0, the identity of IEEE addition (+0.0 would turn a -0.0 result into +0.0)
+    beta, late_bias = _affine_operand(ctx, 2, norm_shape, -0.0, value.dtype, "bias")
     if late_scale is not None and late_bias is None and ctx.has_input(2):
         # the scale is applied after LAYER_NORM, so the bias must be too: (x_hat + b) * s is not x_hat * s + b
-        beta, late_bias = ctx.constant(np.zeros(norm_shape, value.dtype), f"{ctx.name}.bias"), beta
+        beta, late_bias = ctx.constant(np.full(norm_shape, -0.0, value.dtype), f"{ctx.name}.bias"), beta
     source, begin = x, axis
     if axis == 0:
         source, begin = ctx.reshape(x, (1, *shape)), 1

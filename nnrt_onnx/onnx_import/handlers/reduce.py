@@ -22,6 +22,7 @@ from ._common import (
     _arg_max,
     _binary,
     _cast,
+    _compare,
     _const,
     _float_only,
     _norm_axes,
@@ -229,8 +230,8 @@ _CUMSUM_MAX = 4096  # the triangle has n * n elements
 
 @converts("CumSum")
 def cum_sum(ctx: NodeContext) -> None:
-    """Cumulative sum along a constant axis as a MATMUL with a constant 0/1 triangle (exact for integers;
-    exclusive/reverse pick the triangle)."""
+    """Cumulative sum along a constant axis as a MATMUL with a 0/1 triangle (exact for integers; exclusive/reverse
+    pick the triangle; floats: NaN and infinities reach only the sums after them, :func:`_running_sums_of_floats`)."""
     x = ctx.input(0)
     out = ctx.output(0)
     dtype = ctx.value(x).dtype
@@ -266,9 +267,41 @@ def cum_sum(ctx: NodeContext) -> None:
     last.append(last.pop(axis))
     moved = x if axis == rank - 1 else ctx.transpose(x, last)
     moved_shape = _ranked_shape(ctx, moved)
-    if axis == rank - 1:
-        ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, out, output=out)
-        return
-    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved")
-    back = [last.index(d) for d in range(rank)]
-    _transpose(ctx, product, back, output=out)
+    target = out if axis == rank - 1 else None
+    if dtype.kind == "f":
+        product = _running_sums_of_floats(ctx, moved, weights, dtype, moved_shape, target)
+    else:
+        product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved",
+                              output=target)
+    if target is None:
+        _transpose(ctx, product, [last.index(d) for d in range(rank)], output=out)
+
+
+def _running_sums_of_floats(ctx: NodeContext, x: str, triangle: str, dtype, shape, output: str | None) -> str:
+    """The running sums of ``x`` along its last axis as a product with ``triangle`` -- of its finite values only, so
+    that a NaN or an infinity reaches only the sums after it, as in a running sum (a product spreads NaN * 0 = NaN
+    to every sum): each sum then becomes NaN after a NaN (or after both infinities), +-inf after one of them."""
+    def counts(mask: str, hint: str) -> str:  # how many of the masked elements each sum has seen
+        return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [_cast(ctx, mask, dtype, f"{x}.{hint}"), triangle], dtype, shape,
+                           f"{x}.{hint}_seen")
+
+    def positive(name: str) -> str:
+        return _compare(ctx, OP.OH_NN_OPS_GREATER, name, _const(ctx, 0, dtype, "zero"), f"{name}.any")
+
+    def where(condition: str, value: str, otherwise: str, hint: str, target: str | None = None) -> str:
+        return ctx.emit_to(OP.OH_NN_OPS_WHERE, [condition, value, otherwise], dtype, shape, hint, output=target)
+
+    zero = _const(ctx, 0, dtype, "zero")
+    finite = _compare(ctx, OP.OH_NN_OPS_EQUAL, _binary(ctx, OP.OH_NN_OPS_SUB, x, x, f"{x}.minus_itself"), zero,
+                      f"{x}.finite")  # x - x is 0 unless x is NaN or +-inf
+    sums = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [where(finite, x, zero, f"{x}.finite_values"), triangle], dtype, shape,
+                       f"{x}.finite_sums")
+    nan = counts(_compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, x, x, f"{x}.nan"), "nan")
+    up = counts(_compare(ctx, OP.OH_NN_OPS_EQUAL, x, _const(ctx, np.inf, dtype, "inf"), f"{x}.up"), "up")
+    down = counts(_compare(ctx, OP.OH_NN_OPS_EQUAL, x, _const(ctx, -np.inf, dtype, "minus_inf"), f"{x}.down"), "down")
+    sums = where(positive(up), _const(ctx, np.inf, dtype, "inf"), sums, f"{x}.with_up")
+    sums = where(positive(down), _const(ctx, -np.inf, dtype, "minus_inf"), sums, f"{x}.with_down")
+    undefined = _binary(ctx, OP.OH_NN_OPS_LOGICAL_OR, positive(nan), _binary(
+        ctx, OP.OH_NN_OPS_LOGICAL_AND, positive(up), positive(down), f"{x}.both", dtype=np.bool_),
+        f"{x}.undefined", dtype=np.bool_)
+    return where(undefined, _const(ctx, np.nan, dtype, "nan"), sums, f"{x}.running_sums", output)
