@@ -434,3 +434,64 @@ def test_a_batch_norm_folds_into_a_quantized_convolution_only_within_one_step(ga
         actual = run_model(result.model, [x]).outputs[0]
         worst = max(worst, float(np.abs(actual.astype(np.float64) - expected).max() / out_scale))
     assert worst <= 1 + 1e-4
+
+
+def _float_pad_split_head() -> onnx.ModelProto:
+    """Ops onnxruntime's QOperator quantizer leaves on the integers (Pad with the zero point as fill, Split, Gather,
+    Reshape, ArgMax) between quantized ones (QLinearConv, QLinearLeakyRelu, QLinearAveragePool, QGemm,
+    QLinearSoftmax)."""
+    rng = np.random.default_rng(3)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "w2": w(8, 4, 3, 3), "b2": w(8),
+             "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "split": np.array([4, 4], np.int64),
+             "idx": np.array([0, 2, 4, 6], np.int64), "shape": np.array([1, -1], np.int64), "wf": w(4 * 6 * 6, 6),
+             "bf": w(6)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c1"], ["l1"], alpha=0.1),
+             helper.make_node("Pad", ["l1", "pads"], ["p1"], mode="constant"),
+             helper.make_node("Split", ["p1", "split"], ["s1", "s2"], axis=1),
+             helper.make_node("Conv", ["s1", "w2", "b2"], ["c2"]),
+             helper.make_node("Gather", ["c2", "idx"], ["g"], axis=1),
+             helper.make_node("AveragePool", ["g"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["ap", "shape"], ["flat"]),
+             helper.make_node("Gemm", ["flat", "wf", "bf"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["y"], axis=-1),
+             helper.make_node("ArgMax", ["logits"], ["cls"], axis=-1, keepdims=0)]
+    graph = helper.make_graph(nodes, "pad_split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6]),
+                               helper.make_tensor_value_info("cls", TensorProto.INT64, [1])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("fmt", ["qop", "qdq"])
+def test_pad_split_gather_argmax_on_integers(tmp_path, fmt):
+    """QOperator: the Pad of the integers (fill: the zero point) was refused downstream ("has dtype float32
+    (int8/uint8)"); it is now a quantized PAD, and ArgMax reads the integers (their order is the real values')
+    instead of a five-op view of them (or, in QDQ, a float fallback). LeakyRelu stays the one fallback (NNRt
+    quantizes no LEAKY_RELU). The class and the probabilities agree with onnx.reference."""
+    model = _quantized(_float_pad_split_head(), tmp_path, fmt, "u8")
+    if fmt == "qop":
+        assert {"Pad", "ArgMax"} <= {n.op_type for n in model.graph.node}
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["float_fallbacks"] == {"LEAKY_RELU": 1}, summary
+    ops = [op.op for op in result.model.operations]
+    assert OP.OH_NN_OPS_ROUND not in ops and OP.OH_NN_OPS_CAST not in ops
+    pad = next(op for op in result.model.operations if op.op == OP.OH_NN_OPS_PAD)
+    assert result.model.tensors[pad.inputs[0]].quant is not None
+    step = quantized_outputs(model)["y"]
+    # QDQ leaves the Gemm's bias in float; as the INT32 bias of a quantized FULL_CONNECTION it is rounded to
+    # s_in x s_w, which can move a logit across a rounding tie: one step of the logits, two of the softmax
+    allowed = 1 if fmt == "qop" else 2
+    for seed in (2, 3, 4):
+        x = _data(1, seed)[0]
+        expected = reference_evaluator(model).run(None, {"x": x})
+        y, cls = run_model(result.model, [x]).outputs
+        assert np.abs(y.astype(np.float64) - expected[0]).max() / step <= allowed + 1e-4
+        assert cls.tolist() == expected[1].tolist()

@@ -18,7 +18,7 @@ then, in order:
    header's list) and the transparent ones; a CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q is first renamed RELU6
    / RELU (NNRt quantizes those, not CLIP), and a quantized RELU / RELU6 with the same params in and out becomes
    the fused activation of the quantized op writing its input (torch's QDQ export: Conv -> Q -> DQ -> Clip -> Q);
-3. turns a DQ -> Q pair into nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
+3. lets an ARG_MAX reading a DQ read the integers (their order is the real values'); turns a DQ -> Q pair into nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
 4. counts the float fallbacks: ops left computing in float between DQs and Qs, by op type.
 
 ``exact_quantize`` (always run, also with folding off) lowers the Qs of ONNX QuantizeLinear nodes with odd zero
@@ -38,7 +38,7 @@ from ...enums import OH_NN_TensorType
 from ...optable import op_spec, param_array
 from ...tensor import QuantParam
 from ..graph import Graph, IntegerForm, Node, Value
-from ..quantized import TRANSPARENT, per_tensor, quant_param_constant, same_quant
+from ..quantized import ORDER_READERS, TRANSPARENT, per_tensor, quant_param_constant, same_quant
 from .batchnorm import fold_quantized_batchnorms
 from .reshape_algebra import _merge_reshapes
 
@@ -336,6 +336,19 @@ def _fold(graph: Graph, node: Node, producers, consumers) -> bool:
     return True
 
 
+def _order_readers_read_integers(graph: Graph) -> int:
+    """An ARG_MAX (``ORDER_READERS``) reading a DQ of a per-tensor quantized tensor reads the tensor itself: the
+    order of the integers is the order of the real values."""
+    producers = graph.producers()
+    done = 0
+    for node in graph.nodes:
+        source = producers.get(node.inputs[0]) if node.op in ORDER_READERS and node.inputs else None
+        if source is not None and is_dq(graph, source) and per_tensor(graph.values[source.inputs[0]].quant):
+            node.inputs[0] = source.inputs[0]
+            done += 1
+    return done
+
+
 def _clips_as_activations(graph: Graph) -> int:
     """A CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q becomes RELU6 / RELU (the same function): NNRt's builders
     quantize those, not CLIP (torch's QDQ export writes ReLU6 as a Clip with its own Q / DQ)."""
@@ -449,6 +462,7 @@ def fold_qdq(graph: Graph) -> int:
         if changed:
             _sink_dequantize(graph)
             _hoist_quantize(graph)
+    folded += _order_readers_read_integers(graph)
     _requantize_pairs(graph)
     graph.remove_unused()
     folded_norms, kept_norms = fold_quantized_batchnorms(graph)

@@ -30,7 +30,7 @@ from ...kernels.spatial import bilinear_matrix
 from .. import limits
 from ..context import NodeContext
 from . import converts
-from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node
+from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node, through_real_values
 from ._dims import dims_tensor, reshape_to
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
@@ -232,28 +232,10 @@ def _emit_quantized_resize(ctx: NodeContext, x: str, out: str, out_shape: list[i
     """Linear / cubic resize of a quantized int8/uint8 tensor (onnxruntime's QOperator quantizer leaves Resize on
     the integers, with the input's parameters on the output): the interpolation weights of a row sum to 1, so
     interpolating the integers is interpolating the real values, quantized with the same parameters (up to the
-    rounding of the last step). Written as DQ -> the float resize -> Q with those parameters, which the qdq pass
-    folds into a quantized RESIZE_BILINEAR (its builder's quant type comes from output 0), or keeps as a reported
-    float fallback where the resize is not one RESIZE_BILINEAR."""
-    from ...dtypes import from_numpy
-    from ...tensor import QuantParam
-
-    value = ctx.value(x)
-    quant = value.quant
-    f32 = np.dtype(np.float32)
-
-    def cast_params(src, dst):
-        return {"OH_NN_QUANT_DTYPE_CAST_SRC_T": int(from_numpy(src)), "OH_NN_QUANT_DTYPE_CAST_DST_T": int(from_numpy(dst))}
-
-    real = ctx.new_value(f32, value.shape, f"{x}.real")
-    ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [real], cast_params(value.dtype, f32))
-    resized = ctx.new_value(f32, tuple(out_shape), f"{out}.real")
-    _emit_resize(ctx, real, resized, out_shape, axes_plan, mode, extrapolation_value)
-    ctx.settle(out, out_shape, value.dtype, force=True)
-    ctx.value(out).quant = QuantParam(quant.scales, quant.zero_points, quant.num_bits)
-    if x in ctx.graph.quantization.raw:  # the ONNX graph reads the result as integers too
-        ctx.graph.quantization.raw.add(out)
-    ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [resized], [out], cast_params(f32, value.dtype))
+    rounding of the last step): ``through_real_values``, folded into a quantized RESIZE_BILINEAR where the resize is
+    one."""
+    through_real_values(ctx, x, out, lambda real, real_out: _emit_resize(ctx, real, real_out, out_shape, axes_plan,
+                                                                         mode, extrapolation_value))
 
 
 def _float_list(array) -> list[float]:
