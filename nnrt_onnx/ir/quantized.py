@@ -212,5 +212,6 @@ def guard_raw_reads(graph: Graph, nodes: list[Node]) -> None:
             node.inputs[position] = views[name]
 
 
-__all__ = ["MOVES", "ORDER_READERS", "TRANSPARENT", "carry", "carry_through", "derive", "guard_raw_reads", "per_tensor", "propagate",
+__all__ = ["MOVES", "ORDER_READERS", "TRANSPARENT", "carry", "carry_through", "derive", "guard_raw_reads", "per_tensor",
+           "propagate",
            "raw_view", "same_quant"]

@@ -8,8 +8,8 @@ often far beyond float32's tolerance. ``check`` judges such an output against th
 
 * the model rewritten in the float form (:func:`onnx_import.dynamic.float_form`: the same rewrite the conversion made)
   runs on onnxruntime as it is, and :data:`TRIALS` more times with each rewritten activation moved by a uniform
-  error in ``[-s/2, s/2]`` (seeded: the same spreads on every run) -- the rounding the dropped quantization makes, with ``s`` computed from the tensor at run
-  time as DynamicQuantizeLinear does;
+  error in ``[-s/2, s/2]`` (seeded: the same spreads on every run) -- the rounding the dropped quantization
+  makes, with ``s`` computed from the tensor at run time as DynamicQuantizeLinear does;
 * an output's *spread* is the largest change those runs make to it; native passes when it is within
   :data:`FACTOR` spreads (plus the float tolerance) of onnxruntime on the quantized model.
 """

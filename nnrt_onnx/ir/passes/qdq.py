@@ -18,7 +18,8 @@ then, in order:
    header's list) and the transparent ones; a CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q is first renamed RELU6
    / RELU (NNRt quantizes those, not CLIP), and a quantized RELU / RELU6 with the same params in and out becomes
    the fused activation of the quantized op writing its input (torch's QDQ export: Conv -> Q -> DQ -> Clip -> Q);
-3. lets an ARG_MAX reading a DQ read the integers (their order is the real values'); turns a DQ -> Q pair into nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
+3. lets an ARG_MAX reading a DQ read the integers (their order is the real values'); turns a DQ -> Q pair into
+   nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
 4. counts the float fallbacks: ops left computing in float between DQs and Qs, by op type.
 
 ``exact_quantize`` (always run, also with folding off) lowers the Qs of ONNX QuantizeLinear nodes with odd zero

@@ -15,7 +15,8 @@ Decisions (also stated where they are made):
   the first largest score among the classes some reached leaf (or a base value) scores; two classes scored by one
   class id (LightGBM, skl2onnx's binary trees): that score s is the positive class's, the label is positive when
   s > 0.5 (all weights >= 0) or s > 0 (mixed signs); scored as class 0 the scores are [1 - s, s] (weights >= 0, or
-  LOGISTIC: 1 - logistic(s)) or [-s, s], scored as class 1 they are [0, s] transformed; two class ids: the positive label when class 1's score (class 0's when class 1 has none) is > 0.
+  LOGISTIC: 1 - logistic(s)) or [-s, s], scored as class 1 they are [0, s] transformed; two class ids: the
+  positive label when class 1's score (class 0's when class 1 has none) is > 0.
   Integer labels only (NNRt has no string tensors).
 * **Linear models**: LinearRegressor ``X @ coefficients^T + intercepts``; LinearClassifier the same scores, labels
   by the raw scores (one score and two labels: positive when > 0, scores [1 - t, t] of the transformed score t).
@@ -353,7 +354,8 @@ class _Trees:
             raise ConversionIssue(INVALID_MODEL, "a (tree, node) id is given twice")
         bad = [f for f, m in zip(features, modes) if m != "LEAF" and not 0 <= f < columns]
         if bad:
-            raise ConversionIssue(INVALID_MODEL, f"feature ids {sorted(set(bad))[:5]} are outside X's {columns} columns")
+            raise ConversionIssue(INVALID_MODEL, f"feature ids {sorted(set(bad))[:5]} are outside X's {columns} "
+                                                 "columns")
         self.trees = sorted(set(tree_ids))
         self.branches: list[list[int]] = []  # per tree: branch node positions
         self.leaves: list[list[int]] = []  # per tree: leaf positions
