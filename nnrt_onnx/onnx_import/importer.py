@@ -342,7 +342,10 @@ def _materialize_passthrough_outputs(graph: Graph) -> None:
         else:
             continue
         origin = graph.tensor_origins.get(name, name)  # (problems with it belong to the node that wrote it)
-        if value.shape:
+        if value.shape and sum(d < 0 for d in value.shape) > 1:  # RESHAPE takes one -1: the identity TRANSPOSE
+            perm = graph.constant(np.arange(len(value.shape), dtype=np.int64), f"{name}.perm")
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_TRANSPOSE, [source, perm], [target], {}, origin))
+        elif value.shape:
             shape = graph.constant(np.asarray(value.shape, np.int64), f"{name}.shape")
             graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, origin))
         else:  # a scalar: SQUEEZE without axes is the identity (a shape tensor cannot be empty in NNRt)
