@@ -212,7 +212,7 @@ def whole_runs(model, feed, trials=f64.TRIALS, seed=0, half=()):
     from onnx.reference import ReferenceEvaluator
 
     double = f64.double_model(model)
-    legacy = f64._legacy_ops(next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")))
+    legacy = f64.corrected_reference_ops(next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")))
     inputs = {i.name for i in model.graph.input}
     feed64 = {n: v.astype(np.float64) if v.dtype.kind == "f" else v for n, v in feed.items() if n in inputs}
 

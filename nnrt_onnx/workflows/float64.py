@@ -282,8 +282,11 @@ def _double_node(node) -> None:
     node.attribute.extend(kept)
 
 
-def _legacy_ops(opset: int) -> list:
-    """Softmax, LogSoftmax and Hardmax with the semantics of the model's opset (onnx.reference has only 13's)."""
+def corrected_reference_ops(opset: int) -> list:
+    """What onnx.reference gets wrong, corrected (module doc): Softmax, LogSoftmax and Hardmax with the semantics of
+    the model's opset (onnx.reference has only 13's), LRN, inference BatchNormalization and MaxPool (unit strides'
+    asymmetric pads; its loops made slices). (Also the quantized comparison's referee:
+    ``quant_compare.reference_evaluator``.)"""
     from onnx.reference.op_run import OpRun
 
     def compute(kind: str, x: np.ndarray, axis: int | None) -> np.ndarray:
@@ -552,7 +555,7 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
     started = time.perf_counter()
     light, initializers = _without_initializers(model)
     original = _original_dtypes(light, initializers.values())
-    evaluator = ReferenceEvaluator(double_model(light), new_ops=_legacy_ops(_default_opset(model)))
+    evaluator = ReferenceEvaluator(double_model(light), new_ops=corrected_reference_ops(_default_opset(model)))
     nodes = list(evaluator.rt_nodes_)
     protos = list(model.graph.node)
     if len(nodes) != len(protos):
