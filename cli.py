@@ -96,6 +96,16 @@ def _progress(items, label: str):
     return click.progressbar(items, label=label, file=sys.stderr)
 
 
+def _phases():
+    """A status line on stderr for each phase of a command still running after 2 s, when stderr is a terminal;
+    None otherwise (pipes, CI logs, tests)."""
+    if not sys.stderr.isatty():
+        return None
+    from nnrt_onnx.workflows.phases import StatusLine
+
+    return StatusLine(sys.stderr)
+
+
 class ByteSize(click.ParamType):
     """A byte count: an integer, optionally with a binary unit (K, M, G, T; KB/KiB... the same), e.g. 256M."""
 
@@ -599,20 +609,21 @@ def _echo_table(rows, indent: str = "") -> None:
               help="Golden outputs (.npy/.pb/.npz): native must be within tolerance of them too.")
 @click.option("--strict", is_flag=True,
               help="Fail on any warning: an ill-conditioned or constant output, a side a referee overruled.")
-@click.option("--no-float64", "no_float64", is_flag=True,
-              help="Never ask the float64 referee (faster: a disagreement then simply fails).")
+@click.option("--float64/--no-float64", "float64", default=None,
+              help="Always ask the float64 referee, even where it cannot change the result (slow on big models) / "
+                   "never ask it (a disagreement then simply fails). Default: only where it can change the result.")
 @click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
               help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @_max_constant_bytes
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
-          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool,
+          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, float64: bool | None,
           html_path, as_json: bool, max_constant_bytes: int | None):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
-    When they disagree (or an output is constant) a float64 referee (onnx.reference) says who is right: native,
-    onnxruntime, or neither -- or that the model is ill-conditioned (a warning). Several models or a directory:
+    When they disagree (or, with --strict, agree only just) a float64 referee (onnx.reference) says who is right:
+    native, onnxruntime, or neither -- or that the model is ill-conditioned (a warning). Several models or a directory:
     one summary row per model. Exits 0 when every model passes, 1 otherwise (or on an error), 2 on a malformed
     command line.
     """
@@ -631,16 +642,15 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
         if given:
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
-                                   f"--per-layer, --strict, --no-float64, --json", ctx)
-        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json,
-                    max_constant_bytes)
+                                   f"--per-layer, --strict, --float64, --no-float64, --json", ctx)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
-               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, max_constant_bytes, steps)
+               per_layer, repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes, steps)
 
 
 def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
-               repro_dir, expected, strict, float64_opinion, html_path, as_json, max_constant_bytes,
+               repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes,
                steps=None) -> None:
     from nnrt_onnx.workflows.model_inputs import (
         parse_constant_specs,
@@ -657,8 +667,9 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     per_layer = per_layer or repro_dir is not None or html_path is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
                          constant_inputs=parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes),
-                         progress=_progress, label=label, strict=strict, expected=golden, value_ranges=ranges or None,
-                         float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes, steps=steps)
+                         phases=_phases(), label=label, strict=strict, expected=golden, value_ranges=ranges or None,
+                         float64_opinion=float64 is not False, float64_always=float64 is True,
+                         max_constant_bytes=max_constant_bytes, steps=steps)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
     diverged = (report.culprit or report.first_divergence) is not None
@@ -719,6 +730,8 @@ def _print_check(report, show_layers: bool = True) -> None:
     if report.expected:
         click.echo("against the expected outputs (native, then onnxruntime):")
         _echo_table(_comparison_rows(report.expected + report.expected_reference), "  ")
+    if report.float64_not_asked is not None:
+        click.echo(f"float64 referee not asked: {report.float64_not_asked}")
     if report.float64 is not None and report.float64.get("error") is None:
         f = report.float64
         click.echo(f"float64 referee (onnx.reference, the model in double; {f['trials']} Monte Carlo runs, "
@@ -797,13 +810,14 @@ def _print_check(report, show_layers: bool = True) -> None:
             click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance{tail}")
 
 
-def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opinion, as_json,
+def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json,
                 max_constant_bytes=None) -> None:
     from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
 
     options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
                            value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
-                           float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes)
+                           float64_opinion=float64 is not False, float64_always=float64 is True,
+                           max_constant_bytes=max_constant_bytes)
     models = find_models(paths)
     rows = sweep(models, options, progress=_progress)
     ok = all(row["ok"] for row in rows)
