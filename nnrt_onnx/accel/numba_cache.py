@@ -176,6 +176,15 @@ def _cache_class():
     class KernelCache(caching.FunctionCache):
         _impl_class = KernelCacheImpl
 
+        def load_overload(self, sig, target_context):
+            # numba refreshes the whole target context first: it imports every implementation registry a
+            # *compilation* needs (0.2-0.4 s, most of a cached kernel's start-up). Code loaded from the cache needs
+            # only the runtime it calls (allocation, boxing); a compilation refreshes the context itself.
+            from numba.core.runtime import rtsys
+
+            rtsys.initialize(target_context)
+            return self._load_overload(sig, target_context)
+
         def save_overload(self, sig, data):
             try:
                 with _exclusive(str(cache_dir())):
@@ -186,6 +195,9 @@ def _cache_class():
     return KernelCache
 
 
+KERNELS: list = []  # every function declared with jit (its numba dispatcher), in declaration order
+
+
 def jit(*signatures, **options):
     """``numba.njit(*signatures, **options)`` with this module's disk cache (no cache where no place works):
     compiled for ``signatures`` at once (as njit does with them; each loaded from the cache when there), else on
@@ -194,6 +206,7 @@ def jit(*signatures, **options):
 
     def decorate(function):
         dispatcher = numba.njit(**options)(function)
+        KERNELS.append(dispatcher)
         if cache_dir() is not None:
             try:
                 dispatcher._cache = _cache_class()(function)
@@ -213,5 +226,5 @@ def jit_stats(dispatcher) -> tuple[int, int]:
     return sum(dispatcher.stats.cache_hits.values()), sum(dispatcher.stats.cache_misses.values())
 
 
-__all__ = ["ENV_CACHE_DIR", "KEEP_KEYS", "cache_dir", "cache_key", "candidate_roots", "jit", "jit_stats", "prune",
+__all__ = ["ENV_CACHE_DIR", "KEEP_KEYS", "KERNELS", "cache_dir", "cache_key", "candidate_roots", "jit", "jit_stats", "prune",
            "user_cache_root"]
