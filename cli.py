@@ -264,7 +264,8 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes, statistics and timings.
 
     On the native device, the reference plan runs (nothing to compile or load: the quickest way to one result in a
-    fresh process); --fast-paths runs the plan `bench` measures. Exits 1 when a --float16 run produces NaN or Inf, or an output is outside its --expected golden value.
+    fresh process); --fast-paths runs the plan `bench` measures. Exits 1 when a --float16 run produces NaN or
+    Inf, or an output is outside its --expected golden value.
     With --output-dir, each output is saved as DIR/<name>.npy (the name percent-encoded, so every tensor name has
     its own file) and DIR/manifest.json maps the tensor names to their files.
     """

@@ -226,5 +226,5 @@ def jit_stats(dispatcher) -> tuple[int, int]:
     return sum(dispatcher.stats.cache_hits.values()), sum(dispatcher.stats.cache_misses.values())
 
 
-__all__ = ["ENV_CACHE_DIR", "KEEP_KEYS", "KERNELS", "cache_dir", "cache_key", "candidate_roots", "jit", "jit_stats", "prune",
-           "user_cache_root"]
+__all__ = ["ENV_CACHE_DIR", "KEEP_KEYS", "KERNELS", "cache_dir", "cache_key", "candidate_roots", "jit", "jit_stats",
+           "prune", "user_cache_root"]
