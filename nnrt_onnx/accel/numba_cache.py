@@ -180,10 +180,13 @@ def _cache_class():
             # numba refreshes the whole target context first: it imports every implementation registry a
             # *compilation* needs (0.2-0.4 s, most of a cached kernel's start-up). Code loaded from the cache needs
             # only the runtime it calls (allocation, boxing); a compilation refreshes the context itself.
+            load = getattr(self, "_load_overload", None)
+            if load is None:  # another numba's internals: its own way
+                return super().load_overload(sig, target_context)
             from numba.core.runtime import rtsys
 
             rtsys.initialize(target_context)
-            return self._load_overload(sig, target_context)
+            return load(sig, target_context)
 
         def save_overload(self, sig, data):
             try:
