@@ -16,7 +16,7 @@ import click
 
 from nnrt_onnx import NNRtError, __version__
 from nnrt_onnx.errors import UserError
-from nnrt_onnx.onnx_import import ConversionError
+from nnrt_onnx.ir.issues import ConversionError
 
 
 class FriendlyGroup(click.Group):
@@ -257,6 +257,10 @@ def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
               help="Device name, backend or id: cpu (native numpy kernels) or onnxruntime (the same model exported "
                    "to ONNX and run by onnxruntime).")
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
+@click.option("--fast-paths", is_flag=True,
+              help="Run the native device's fast paths (compiled kernels, fusions) instead of its reference plan: "
+                   "their start-up (numba, ~0.4 s even from the disk cache) costs more than they save in one run; "
+                   "`bench` always uses them.")
 @click.option("--expected", multiple=True, metavar="NAME=FILE|FILE.npz",
               help="Golden outputs (.npy/.pb/.npz) to compare with, by check's tolerance rule; exit 1 when outside.")
 @click.option("--rtol", type=Tolerance(), help="Relative tolerance against --expected [float32: 1e-4].")
@@ -265,11 +269,13 @@ def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Outputs (dtype, shape, statistics), timings as JSON.")
 @_max_constant_bytes
 def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, value_ranges,
-        save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, expected, rtol, atol,
-        as_json: bool, max_constant_bytes: int | None) -> None:
+        save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, fast_paths: bool, expected, rtol,
+        atol, as_json: bool, max_constant_bytes: int | None) -> None:
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes, statistics and timings.
 
-    Exits 1 when a --float16 run produces NaN or Inf, or an output is outside its --expected golden value.
+    On the native device, the reference plan runs (nothing to compile or load: the quickest way to one result in a
+    fresh process); --fast-paths runs the plan `bench` measures. Exits 1 when a --float16 run produces NaN or
+    Inf, or an output is outside its --expected golden value.
     With --output-dir, each output is saved as DIR/<name>.npy (the name percent-encoded, so every tensor name has
     its own file) and DIR/manifest.json maps the tensor names to their files.
     """
@@ -294,12 +300,12 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
     golden = parse_expected_specs(expected, output_names(model))
     if save_inputs:
         save_arrays(save_inputs, dict(zip(names, arrays)))
-    result = run_model(model, arrays, device_id, float16)
+    result = run_model(model, arrays, device_id, float16, fast_paths=fast_paths)
     stats = [tensor_stats(a) for a in result.outputs]
     checks = [compare(result.outputs[result.names.index(n)], v, n, rtol, atol) for n, v in golden.items()]
     if as_json:
         click.echo(json.dumps(json_safe({
-            "model": model_path, "device": device, "float16": float16, "seed": seed,
+            "model": model_path, "device": device, "float16": float16, "fast_paths": fast_paths, "seed": seed,
             "inputs": {n: {"dtype": str(a.dtype), "shape": list(a.shape),
                            "source": "given" if n in model_inputs.data else "random"} for n, a in zip(names, arrays)},
             "outputs": [{"name": n, "dtype": str(a.dtype), "shape": list(a.shape), "stats": st.to_dict()}
@@ -418,11 +424,16 @@ def _quantization_text(summary) -> str:
 
 
 def _must_compile(model) -> None:
-    """Build ``model`` for the native CPU device (what `run` does first); a UserError when it cannot."""
+    """Build ``model`` for the native CPU device, its reference plan (what `run` does first: the fast paths take
+    every model the reference plan takes, and loading their compiled kernels would cost a fresh process more than
+    the conversion); a UserError when it cannot."""
     from nnrt_onnx import Compilation
+    from nnrt_onnx.workflows.inference import reference_plan
 
     try:
-        Compilation(model).build()
+        compilation = Compilation(model)
+        reference_plan(compilation)
+        compilation.build()
     except NNRtError as exc:
         raise UserError(f"the converted model does not compile ({exc.code.name}): {exc.message}; nothing written") \
             from None
