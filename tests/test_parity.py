@@ -902,8 +902,8 @@ def test_check_one_is_a_pure_function_of_model_and_options(tmp_path):
     options = CheckOptions(seed=2, value_ranges=((None, -1.0, 1.0),))
     assert pickle.loads(pickle.dumps(options)) == options and hash(options) == hash(pickle.loads(pickle.dumps(options)))
     first, second = (check_one(str(MODELS / "tiny_mlp.onnx"), options) for _ in range(2))
-    for row in (first, second):
-        row.pop("seconds")
+    for row in (first, second):  # time and the process's memory peak are the only fields that may differ
+        row.pop("seconds"), row.pop("peak_rss"), row.pop("peak_rss_this_model")
         row["report"].pop("seconds")
     assert first == second and first["ok"] and first["verdict"] == "OK"
     assert first["report"]["inputs"]["features"]["range"] == [-1.0, 1.0]
@@ -927,6 +927,37 @@ def test_a_bug_on_one_model_does_not_end_the_sweep(monkeypatch):
     rows = sweep([str(MODELS / "small_cnn.onnx"), str(MODELS / "tiny_mlp.onnx")], CheckOptions())
     assert [row["verdict"] for row in rows] == ["ERROR", "OK"]
     assert rows[0]["error"] == "internal error: ZeroDivisionError: a bug"
+
+
+def test_each_row_says_the_peak_memory_and_whether_its_model_raised_it(monkeypatch):
+    import nnrt_onnx.workflows.parity as parity
+    from nnrt_onnx.workflows.sweep import CheckOptions, peak_rss, sweep
+
+    real = parity.check_model
+    hog_bytes = 256 << 20
+
+    def hungry(path, **kwargs):
+        if str(path).endswith("small_cnn.onnx"):  # touches every page: resident, not just reserved
+            hog = np.ones(hog_bytes // 8)
+            del hog
+        return real(path, **kwargs)
+
+    def kernel_peak() -> int:  # the kernel's own account of this process's peak (Linux), in bytes
+        status = Path("/proc/self/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+
+    monkeypatch.setattr(parity, "check_model", hungry)
+    before = kernel_peak()
+    seen = []  # on_row hears of each row as it is done, with its position
+    rows = sweep([str(MODELS / "small_cnn.onnx"), str(MODELS / "tiny_mlp.onnx")], CheckOptions(),
+                 on_row=lambda position, row: seen.append((position, row["model"], row["peak_rss"])))
+    assert seen == [(i, row["model"], row["peak_rss"]) for i, row in enumerate(rows)]
+    hungry_row, light_row = rows
+    assert hungry_row["peak_rss_this_model"] and hungry_row["peak_rss"] >= before + hog_bytes // 2
+    assert not light_row["peak_rss_this_model"]  # after the hog, the small model did not raise the peak
+    assert light_row["peak_rss"] == hungry_row["peak_rss"]
+    assert abs(peak_rss() - kernel_peak()) <= 1 << 20
+    assert json.loads(json.dumps(rows[0]["peak_rss"])) == rows[0]["peak_rss"]  # a plain int, JSON-able
 
 
 def test_onnxruntime_threads_come_from_an_extension_config():

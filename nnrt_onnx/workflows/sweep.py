@@ -4,10 +4,16 @@
 never raises and writes nothing -- so a sweep can be handed to any engine that runs one task per model;
 :func:`sweep` runs them here, in order. One model's failure (it cannot be converted, onnxruntime cannot load it,
 it runs out of memory, a bug) is that model's row, never the end of the sweep.
+
+Each row carries the process's peak resident memory when the model was done (``peak_rss``, bytes, None where the
+platform does not say) and whether this model raised it (``peak_rss_this_model``): when it did, ``peak_rss`` is the
+peak of this model's check; when it did not, only a bound (an engine running each model in a fresh process gets the
+exact figure every time).
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +58,10 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     from .parity import check_model
 
     started = time.perf_counter()
+    peak_before = peak_rss()
     row: dict[str, Any] = {"model": path, "ok": False, "verdict": None, "onnx_nodes": None, "nnrt_operations": None,
-                           "worst_output": None, "warnings": 0, "seconds": None, "error": None, "report": None}
+                           "worst_output": None, "warnings": 0, "seconds": None, "error": None, "report": None,
+                           "peak_rss": None, "peak_rss_this_model": False}
     try:
         ranges = {name: (low, high) for name, low, high in options.value_ranges}
         report = check_model(path, seed=options.seed, per_layer=options.per_layer, rtol=options.rtol,
@@ -84,7 +92,20 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     if row["error"] is not None:
         row["verdict"] = "ERROR"
     row["seconds"] = time.perf_counter() - started
+    row["peak_rss"] = peak_rss()
+    row["peak_rss_this_model"] = row["peak_rss"] is not None and peak_before is not None and \
+        row["peak_rss"] > peak_before
     return row
+
+
+def peak_rss() -> int | None:
+    """The process's peak resident memory so far, in bytes (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS says bytes, Linux KiB
 
 
 def _rank(value: float) -> float:
@@ -113,15 +134,19 @@ def verdict_of(report) -> str:
 Progress = Callable[[Sequence[Any], str], ContextManager[Iterable[Any]]]
 
 
-def sweep(paths: Sequence[str], options: CheckOptions, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """:func:`check_one` for every model of ``find_models(paths)``, in order."""
+def sweep(paths: Sequence[str], options: CheckOptions, progress: Progress | None = None,
+          on_row: Callable[[int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """:func:`check_one` for every model of ``find_models(paths)``, in order; ``on_row(position, row)`` is called as
+    each row is done (to write its page while the next model runs, say)."""
     models = find_models(paths)
     progress = progress or (lambda items, label: contextlib.nullcontext(items))
     rows = []
     with progress(models, "checking models") as items:
         for path in items:
             rows.append(check_one(path, options))
+            if on_row is not None:
+                on_row(len(rows) - 1, rows[-1])
     return rows
 
 
-__all__ = ["CheckOptions", "check_one", "find_models", "sweep", "verdict_of"]
+__all__ = ["CheckOptions", "check_one", "find_models", "peak_rss", "sweep", "verdict_of"]
