@@ -22,6 +22,12 @@ from nnrt_onnx.ir.issues import ConversionError
 class FriendlyGroup(click.Group):
     """Turns library errors into one clear line and exit code 1."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        command_line = ["nnrt-onnx", *args]  # copied before parsing consumes them: what a report records
+        ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta["nnrt_onnx.command_line"] = command_line
+        return ctx
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -687,13 +693,10 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     if repro_dir is not None and diverged:
         report.extract_repro(repro_dir)
     if html_path is not None:
-        from nnrt_onnx.serialization import atomic_write
+        from nnrt_onnx.workflows.html_page import write_page
         from nnrt_onnx.workflows.html_report import html_report
 
-        try:
-            atomic_write(html_path, [html_report(report).encode()])
-        except OSError as exc:
-            raise UserError(f"--report {html_path}: cannot write ({exc.strerror or exc})") from None
+        write_page(html_path, html_report(report, command=_command_line()))
     if as_json:
         data = report.to_dict()
         data["repro"] = report.repro["path"] if report.repro is not None else None
@@ -708,6 +711,14 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     if repro_dir is not None and not diverged:
         click.echo("no layer diverged: there is nothing to extract", err=True)
     sys.exit(0 if report.ok else 1)
+
+
+def _command_line() -> str | None:
+    """The command line as typed (shell-quoted), for a report to record."""
+    import shlex
+
+    words = click.get_current_context().meta.get("nnrt_onnx.command_line")
+    return shlex.join(str(w) for w in words) if words else None
 
 
 def _verdict_text(v) -> str:
