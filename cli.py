@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -629,8 +630,10 @@ def _echo_table(rows, indent: str = "") -> None:
 @click.option("--float64/--no-float64", "float64", default=None,
               help="Always ask the float64 referee, even where it cannot change the result (slow on big models) / "
                    "never ask it (a disagreement then simply fails). Default: only where it can change the result.")
-@click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
-              help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
+@click.option("--report", "html_path", type=click.Path(), metavar="FILE.html | DIR",
+              help="Write a self-contained HTML page: the verdict, the outputs and pictures of their differences, the "
+                   "per-layer error chart and node table, the command and timings (implies --per-layer). Several "
+                   "models: a directory, with index.html (the summary table) linking one page per model.")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @_max_constant_bytes
 @click.pass_context
@@ -652,16 +655,19 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
     if len(model_paths) > 1 or Path(model_paths[0]).is_dir():
         given = [name for name, value in (("--input", inputs), ("--input-shape", input_shapes),
                                           ("--constant-input", constant_inputs), ("--expected", expected),
-                                          ("--extract-repro", repro_dir), ("--report", html_path),
-                                          ("--save-inputs", save_inputs)) if value]
+                                          ("--extract-repro", repro_dir), ("--save-inputs", save_inputs))
+                 if value]
         if any(name is not None for name in ranges):
             given.append("--val-range NAME=")
         if given:
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
-                                   f"--per-layer, --strict, --float64, --no-float64, --json", ctx)
-        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes)
+                                   f"--per-layer, --strict, --float64, --no-float64, --report, --json", ctx)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes,
+                    html_path)  # several models: --report names a directory
         return
+    if html_path is not None and os.path.isdir(html_path):
+        raise click.UsageError(f"--report {html_path}: a directory; one model's report is a file (FILE.html)", ctx)
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
                per_layer, repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes, steps)
 
@@ -833,34 +839,40 @@ def _print_check(report, show_layers: bool = True) -> None:
 
 
 def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json,
-                max_constant_bytes=None) -> None:
+                max_constant_bytes=None, report_dir=None) -> None:
+    import time
+
+    from nnrt_onnx.workflows import sweep_report
     from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
 
-    options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
-                           value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
+    options = CheckOptions(seed=seed, per_layer=per_layer or report_dir is not None, rtol=rtol, atol=atol,
+                           strict=strict, value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
                            float64_opinion=float64 is not False, float64_always=float64 is True,
-                           max_constant_bytes=max_constant_bytes)
+                           max_constant_bytes=max_constant_bytes, page=report_dir is not None,
+                           command=_command_line(), back=sweep_report.INDEX if report_dir else None)
     models = find_models(paths)
-    rows = sweep(models, options, progress=_progress)
+    if report_dir is not None:
+        sweep_report.prepare_report_dir(report_dir)
+
+    def write_page(position, row):  # each model's page as soon as it is done: the pages are never all in memory
+        if report_dir is not None:
+            sweep_report.write_model_page(row, report_dir, position, len(models))
+
+    started = time.perf_counter()
+    rows = sweep(models, options, progress=_progress, on_row=write_page)
+    if report_dir is not None:
+        index = sweep_report.write_index(rows, report_dir, _command_line(), time.perf_counter() - started)
     ok = all(row["ok"] for row in rows)
     if as_json:
-        click.echo(json.dumps({"ok": ok, "options": {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict,
-                                                     "per_layer": per_layer}, "models": rows}, indent=1))
+        options_shown = {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict, "per_layer": per_layer}
+        click.echo(json.dumps(sweep_report.sweep_json(rows, options_shown), indent=1))
         sys.exit(0 if ok else 1)
     click.echo(f"check {len(rows)} model(s), native vs onnxruntime, seed {seed}")
-    table = [("model", "ops", "verdict", "worst output", "seconds")]
-    for row in rows:
-        ops = "-" if row["onnx_nodes"] is None else f"{row['onnx_nodes']} -> {row['nnrt_operations']}"
-        verdict = row["verdict"] if row["error"] is None else f"ERROR: {row['error']}"
-        worst = row["worst_output"]
-        shown = "-" if worst is None else f"{worst['name']} (max rel {_fmt(worst['max_rel'])})"
-        if worst is not None and worst["max_rel"] is None:
-            shown = f"{worst['name']} (max rel inf)"
-        table.append((row["model"], ops, verdict, shown, f"{row['seconds']:.1f}"))
-    _echo_table([(r[0], r[1], r[3], r[4], r[2]) for r in table], "  ")  # the verdict last: it may be long
-    passed = sum(row["ok"] for row in rows)
-    errors = sum(row["error"] is not None for row in rows)
-    click.echo(f"{len(rows)} model(s): {passed} OK, {len(rows) - passed - errors} FAIL, {errors} error(s)")
+    table = sweep_report.summary_table(rows)
+    _echo_table(table, "  ")
+    click.echo(sweep_report.summary_line(rows))
+    if report_dir is not None:
+        click.echo(f"report written to {index} (and one page per model beside it)")
     sys.exit(0 if ok else 1)
 
 

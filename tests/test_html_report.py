@@ -1,5 +1,6 @@
 """The HTML report of ``nnrt-onnx check --report``: its verdict states, the per-layer chart, the collapsed node table,
-the pictures of the output differences and the record of the run."""
+the pictures of the output differences and the record of the run; the sweep's report (text, JSON, HTML). The
+rendering in a real browser is tests/test_html_browser.py."""
 from __future__ import annotations
 
 import html.parser
@@ -250,3 +251,83 @@ def test_the_page_records_the_command_line_and_each_phase(invoke, tmp_path):
     times = [float(el.attrs["data-seconds"]) for el in page.find("td", "num") if el.inside("table")
              and "data-seconds" in el.attrs]
     assert times[-1] == pytest.approx(sum(times[:-1]), abs=1e-5)  # the phases and "other" add up to the total
+
+
+# -- the sweep's report ----------------------------------------------------------------------------------------------
+
+LOST = [{"model": "zoo/hangs.onnx", "ok": False, "verdict": "timeout", "error": "no answer within 60 s",
+         "seconds": 60.0, "peak_rss": None},
+        {"model": "zoo/hog.onnx", "ok": False, "verdict": "out of memory", "error": "over the 2 GiB cap",
+         "seconds": 3.5, "peak_rss": 2 << 30, "peak_rss_this_model": True},
+        {"model": "zoo/dies.onnx", "ok": False, "verdict": "crashed", "error": "killed by signal 9 (SIGKILL)",
+         "seconds": 0.7}]
+
+
+def test_a_sweep_report_renders_models_that_were_never_checked():
+    from nnrt_onnx.workflows.sweep import CheckOptions, check_one
+    from nnrt_onnx.workflows.sweep_report import summary_counts, summary_table, sweep_html, sweep_json
+
+    good = check_one(str(SMALL_CNN), CheckOptions())
+    rows = [good, *LOST]
+    assert summary_counts(rows) == {"models": 4, "pass": 1, "warn": 0, "fail": 0, "not_checked": 3}
+    table = summary_table(rows)
+    assert table[0] == ("model", "ops", "worst output", "seconds", "peak memory", "verdict")
+    assert table[2] == ("zoo/hangs.onnx", "-", "-", "60.0", "-", "timeout: no answer within 60 s")
+    assert table[3][4] == "2.0 GiB" and table[3][5] == "out of memory: over the 2 GiB cap"
+    assert table[4][5] == "crashed: killed by signal 9 (SIGKILL)"
+    assert table[1][2] == f"{good['worst_output']['name']} (max rel {good['worst_output']['max_rel']:.3g})"
+    assert table[1][5] == "OK"
+    data = json.loads(json.dumps(sweep_json(rows, {"seed": 0})))
+    assert data["ok"] is False and data["summary"]["not_checked"] == 3 and len(data["models"]) == 4
+    page = Page(sweep_html(rows, command="nnrt-onnx check zoo"))
+    assert page.find("div", "verdict")[0].attrs["data-state"] == "fail"
+    states = [(row.attrs["data-state"], row.text) for row in page.find("tr", "model")]
+    assert [s for s, _ in states] == ["pass", "fail", "fail", "fail"]
+    for (_, text), word in zip(states[1:], ("TIMEOUT", "OUT OF MEMORY", "CRASHED")):
+        assert word in text
+    assert "no answer within 60 s" in states[1][1] and "killed by signal 9" in states[3][1]
+
+
+def test_a_sweep_passing_with_warnings_is_not_a_clean_pass(tmp_path):
+    from nnrt_onnx.workflows.sweep import CheckOptions, check_one
+    from nnrt_onnx.workflows.sweep_report import sweep_headline
+
+    rows = [check_one(str(SMALL_CNN), CheckOptions()),
+            check_one(str(constant_output_model(tmp_path / "c.onnx")), CheckOptions())]
+    assert sweep_headline(rows)[0] == "warn" and sweep_headline(rows[:1])[0] == "pass"
+    assert sweep_headline(rows + LOST[:1])[0] == "fail"
+
+
+def test_check_dir_report_writes_an_index_linking_each_models_page(invoke, tmp_path):
+    out = tmp_path / "sweep"
+    result = invoke("check", MODELS, "--report", out, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert all("page" not in row for row in data["models"])  # the pages went to files, not into the JSON
+    assert sorted(p.name for p in out.iterdir()) == ["1-residual_block.html", "2-small_cnn.html", "3-tiny_mlp.html",
+                                                      "index.html"]
+    index = Page((out / "index.html").read_text())
+    links = [a.attrs["href"] for a in index.find("a")]
+    assert links == ["1-residual_block.html", "2-small_cnn.html", "3-tiny_mlp.html"]
+    assert [Path(row["html"]).name for row in data["models"]] == links
+    for link, row in zip(links, data["models"]):
+        model_page = Page((out / link).read_text())
+        assert [a.attrs["href"] for a in model_page.find("a")] == ["index.html"]  # and back
+        assert row["model"] in model_page.find("h1")[0].text
+        assert model_page.find("svg", "histogram") and model_page.find("svg", "chart")  # per-layer is implied
+    assert [row.attrs["data-state"] for row in index.find("tr", "model")] == ["pass"] * 3
+    memory = [el.text for el in index.find("td", "num") if "peak" in el.attrs.get("title", "")]
+    assert len(memory) == 3 and all(re.fullmatch(r"(\u2264 )?\d+\.\d (MiB|GiB)", m) for m in memory)
+    text = invoke("check", MODELS, "--report", out).stdout
+    assert "peak memory" in text.splitlines()[1] and f"report written to {out / 'index.html'}" in text
+    assert not [f for f in out.iterdir() if f.name.startswith(".")]  # written atomically, nothing left over
+
+
+def test_check_report_usage_errors(invoke, tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    result = invoke("check", MODELS, "--report", tmp_path / "a_file")
+    assert result.exit_code == 1 and "writes a directory" in result.stderr and "Traceback" not in result.output
+    result = invoke("check", SMALL_CNN, "--report", tmp_path)
+    assert result.exit_code == 2 and "one model's report is a file" in result.stderr
+    result = invoke("check", MODELS, "--report", tmp_path / "no" / "such")
+    assert result.exit_code == 1 and "no such directory" in result.stderr

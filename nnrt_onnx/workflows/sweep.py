@@ -8,7 +8,9 @@ it runs out of memory, a bug) is that model's row, never the end of the sweep.
 Each row carries the process's peak resident memory when the model was done (``peak_rss``, bytes, None where the
 platform does not say) and whether this model raised it (``peak_rss_this_model``): when it did, ``peak_rss`` is the
 peak of this model's check; when it did not, only a bound (an engine running each model in a fresh process gets the
-exact figure every time).
+exact figure every time). With ``CheckOptions.page`` the row also carries the model's HTML report page (``page``,
+``workflows/html_report.py``), rendered where the model was checked: whoever holds the row writes it
+(``sweep_report.write_model_page``, which takes it out of the row) before the row is stored or printed.
 """
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ class CheckOptions:
     float64_opinion: bool = True
     float64_always: bool = False
     max_constant_bytes: int | None = None  # the import's memory budget (None: the default)
+    page: bool = False  # render each model's HTML report page into its row ("page")
+    command: str | None = None  # the command line the pages record
+    back: str | None = None  # the address of the sweep's page relative to a model's page, linked from it
 
 
 def find_models(paths: Sequence[str]) -> list[str]:
@@ -89,6 +94,8 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
                         key=lambda i: (not report.outputs[i].passed(options.strict), _rank(report.outputs[i].max_rel)))
             shown = data["outputs"][worst]
             row["worst_output"] = {k: shown[k] for k in ("name", "max_abs", "max_rel")}
+        if options.page:
+            row["page"] = _page(report, options)
     if row["error"] is not None:
         row["verdict"] = "ERROR"
     row["seconds"] = time.perf_counter() - started
@@ -96,6 +103,16 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     row["peak_rss_this_model"] = row["peak_rss"] is not None and peak_before is not None and \
         row["peak_rss"] > peak_before
     return row
+
+
+def _page(report, options: CheckOptions) -> str | None:
+    from .html_report import html_report
+
+    try:
+        return html_report(report, command=options.command,
+                           back=(options.back, "all models of this check") if options.back else None)
+    except Exception:  # noqa: BLE001 - the check itself succeeded: its row stands without a page
+        return None
 
 
 def peak_rss() -> int | None:
