@@ -538,14 +538,6 @@ def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int,
 
 # -- one mutant, in a worker -------------------------------------------------------------------------------------------
 
-def _site_of_issue(message: str) -> str:
-    marker = "(at "
-    start = message.rfind(marker)
-    if start < 0:
-        return "?"
-    return message[start + len(marker):].split(";")[0].split(")")[0]
-
-
 def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
     """Run one serialized model (the file's bytes) through conversion, the file round trip and build; the outcome
     as a dict."""
@@ -575,9 +567,9 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
         reasons = sorted({i.reason for i in error.issues})
         for issue in error.issues:
             if issue.reason == "internal_error":
-                return {"outcome": "crash", "site": _site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "crash", "site": fuzz_workers.site_of_issue(issue.message), "detail": issue.message[:300]}
             if issue.reason == "out_of_memory":
-                return {"outcome": "memory", "site": _site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "memory", "site": fuzz_workers.site_of_issue(issue.message), "detail": issue.message[:300]}
         return {"outcome": "clean", "detail": ",".join(reasons)}
     except MemoryError as exc:
         return {"outcome": "memory", "site": site(exc), "detail": f"MemoryError in {stage}"}
@@ -745,27 +737,13 @@ def minimize(runner: Runner, slot: int, key: str, data: bytes, budget: int = 300
         best = onnx.ModelProto.FromString(data)
     except Exception:  # (damaged bytes: kept as found)
         return data
-    tries = 0
-    improved = True
-    while improved and tries < budget:
-        improved = False
-        for candidate in _candidates(best):
-            if candidate is None:
-                continue
-            tries += 1
-            if tries > budget:
-                break
-            result = runner.evaluate(slot, {"model": base64.b64encode(candidate.SerializeToString()).decode()})
-            if f"{result['outcome']} {result.get('site', '?')}" == key:
-                best = candidate
-                improved = True
-                break
+
+    def keeps(candidate) -> bool:
+        result = runner.evaluate(slot, {"model": base64.b64encode(candidate.SerializeToString()).decode()})
+        return f"{result['outcome']} {result.get('site', '?')}" == key
+
+    best = fuzz_workers.shrink_greedily(best, _candidates, keeps, budget)
     return best.SerializeToString()
-
-
-def _slug(key: str) -> str:
-    text = "".join(c if c.isalnum() else "_" for c in key).strip("_")
-    return f"{text[:80]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 def _save(runner: Runner | None, slot: int, key: str, data: bytes, example: dict) -> Path:
@@ -775,7 +753,7 @@ def _save(runner: Runner | None, slot: int, key: str, data: bytes, example: dict
 
     small = minimize(runner, slot, key, data) if runner is not None else data
     REGRESSIONS.mkdir(parents=True, exist_ok=True)
-    path = REGRESSIONS / f"{_slug(key)}.onnx"
+    path = REGRESSIONS / f"{fuzz_workers.slug(key)}.onnx"
     atomic_write(path, [small])
     index_path = REGRESSIONS / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}

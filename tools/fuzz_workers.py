@@ -120,6 +120,23 @@ def serve(memory_mb: int, timeout: float, load: Callable[[dict], tuple[Any, dict
         out.flush()
 
 
+def site_of_issue(message: str) -> str:
+    """The ``file:line`` an ``internal_error`` issue's message names (``... (at path:line; ...)``), or "?"."""
+    marker = "(at "
+    start = message.rfind(marker)
+    if start < 0:
+        return "?"
+    return message[start + len(marker):].split(";")[0].split(")")[0]
+
+
+def slug(key: str) -> str:
+    """A file name for a failure's key: its words, and a hash that keeps different keys apart."""
+    import hashlib
+
+    text = "".join(c if c.isalnum() else "_" for c in key).strip("_")
+    return f"{text[:80]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
 class _Worker:
     def __init__(self, script: Path, memory_mb: int, timeout: float, package: str):
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": package}
@@ -261,3 +278,23 @@ def run_tasks(runner: Runner, tasks, record: Callable[[Any, dict, int], None],
             thread.join()
     finally:
         runner.close()
+
+
+def shrink_greedily(best, candidates: Callable[[Any], Any], keeps: Callable[[Any], bool], budget: int):
+    """Greedy minimisation: the first of ``candidates(best)`` (smaller versions, None for one that could not be
+    made) that ``keeps`` the failure becomes the new ``best``, until none does or ``budget`` candidates were tried."""
+    tries = 0
+    improved = True
+    while improved and tries < budget:
+        improved = False
+        for candidate in candidates(best):
+            if candidate is None:
+                continue
+            tries += 1
+            if tries > budget:
+                break
+            if keeps(candidate):
+                best = candidate
+                improved = True
+                break
+    return best

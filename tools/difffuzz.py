@@ -1,0 +1,530 @@
+"""A differential fuzzer of *valid* ONNX models (issue 26): random graphs of the ops exporters emit, converted the
+way ``nnrt-onnx convert`` converts them, run natively, and compared with onnxruntime and onnx.reference.
+
+    python tools/difffuzz.py --minutes 30 --seed 1     # a campaign; wrong answers and crashes shrunk and saved
+                                                       # under tests/data/difffuzz_regressions/
+    python tools/difffuzz.py --count 300 --seed 7      # a fixed slice (what the CI test runs)
+    python tools/difffuzz.py --replay FILE.onnx        # one model through the same checks, the outcome printed
+    python tools/difffuzz.py --show 7:42               # model 42 of seed 7: its nodes, and where it is saved
+
+Model ``i`` of seed ``s`` is a pure function of (s, i) (tools/difffuzz_graphs.py: 1-6 steps of Conv, pooling,
+normalisations, Gemm/MatMul/Einsum, broadcasting arithmetic, activations, shape ops and exporters' Shape chains,
+indexing, Resize, Pad, reductions, LSTM/GRU/RNN ...; dims static or dynamic). Each runs in a worker subprocess
+(fuzz_workers: a memory and a time limit, restarted every --batch models):
+
+1. ``onnx.checker.check_model(full_check=True)`` and onnxruntime must accept the model and run it at one binding
+   of its dynamic dims at least; otherwise it is ``discarded`` (not counted as a model).
+2. It is written to a file and converted from it by ``from_onnx`` with no shapes pinned (dynamic dims stay
+   dynamic), compiled once (``Compilation.build``) and run by one Executor at every binding onnxruntime ran.
+3. Every output at every binding is compared with onnxruntime's by ``parity.compare`` (dtype-aware tolerances
+   relative to the output's scale); a disagreement is judged by the float64 referee of ``nnrt-onnx check``
+   (``workflows/float64.py``: onnx.reference in double, with Monte Carlo estimates of the honest float32 error).
+
+Outcomes:
+
+    agree            every output within tolerance of onnxruntime at every binding
+    ill_conditioned  they differ, but one-ulp noise moves the result that much (or both are as close to float64
+                     as float32 can be): nobody's fault
+    wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
+                     the node that wrote the first wrong output, "values" or "shape")
+    ref_disagree     onnxruntime is the one far from float64 (or neither side matches it): not ours, counted apart
+    unjudged         native differs from onnxruntime and onnx.reference cannot evaluate the model
+    refused          a clean refusal: a ConversionError (by reason code and op type: each is a valid model we do not
+                     take, a potential bug) or an NNRtError at build or run time
+    crash            any other exception, or a ConversionError issue ``internal_error`` (site: file:line)
+    memory, hang, died   out of memory, over the time limit, the worker died
+
+Each new ``wrong``/``crash`` site (and, with --shrink-refused, each refusal) is shrunk -- nodes cut off or bypassed,
+outputs dropped, intermediate tensors frozen into initializers, inputs made initializers, bindings dropped, dims
+made smaller, attributes back to their defaults -- while it keeps the same outcome and site, and saved to
+tests/data/difffuzz_regressions/ with an entry in index.json (tests/test_difffuzz.py replays them).
+
+Exit status: 1 when any model was wrong, crashed, ran out of memory, hung or killed its worker; 0 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # (its siblings, also when loaded by path)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import difffuzz_graphs as graphs  # noqa: E402
+import fuzz_workers  # noqa: E402
+from fuzz_workers import DEFAULT_MEMORY_MB  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REGRESSIONS = ROOT / "tests" / "data" / "difffuzz_regressions"
+BAD = ("wrong", "crash", "memory", "hang", "died")
+OUTCOMES = ("agree", "ill_conditioned", "wrong", "crash", "refused", "ref_disagree", "unjudged", "memory", "hang",
+            "died")
+DEFAULT_TIMEOUT = 30.0  # seconds per model
+FAR = 100.0  # "neither matches float64" counts as wrong when native is this many times farther than onnxruntime
+
+
+# -- one model, in a worker ----------------------------------------------------------------------------------------
+
+def ops_of(model) -> list[str]:
+    return sorted({n.op_type for n in model.graph.node if n.op_type != "Constant"})
+
+
+def classify(data: bytes, always_reference: bool = False) -> dict:
+    """The outcome of one serialized model (see the module doc) as a dict: outcome, site, detail, ops, and per
+    outcome: reasons ([reason, op type] of a refusal's root issues), bindings (the indices that show a wrong
+    answer), output, max_abs."""
+    import numpy as np
+    import onnx
+
+    model = onnx.ModelProto.FromString(data)
+    base = {"ops": ops_of(model)}
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:  # noqa: BLE001 (ValidationError, InferenceError, ...)
+        return {**base, "outcome": "discarded", "site": "checker", "detail": _first_line(exc)}
+    expected = _onnxruntime(model, data)
+    if isinstance(expected, dict):
+        return {**base, **expected}
+    from nnrt_onnx import Compilation, Executor, NNRtError
+    from nnrt_onnx.onnx_import import ConversionError, from_onnx
+    from nnrt_onnx.onnx_import.guard import site
+
+    stage = "convert"
+    try:
+        path = fuzz_workers.scratch_file("model.onnx")
+        path.write_bytes(data)
+        converted = from_onnx(str(path))  # as `nnrt-onnx convert` does: no shape pinned
+        stage = "build"
+        compilation = Compilation(converted.model)
+        compilation.build()
+        executor = Executor(compilation)
+        names = [converted.model.tensors[i].name for i in converted.model.inputs]
+        outputs = [o.name for o in model.graph.output]
+        perms = {}
+        for name in outputs:
+            located = converted.graph.locate(name)
+            perms[name] = located[1] if located else None
+        native = []
+        for index, feed, _ in expected:
+            stage = f"run (binding {index})"
+            arrays = executor.run_arrays([feed[n] for n in names])
+            native.append([np.transpose(a, perms[n]) if perms[n] is not None else np.asarray(a)
+                           for n, a in zip(outputs, arrays)])
+    except ConversionError as error:
+        return {**base, **_refusal(error)}
+    except NNRtError as exc:
+        return {**base, "outcome": "refused", "site": f"{stage.split(' ')[0]}: {exc.code.name}",
+                "reasons": [[f"{stage.split(' ')[0]}:{exc.code.name}", "-"]], "detail": _first_line(exc)}
+    except MemoryError as exc:
+        return {**base, "outcome": "memory", "site": site(exc), "detail": f"MemoryError in {stage}"}
+    except Exception as exc:  # noqa: BLE001 (the finding)
+        return {**base, "outcome": "crash", "site": site(exc),
+                "detail": f"{stage}: {type(exc).__name__}: {_first_line(exc)}"}
+    return {**base, **_judge(model, outputs, expected, native, always_reference)}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _onnxruntime(model, data: bytes):
+    """[(binding index, feed, onnxruntime's outputs)] for every binding onnxruntime runs, or the ``discarded``
+    result when it runs none."""
+    from nnrt_onnx.workflows import parity
+
+    try:
+        session = parity._session(model, "the model")  # (the oracle session of `nnrt-onnx check`)
+    except Exception as exc:  # noqa: BLE001
+        return {"outcome": "discarded", "site": "onnxruntime load", "detail": _first_line(exc)}
+    runs, failure = [], ""
+    for index, binding in enumerate(graphs.bindings(model)):
+        feed = graphs.feeds(model, index, binding)
+        try:
+            runs.append((index, feed, session.run(None, feed)))
+        except Exception as exc:  # noqa: BLE001 (the model is not valid at these sizes)
+            failure = _first_line(exc)
+    if not runs:
+        return {"outcome": "discarded", "site": "onnxruntime run", "detail": failure}
+    return runs
+
+
+def _refusal(error) -> dict:
+    from fuzz_workers import site_of_issue
+
+    roots = [i for i in error.issues if i.is_root] or list(error.issues)
+    for issue in error.issues:
+        if issue.reason == "internal_error":
+            return {"outcome": "crash", "site": site_of_issue(issue.message),
+                    "detail": f"{issue.op_type}: {issue.message[:300]}"}
+        if issue.reason == "out_of_memory":
+            return {"outcome": "memory", "site": site_of_issue(issue.message), "detail": issue.message[:300]}
+    reasons = sorted({(i.reason, i.op_type) for i in roots})
+    first = roots[0]
+    return {"outcome": "refused", "site": f"{first.reason} {first.op_type}", "reasons": [list(r) for r in reasons],
+            "detail": f"{first.op_type}: {first.message[:300]}"}
+
+
+def _judge(model, outputs: list[str], expected: list, native: list, always_reference: bool) -> dict:
+    """The three-way verdict over every output and binding (see the module doc)."""
+    from nnrt_onnx.workflows import float64 as f64
+    from nnrt_onnx.workflows.parity import compare, tolerances_for
+
+    producer = {o: n.op_type for n in model.graph.node for o in n.output if o}
+    worst = None  # the most serious finding: (rank, result)
+    order = {"wrong": 0, "unjudged": 1, "ref_disagree": 2, "ill_conditioned": 3}
+    for (index, feed, theirs), ours in zip(expected, native):
+        mismatched = []
+        for name, got, want in zip(outputs, ours, theirs):
+            comparison = compare(got, want, name)
+            if not comparison.within:
+                mismatched.append((name, got, want, comparison))
+        if not mismatched and not always_reference:
+            continue
+        try:
+            truth = f64.float64_reference(model, feed, tolerances_for, names=outputs)
+        except Exception as exc:  # noqa: BLE001 (onnx.reference cannot evaluate it)
+            truth, why = None, _first_line(exc)
+        for name, got, want, comparison in mismatched:
+            kind = "shape" if got.shape != want.shape else "values"
+            finding = {"site": f"{producer.get(name, 'input')} {kind}", "output": name, "bindings": [index],
+                       "max_abs": comparison.max_abs if math.isfinite(comparison.max_abs) else None,
+                       "detail": (f"{name} at binding {index}: native {list(got.shape)} {got.dtype} vs "
+                                  f"onnxruntime {list(want.shape)}: max abs {comparison.max_abs:.3g}, "
+                                  f"{comparison.mismatched} of {comparison.size} elements off")}
+            if truth is None:
+                outcome = "unjudged"
+                finding["detail"] += f"; onnx.reference: {why}"
+            else:
+                outcome, note = _referee(truth, name, got, want)
+                finding["detail"] += f"; {note}"
+            if worst is None or order[outcome] < order[worst[0]]:
+                worst = (outcome, finding)
+            elif outcome == worst[0] and index not in worst[1]["bindings"]:
+                worst[1]["bindings"].append(index)
+        if truth is not None and always_reference:
+            for name, got, want in zip(outputs, ours, theirs):
+                verdict = truth.verdict(name, got, want, True)
+                if verdict is not None and verdict.verdict == f64.SUSPECT and worst is None:
+                    worst = ("ref_disagree", {"site": "float64 disagrees with both", "output": name,
+                                              "bindings": [index], "detail": verdict.text()})
+    if worst is None:
+        return {"outcome": "agree", "bindings": [i for i, _, _ in expected]}
+    return {"outcome": worst[0], **worst[1]}
+
+
+def _referee(truth, name: str, got, want) -> tuple[str, str]:
+    """(outcome, note) for one output native and onnxruntime disagree on, from the float64 truth."""
+    import numpy as np
+
+    from nnrt_onnx.workflows import float64 as f64
+
+    reference = truth.truth.get(name)
+    if reference is None:
+        return "unjudged", "no float64 value"
+    if got.shape != want.shape or name not in truth.spread:  # shapes, integers and booleans: exact
+        same = lambda a: a.shape == reference.shape and np.array_equal(  # noqa: E731
+            np.asarray(a, np.float64), np.asarray(reference, np.float64), equal_nan=True)
+        if got.shape != want.shape:
+            same = lambda a: a.shape == reference.shape  # noqa: E731
+        if same(want) and not same(got):
+            return "wrong", "onnxruntime matches float64, native does not"
+        if same(got):
+            return "ref_disagree", "native matches float64, onnxruntime does not"
+        return "ref_disagree", "neither matches float64"
+    verdict = truth.verdict(name, got, want, False)
+    if verdict.verdict == f64.NATIVE_WRONG:
+        return "wrong", verdict.text()
+    if verdict.verdict == f64.NEITHER and verdict.closer == "onnxruntime" and verdict.ratio >= FAR:
+        return "wrong", verdict.text()
+    if verdict.verdict in (f64.ORT_WRONG, f64.NEITHER):
+        return "ref_disagree", verdict.text()
+    return "ill_conditioned", verdict.text()
+
+
+def _worker(memory_mb: int, timeout: float) -> None:
+    """The worker loop (fuzz_workers.serve), the library imported and warmed up first."""
+    import os
+    import warnings
+
+    warnings.simplefilter("ignore")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    import onnxruntime  # noqa: F401  (imports and first compilations before the limits: they are not findings)
+
+    import nnrt_onnx.onnx_import  # noqa: F401
+    from nnrt_onnx.kernels import kernels
+    from nnrt_onnx.onnx_import.handlers import registered
+
+    kernels()
+    registered()
+    for index in range(6):
+        try:
+            classify(graphs.generate(0, index).SerializeToString())
+        except Exception:  # noqa: BLE001 (a warm-up only)
+            pass
+
+    def load(task: dict) -> tuple[tuple[bytes, bool], dict]:
+        if "model" in task:
+            data = base64.b64decode(task["model"])
+        else:
+            data = graphs.generate(task["seed"], task["index"]).SerializeToString()
+        return (data, bool(task.get("always_reference"))), {}
+
+    fuzz_workers.serve(memory_mb, timeout, load, lambda subject: classify(*subject))
+
+
+class Runner(fuzz_workers.Runner):
+    """Workers that classify models (generated by seed and index, or given as bytes): see fuzz_workers.Runner."""
+
+    script = Path(__file__).resolve()
+
+    def model(self, slot: int, model, always_reference: bool = False) -> dict:
+        data = model if isinstance(model, bytes) else model.SerializeToString()
+        return self.evaluate(slot, {"model": base64.b64encode(data).decode(), "always_reference": always_reference})
+
+
+# -- shrinking --------------------------------------------------------------------------------------------------------
+
+def same_failure(found: dict, result: dict) -> bool:
+    """Does ``result`` show the failure ``found`` showed: the same outcome and site (a wrong answer at the same op
+    type, values or shape; a crash at the same file:line; a refusal for the same reason at the same op type)?"""
+    if result.get("outcome") != found["outcome"]:
+        return False
+    return result.get("site") == found.get("site")
+
+
+def shrink(runner: Runner, slot: int, model, found: dict, budget: int = 250, always_reference: bool = False):
+    """The smallest model the greedy search finds that still shows ``found`` (see :func:`same_failure`)."""
+    import difffuzz_shrink
+
+    def keeps(candidate) -> bool:
+        return same_failure(found, runner.model(slot, candidate, always_reference))
+
+    return fuzz_workers.shrink_greedily(model, lambda m: difffuzz_shrink.candidates(m, found), keeps, budget)
+
+
+def save(model, found: dict, directory: Path = REGRESSIONS, origin: dict | None = None) -> Path:
+    """Write a (shrunk) model and its entry in ``directory``/index.json; returns the file's path."""
+    from nnrt_onnx.serialization import atomic_write
+
+    key = f"{found['outcome']} {found.get('site', '?')} [{' '.join(ops_of(model))}]"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{fuzz_workers.slug(key)}.onnx"
+    atomic_write(path, [model.SerializeToString()])
+    index_path = directory / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    bindings = graphs.bindings(model)
+    index[path.name] = {"outcome": found["outcome"], "site": found.get("site", "?"), "ops": ops_of(model),
+                        "detail": found.get("detail", ""), **(origin or {}),
+                        "bindings": [bindings[i] for i in found.get("bindings", []) if i < len(bindings)],
+                        "found": time.strftime("%Y-%m-%d"), "fixed": False}
+    atomic_write(index_path, [json.dumps(index, indent=1, sort_keys=True).encode() + b"\n"])
+    return path
+
+
+def saved_keys(directory: Path = REGRESSIONS) -> set[str]:
+    index_path = directory / "index.json"
+    if not index_path.exists():
+        return set()
+    return {f"{e['outcome']} {e['site']} [{' '.join(e['ops'])}]" for e in json.loads(index_path.read_text()).values()}
+
+
+# -- the campaign -----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    seed: int
+    models: int = 0  # valid models (discarded ones not counted)
+    seconds: float = 0.0
+    outcomes: Counter = field(default_factory=Counter)
+    discarded: Counter = field(default_factory=Counter)  # "site: detail" (truncated)
+    refused: Counter = field(default_factory=Counter)  # reason code
+    refused_ops: Counter = field(default_factory=Counter)  # "reason op"
+    by_op: dict = field(default_factory=dict)  # op type -> Counter of outcomes (a model counts for each of its ops)
+    sites: dict = field(default_factory=dict)  # "outcome site" -> {"count", "indices", "example", "shrunk"...}
+    ms: float = 0.0
+
+    @property
+    def bad(self) -> int:
+        return sum(self.outcomes[o] for o in BAD)
+
+    def to_dict(self) -> dict:
+        return {"seed": self.seed, "models": self.models, "seconds": round(self.seconds, 1),
+                "outcomes": dict(self.outcomes), "discarded": dict(self.discarded.most_common(60)),
+                "refused": dict(self.refused), "refused_ops": dict(self.refused_ops.most_common()),
+                "by_op": {op: dict(c) for op, c in sorted(self.by_op.items())}, "sites": self.sites}
+
+
+def campaign(seed: int = 0, count: int | None = None, minutes: float | None = None, workers: int = 1,
+             batch: int = 400, memory_mb: int = DEFAULT_MEMORY_MB, timeout: float = DEFAULT_TIMEOUT,
+             save_to: Path | None = None, shrink_refused: bool = False, shrink_per_site: int = 1,
+             indices=None, package: str | None = None, always_reference: bool = False, progress=None) -> Report:
+    """Models ``indices`` (default 0, 1, 2 ...) of ``seed`` until ``count`` are tried or ``minutes`` pass. With
+    ``save_to``, the first ``shrink_per_site`` models of each new bad site (and refusal, with ``shrink_refused``)
+    are shrunk and saved there unless a model of the same outcome, site and ops is saved already."""
+    report = Report(seed)
+    runner = Runner(workers, batch, memory_mb, timeout, package)
+    started = time.monotonic()
+    deadline = started + minutes * 60 if minutes else math.inf
+    known = saved_keys(save_to) if save_to is not None else set()
+    chosen = indices if indices is not None else range(count if count is not None else sys.maxsize)
+    tasks = ((index, {"seed": seed, "index": index, "always_reference": always_reference}) for index in chosen)
+
+    def record(index: int, result: dict, slot: int) -> None:
+        outcome = result.get("outcome", "skipped")
+        report.ms += result.get("ms") or 0.0
+        if outcome in ("discarded", "skipped"):
+            report.discarded[f"{result.get('site', outcome)}: {result.get('detail', '')[:90]}"] += 1
+            return
+        report.models += 1
+        report.outcomes[outcome] += 1
+        for op in result.get("ops") or ["?"]:
+            report.by_op.setdefault(op, Counter())[outcome] += 1
+        if outcome == "refused":
+            for reason, op in result.get("reasons") or []:
+                report.refused[reason] += 1
+                report.refused_ops[f"{reason} {op}"] += 1
+        if outcome in ("agree", "ill_conditioned") or (outcome == "refused" and not shrink_refused
+                                                       and save_to is not None and False):
+            return
+        key = f"{outcome} {result.get('site', '?')}"
+        entry = report.sites.setdefault(key, {"count": 0, "indices": [], "ops": Counter()})
+        entry["count"] += 1
+        if len(entry["indices"]) < 20:
+            entry["indices"].append(index)
+        entry["ops"].update(result.get("ops") or [])
+        if "example" not in entry:
+            entry["example"] = {"index": index, "detail": result.get("detail", ""), "ops": result.get("ops")}
+        wants_shrink = outcome in ("wrong", "crash") or (outcome == "refused" and shrink_refused)
+        if save_to is not None and wants_shrink and entry.get("shrunk_count", 0) < shrink_per_site:
+            entry["shrunk_count"] = entry.get("shrunk_count", 0) + 1
+            model = graphs.generate(seed, index)
+            small = shrink(runner, slot, model, result, always_reference=always_reference)
+            final = runner.model(slot, small, always_reference)
+            if not same_failure(result, final):  # (flaky: keep the original)
+                small, final = model, result
+            signature = f"{final['outcome']} {final.get('site', '?')} [{' '.join(ops_of(small))}]"
+            entry.setdefault("shrunk", []).append({"index": index, "signature": signature,
+                                                   "nodes": len(small.graph.node), "detail": final.get("detail")})
+            if signature not in known:
+                known.add(signature)
+                entry["shrunk"][-1]["saved"] = str(save(small, final, save_to, {"seed": seed, "index": index}))
+        if progress is not None:
+            progress(report)
+
+    try:
+        fuzz_workers.run_tasks(runner, tasks, record, deadline)
+    finally:
+        report.seconds = time.monotonic() - started
+        for entry in report.sites.values():
+            entry["ops"] = dict(entry["ops"].most_common(8))
+    return report
+
+
+# -- command line -----------------------------------------------------------------------------------------------------
+
+def print_report(report: Report) -> None:
+    total = report.models + sum(report.discarded.values())
+    print(f"difffuzz seed {report.seed}: {report.models} valid models ({sum(report.discarded.values())} of {total} "
+          f"generated discarded) in {report.seconds:.0f} s ({report.ms / max(total, 1):.0f} ms per model in a worker)")
+    for outcome in OUTCOMES:
+        print(f"  {outcome:<16} {report.outcomes.get(outcome, 0):>7}")
+    print(f"  {'discarded':<16} {sum(report.discarded.values()):>7}")
+    if report.refused:
+        print("  refused by reason: " + ", ".join(f"{r} {n}" for r, n in report.refused.most_common()))
+        print("  refused by reason and op:")
+        for text, n in report.refused_ops.most_common(25):
+            print(f"    {n:>6}  {text}")
+    if report.discarded:
+        print("  most common discards:")
+        for text, n in report.discarded.most_common(8):
+            print(f"    {n:>6}  {text}")
+    columns = [o for o in OUTCOMES if any(c.get(o) for c in report.by_op.values())]
+    print(f"  {'op':<24} {'models':>7} " + " ".join(f"{c[:12]:>12}" for c in columns))
+    for op, counts in sorted(report.by_op.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"  {op:<24} {sum(counts.values()):>7} " + " ".join(f"{counts.get(c, 0):>12}" for c in columns))
+    interesting = {k: v for k, v in report.sites.items() if not k.startswith("refused")}
+    if interesting:
+        print(f"  {len(interesting)} distinct site(s) beyond refusals:")
+        for key, entry in sorted(interesting.items(), key=lambda kv: -kv[1]["count"]):
+            example = entry["example"]
+            print(f"    {entry['count']:>5}  {key}   e.g. model {example['index']} "
+                  f"[{' '.join(example['ops'] or [])}]: {example['detail'][:200]}")
+            for shrunk in entry.get("shrunk", []):
+                print(f"           shrunk to {shrunk['nodes']} node(s): {shrunk['signature']}"
+                      + (f" -> {shrunk['saved']}" if "saved" in shrunk else " (saved before)"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, help="run this long (new wrong/crash sites shrunk and saved)")
+    parser.add_argument("--count", type=int, help="try this many models")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--batch", type=int, default=400, help="models per worker process before it is restarted")
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may add")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per model")
+    parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
+                        help="shrink and save new bad sites (default: with --minutes)")
+    parser.add_argument("--shrink-refused", action="store_true", help="shrink and save refusals of valid models too")
+    parser.add_argument("--shrink-per-site", type=int, default=1, help="models shrunk per site (distinct results "
+                                                                       "are saved)")
+    parser.add_argument("--always-reference", action="store_true",
+                        help="run onnx.reference on every model, not only on disagreements")
+    parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
+    parser.add_argument("--show", metavar="SEED:INDEX", help="print generated model INDEX of SEED and exit")
+    parser.add_argument("--write", metavar="FILE.onnx", help="with --show: also write the model there")
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args.memory_mb, args.timeout)
+        return 0
+    sys.path.insert(0, str(ROOT))
+    if args.show:
+        import onnx.printer
+
+        seed, index = (int(v) for v in args.show.split(":"))
+        model = graphs.generate(seed, index)
+        print(onnx.printer.to_text(model.graph))
+        print(json.dumps(graphs.get_meta(model)))
+        if args.write:
+            Path(args.write).write_bytes(model.SerializeToString())
+        return 0
+    if args.replay:
+        runner = Runner(1, 1, args.memory_mb, args.timeout)
+        try:
+            result = runner.model(0, Path(args.replay).read_bytes(), args.always_reference)
+        finally:
+            runner.close()
+        print(json.dumps(result))
+        return 1 if result["outcome"] in BAD else 0
+    if args.minutes is None and args.count is None:
+        args.count = 300
+    save_to = REGRESSIONS if (args.save if args.save is not None else args.minutes is not None) else None
+    show = sys.stderr.isatty()
+
+    def progress(report: Report) -> None:
+        if show and report.models % 25 == 0:
+            print(f"\r{report.models} models, {report.bad} bad, {report.outcomes['refused']} refused", end="",
+                  file=sys.stderr, flush=True)
+
+    report = campaign(args.seed, args.count, args.minutes, args.jobs, args.batch, args.memory_mb, args.timeout,
+                      save_to, args.shrink_refused, args.shrink_per_site, always_reference=args.always_reference,
+                      progress=progress)
+    if show:
+        print(file=sys.stderr)
+    print_report(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_dict(), indent=1, default=str))
+    return 1 if report.bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
