@@ -299,7 +299,7 @@ def test_ops_lists_every_op_with_the_headers_value_and_the_references_input_coun
     result = invoke("ops")
     assert result.exit_code == 0, result.output
     listed = re.findall(r"^\s*(\d+) (OH_NN_OPS_\w+)\s+in (\d+)-(\d+)", result.stdout, re.MULTILINE)
-    assert len(listed) == len(values) == 108
+    assert len(listed) == len(values)  # every op of the header, whatever their number
     for value, name, lo, hi in listed:
         assert values[name] == int(value), name
         assert (reference[name]["inputs_min"], reference[name]["inputs_max"]) == (int(lo), int(hi)), name

@@ -1,4 +1,4 @@
-"""AddOperation validation for all 108 ops, derived from the op table, with the codes the real runtime gives.
+"""AddOperation validation for every op, derived from the op table, with the codes the real runtime gives.
 
 For every op: a valid parameter set is accepted; each parameter with a wrong dtype, a wrong element count
 (where enforced), a value out of range (where checked), without data, and a foreign parameter type is
@@ -452,8 +452,8 @@ def test_table_matches_reference(entry):
             assert all(v.rank == 0 for v in spec.variants)
 
 
-def test_all_108_ops_and_161_parameter_types_are_declared():
-    assert len(TABLE) == 108 and set(TABLE) == set(OP)
+def test_every_op_and_every_parameter_type_is_declared():
+    assert set(TABLE) == set(OP)
     declared = {t for e in OPS for t in e.params}
     # every parameter type but LayerNorm's ELEMENTWISE_AFFINE, which no builder accepts
     assert declared == set(TT) - {TT.OH_NN_TENSOR, TT.OH_NN_LAYER_NORM_ELEMENTWISE_AFFINE}

@@ -276,6 +276,54 @@ def test_a_bug_in_a_fused_conv_is_found_at_its_activation_and_the_repro_keeps_bo
     assert check_model(repro / "repro.onnx", given).ok
 
 
+def _dynamic_batch_conv():
+    weight = np.random.default_rng(3).standard_normal((4, 1, 3, 3)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 10, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])],
+                              [numpy_helper.from_array(weight, "w")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_check_runs_the_model_convert_makes_not_one_pinned_to_the_data(monkeypatch):
+    # a fault only in the conversion users run (batch left dynamic, as exporters write it): check pinned the batch
+    # from the data before converting, so it certified another model and said OK
+    real = kernels()[OP.OH_NN_OPS_CONV2D]
+
+    def wrong_when_the_batch_is_dynamic(*args, ctx, **kwargs):
+        out = real(*args, ctx=ctx, **kwargs)
+        return out + np.float32(0.5) if ctx.output_shapes[0][0] == -1 else out
+
+    wrong_when_the_batch_is_dynamic.__signature__ = inspect.signature(real)
+    monkeypatch.setitem(kernels(), OP.OH_NN_OPS_CONV2D, wrong_when_the_batch_is_dynamic)
+    x = np.random.default_rng(0).standard_normal((2, 1, 10, 10)).astype(np.float32)
+    report = check_model(_dynamic_batch_conv(), {"x": x})
+    assert not report.ok
+    assert not report.notes  # converted as convert converts it: nothing specialised
+
+
+def test_check_specialises_only_a_model_that_needs_it_and_says_so(monkeypatch):
+    import nnrt_onnx.onnx_import as importer
+    from nnrt_onnx.ir.issues import DYNAMIC_SHAPE, ConversionError, Issue
+
+    real = importer.from_onnx
+    calls = []
+
+    def refusing_dynamic(model, **options):
+        calls.append(dict(options.get("input_shapes") or {}))
+        if not options.get("input_shapes"):
+            raise ConversionError([Issue("y", "Conv", 17, DYNAMIC_SHAPE, "needs a static batch")])
+        return real(model, **options)
+
+    monkeypatch.setattr(importer, "from_onnx", refusing_dynamic)
+    x = np.random.default_rng(0).standard_normal((3, 1, 10, 10)).astype(np.float32)
+    report = check_model(_dynamic_batch_conv(), {"x": x})
+    assert report.ok
+    assert calls == [{}, {"x": [3, 1, 10, 10]}]
+    (note,) = report.notes
+    assert "x=3x1x10x10" in note and "needs a static batch" in note
+
+
 def test_extract_repro_needs_a_divergence_and_replaces_files_in_an_existing_directory(monkeypatch, tmp_path):
     clean = check_model(MODELS / "tiny_mlp.onnx", per_layer=True)
     with pytest.raises(UserError, match="no divergence"):
@@ -909,3 +957,17 @@ def test_a_compared_constant_is_labelled_as_one():
     ops = {layer.node: (layer.status, layer.nnrt_ops) for layer in report.layers}
     assert ops["add"] == ("within", ["ADD"])
     assert ops["bias"] == ("within", ["(constant)"])  # folded, kept under its name: compared, written by no op
+
+
+def test_run_of_an_onnx_file_converts_it_as_convert_does(tmp_path):
+    from nnrt_onnx.workflows.inference import load_any
+    from nnrt_onnx.workflows.model_inputs import ModelInputs
+
+    path = tmp_path / "conv.onnx"
+    onnx.save(_dynamic_batch_conv(), str(path))
+    data = {"x": np.zeros((2, 1, 10, 10), np.float32)}
+    for source in (path, onnx.load(str(path))):
+        model = load_any(source, ModelInputs(data))
+        assert [model.tensors[i].dims for i in model.inputs] == [(-1, 1, 10, 10)]
+        pinned = load_any(source, ModelInputs(data, {"x": [2, 1, 10, 10]}))  # an explicit --input-shape pins
+        assert [pinned.tensors[i].dims for i in pinned.inputs] == [(2, 1, 10, 10)]

@@ -16,6 +16,7 @@ per-step timing of ``run(..., profile=...)``.
 """
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any, MutableMapping, Sequence
@@ -119,6 +120,25 @@ def _merged(step: _Step, fn, kwargs, fuse: int, inputs, last: _Step, addends: in
     return merged
 
 
+def _with_releases(steps: list[_Step], keep: set[int]) -> list[_Step]:
+    """``steps`` with each step releasing exactly the tensors whose last reader it is. A fused step runs at its
+    first step's position but took over the releases of the steps it absorbed, whose positions were later: a tensor
+    read by a step in between (a residual's input that also feeds a third op) was gone when that step ran. Steps
+    whose releases change are copies: the plain steps (shared with the unfused plan) keep their own."""
+    last_use: dict[int, int] = {}
+    for position, step in enumerate(steps):
+        for t in step.inputs:
+            last_use[t] = position
+    result = []
+    for position, step in enumerate(steps):
+        release = tuple(dict.fromkeys(t for t in step.inputs if last_use[t] == position and t not in keep))
+        if release != step.release:
+            step = copy.copy(step)
+            step.release = release
+        result.append(step)
+    return result
+
+
 class NativePreparedModel(PreparedModel):
     """A model compiled for the CPU device: its execution plan."""
 
@@ -178,6 +198,7 @@ class NativePreparedModel(PreparedModel):
         self.steps = self._fuse_erf_gelu(self.steps, set(model.outputs))
         self.steps = self._fuse_input_transpose(self.steps, set(model.outputs))
         self.steps = assemble_concats(self, self.steps, set(model.outputs))
+        self.steps = _with_releases(self.steps, keep)
         self._arena_sizes = plan_arena(self)
         for step in self.steps + self._plain_steps:
             step.plain = (step.view_shape is None and step.dequantize_inputs is None and step.quantize_outputs is None

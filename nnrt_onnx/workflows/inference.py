@@ -18,17 +18,16 @@ from ..errors import UserError
 from ..executor import Executor
 from ..model import Model
 from ..runtime.device import all_device_ids, get_device
+from .converting import convert_as_convert
 from .model_inputs import ModelInputs
-from .model_inputs import import_options as import_options_for
 
 
 def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model:
-    """A finished NNRt model from a ``.nnrt`` file (or an ``.onnx`` file or ModelProto, converted: ``inputs`` --
-    data, shapes, constants the user gave -- pin its dynamic dims and bind inputs)."""
+    """A finished NNRt model from a ``.nnrt`` file (or an ``.onnx`` file or ModelProto, converted as ``convert``
+    converts it, see :mod:`.converting`: ``inputs`` -- shapes and constants the user gave -- pin dims and bind
+    inputs; data pins dims only where the model cannot be converted without)."""
     if not isinstance(path, (str, Path)):  # an ONNX ModelProto already loaded
-        from ..onnx_import import from_onnx
-
-        return from_onnx(path, **import_options_for(path, inputs or ModelInputs()), **import_options).model
+        return convert_as_convert(path, inputs or ModelInputs(), **import_options).result.model
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
@@ -41,11 +40,8 @@ def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model
             raise UserError(f"{path}: --input-shape and --constant-input apply to .onnx models (an .nnrt model's "
                             f"shapes are fixed when it is converted)")
         return load_model(path)
-    if suffix == ".onnx":
-        from ..onnx_import import from_onnx, load_structure
-
-        structure = load_structure(path)  # (its inputs; from_onnx reads the weights from the file itself)
-        return from_onnx(str(path), **import_options_for(structure, inputs), **import_options).model
+    if suffix == ".onnx":  # (from_onnx reads the weights from the file itself)
+        return convert_as_convert(path, inputs, **import_options).result.model
     raise UserError(f"{path}: unknown model type {suffix!r} (expected .nnrt or .onnx)")
 
 

@@ -1,7 +1,8 @@
 """Does the NNRt conversion of an ONNX model compute what the ONNX model computes? -- ``nnrt-onnx check``.
 
-:func:`check_model` converts an ONNX model (``from_onnx``), runs it natively (Compilation and Executor on the native
-CPU device, or on the ``device`` given) and runs the *original* ONNX model on onnxruntime (single-threaded) with the
+:func:`check_model` converts an ONNX model as ``convert`` does (``converting.convert_as_convert``: dynamic dims stay
+dynamic; specialised to the inputs' dims, with a note, only when that conversion is refused), runs it natively
+(Compilation and Executor on the native CPU device, or on the ``device`` given) and runs the *original* ONNX model on onnxruntime (single-threaded) with the
 same inputs, and compares every output with dtype-aware tolerances.
 With ``per_layer=True`` it also captures every intermediate tensor on both sides (natively through
 ``Executor.run_arrays(..., capture=...)``, on a device that supports it), maps ONNX tensor names to NNRt
@@ -48,9 +49,9 @@ import numpy as np
 
 from ..errors import NNRtError, UserError
 from . import float64 as f64
+from .converting import convert_as_convert
 from .inference import complete_inputs, input_names, safe_file_name
 from .model_inputs import ModelInputs
-from .model_inputs import import_options as input_import_options
 from .tensor_stats import TensorStats, is_constant, tensor_stats
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
@@ -465,15 +466,14 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     """
     import time
 
-    from ..onnx_import import from_onnx
-
     started = time.perf_counter()
     progress = progress or _no_progress
     model, default_label = load_checked(onnx_path)
     label = label or default_label
     given = dict(inputs or {})
-    pinned = input_import_options(model, ModelInputs(given, dict(input_shapes or {}), dict(constant_inputs or {})))
-    result = from_onnx(model, **pinned, **import_options)
+    conversion = convert_as_convert(model, ModelInputs(given, dict(input_shapes or {}), dict(constant_inputs or {})),
+                                    **import_options)
+    result, pinned = conversion.result, conversion.options
     nnrt, graph = result.model, result.graph
     names = input_names(nnrt)
     unknown = sorted(set(given) - set(names))
@@ -536,6 +536,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                 referee(c, model, producers[c.name], feed, values, native_outputs_onnx[position])
     report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons,
                           strict=strict, input_arrays={n: a for n, a in zip(names, arrays)})
+    if conversion.note():
+        report.notes.append(conversion.note())
     for name, value in golden.items():
         position = output_names.index(name)
         value = np.asarray(value)

@@ -54,3 +54,66 @@ def test_a_transpose_that_moves_a_dynamic_dim_into_the_batch_position(rng):
                    helper.make_node("Conv", ["t", "w"], ["y"])],
                   [("x", F, [6, 1, 6, "B"])], [("y", F, ["B", 3, 5, 5])], [("w", weight)])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((6, 1, 6, n)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("bias_is_input", [True, False])
+@pytest.mark.parametrize("axis, scale_shape", [(-2, [1, 5]), (1, [3, 1, 1]), (2, [5])])
+def test_layer_normalization_whose_scale_is_an_input_that_broadcasts(rng, axis, scale_shape, bias_is_input):
+    # the scale is multiplied after LAYER_NORM; the bias went into LAYER_NORM, before it: (x_hat + b) * s
+    norm_shape = [2, 3, 4, 5][axis:]
+    bias = rng.standard_normal(norm_shape).astype(np.float32)
+    inputs = [("x", F, ["N", 3, 4, 5]), ("s", F, scale_shape)] + ([("b", F, norm_shape)] if bias_is_input else [])
+    model = graph([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis)], inputs,
+                  [("y", F, ["N", 3, 4, 5])], [] if bias_is_input else [("b", bias)])
+    feeds = [{"x": rng.standard_normal((n, 3, 4, 5)).astype(np.float32),
+              "s": rng.standard_normal(scale_shape).astype(np.float32), **({"b": bias} if bias_is_input else {})}
+             for n in (1, 2, 3)]
+    runs_like_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("batch", ["N", 2])
+@pytest.mark.parametrize("through_relu", [False, True])
+def test_a_residual_whose_input_also_feeds_an_op_between_the_product_and_the_add(rng, through_relu, batch):
+    # MatMul + Add(residual) fuse into one step at the MatMul's position; it took over the Add's release of x, so
+    # the Sigmoid between them read a released (or reused) buffer
+    weight = rng.standard_normal((8, 8)).astype(np.float32)
+    source = ["i"] if through_relu else []
+    nodes = ([helper.make_node("Relu", ["i"], ["x"])] if through_relu else []) + [
+        helper.make_node("MatMul", ["x", "w"], ["product"]), helper.make_node("Sigmoid", ["x"], ["z"]),
+        helper.make_node("Add", ["product", "x"], ["y"])]
+    name = source[0] if source else "x"
+    model = graph(nodes, [(name, F, [batch, 8])], [("y", F, [batch, 8]), ("z", F, [batch, 8])], [("w", weight)])
+    sizes = (1, 2, 3) if batch == "N" else (batch,)
+    runs_like_onnxruntime(model, [{name: rng.standard_normal((n, 8)).astype(np.float32)} for n in sizes])
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "Conv"])
+@pytest.mark.parametrize("other_reader", ["Transpose", "Relu"])
+def test_an_nhwc_computed_tensor_that_also_feeds_a_transposed_graph_output(rng, op, other_reader):
+    # the transposes cancel, so the pool/conv writes the graph output t directly; sinking the transpose into the
+    # other reader still used the old name of that tensor: a tensor nothing writes
+    weight = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    first = (helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2, 2]) if op == "AveragePool"
+             else helper.make_node("Conv", ["x", "w"], ["p"]))
+    side = 5 if op == "AveragePool" else 4
+    channels = 3 if op == "AveragePool" else 4
+    other = (helper.make_node("Transpose", ["p"], ["u"], perm=[0, 2, 3, 1]) if other_reader == "Transpose"
+             else helper.make_node("Relu", ["p"], ["u"]))
+    u_dims = ["N", side, side, channels] if other_reader == "Transpose" else ["N", channels, side, side]
+    model = graph([first, helper.make_node("Transpose", ["p"], ["t"], perm=[0, 2, 3, 1]), other],
+                  [("x", F, ["N", 3, 6, 6])], [("t", F, ["N", side, side, channels]), ("u", F, u_dims)],
+                  [("w", weight)] if op == "Conv" else [])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 3, 6, 6)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+def test_dropout_with_its_mask_output_on_a_dynamic_batch(rng):
+    model = graph([helper.make_node("Dropout", ["x"], ["y", "mask"])], [("x", F, ["N", 3])],
+                  [("y", F, ["N", 3]), ("mask", TensorProto.BOOL, ["N", 3])], opset=13)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_the_softmax_family_before_opset_13_flattens_a_dynamic_batch(rng, op):
+    model = graph([helper.make_node(op, ["x"], ["y"], axis=1)], [("x", F, ["N", 4, 2, 3])], [("y", F, ["N", 4, 2, 3])],
+                  opset=11)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 4, 2, 3)).astype(np.float32)} for n in (1, 2, 3)])

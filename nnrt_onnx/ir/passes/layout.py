@@ -76,7 +76,9 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
     return True
 
 
-def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm) -> None:
+def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm) -> str:
+    """Move the transpose ``source`` -> ``name`` past ``user``; returns the name ``source`` has afterwards (a graph
+    output's name, when its producer now writes that output directly)."""
     if user.op == OP.OH_NN_OPS_TRANSPOSE:
         composed = tuple(perm[q] for q in perm_of(graph, user))
         out = user.outputs[0]
@@ -92,16 +94,17 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
             graph.rename_uses(source, out)
             graph.nodes.remove(user)
             graph.provenance[source] = (out, composed)
+            return out
         else:  # (an identity transpose onto a graph output stays, to keep the output's name)
             user.inputs = [source, graph.constant(np.asarray(composed, np.int64), f"{user.outputs[0]}.perm")]
-        return
+        return source
     role = op_spec(user.op).layout_role
     if role in ("axis", "reduce"):
         _sink_into_axis_op(graph, user, source, perm)
-        return
+        return source
     if role in ("slice", "gather", "split"):
         _sink_into_indexing_op(graph, user, source, perm, role)
-        return
+        return source
     if role == "pad":  # pad(T_p(x), P) == T_p(pad(x, P')) with P'[p[i]] = P[i]
         pads = graph.values[user.inputs[1]].data.reshape(len(perm), 2)
         moved_pads = np.empty_like(pads)
@@ -113,7 +116,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
         graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(perm)), None, value.quant))
         user.outputs = [moved]
         _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
-        return
+        return source
     new_inputs = []
     for position, other in enumerate(user.inputs):
         if other == name:
@@ -135,6 +138,7 @@ def _sink_into(graph: Graph, producers, user: Node, name: str, source: str, perm
     graph.add_value(Value(moved, value.dtype, permute(value.shape, inverse(perm)), None, value.quant))
     user.outputs = [moved]
     _insert_after(graph, user, _new_transpose(graph, moved, perm, out, user.origin))
+    return source
 
 
 def _axes_after(graph: Graph, node: Node, perm) -> list[int] | None:
@@ -263,8 +267,8 @@ def _sink_scan(graph: Graph) -> bool:
         elif out in graph.outputs or not users:
             continue
         elif all(_can_sink(graph, producers, u, out, perm) for u in users):
-            for user in list(dict.fromkeys(users)):
-                _sink_into(graph, producers, user, out, source, perm)
+            for user in list(dict.fromkeys(users)):  # (a user may rename source: the next ones read the new name)
+                source = _sink_into(graph, producers, user, out, source, perm)
             graph.nodes.remove(node)
             graph.provenance[out] = (source, perm)
         elif not _absorb_into_dense(graph, node, users, consumers):

@@ -174,6 +174,9 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
         raise ConversionIssue(DYNAMIC_SHAPE, f"the normalised dims {list(norm_shape)} of {x!r} must be static")
     gamma, late_scale = _affine_operand(ctx, 1, norm_shape, 1.0, value.dtype, "scale")
     beta, late_bias = _affine_operand(ctx, 2, norm_shape, 0.0, value.dtype, "bias")
+    if late_scale is not None and late_bias is None and ctx.has_input(2):
+        # the scale is applied after LAYER_NORM, so the bias must be too: (x_hat + b) * s is not x_hat * s + b
+        beta, late_bias = ctx.constant(np.zeros(norm_shape, value.dtype), f"{ctx.name}.bias"), beta
     source, begin = x, axis
     if axis == 0:
         if sum(d < 0 for d in shape) > 0:
@@ -398,12 +401,22 @@ def softmax(ctx: NodeContext) -> None:
     if ctx.opset >= 13 or axis == rank - 1:
         ctx.emit(op, [x], [ctx.output(0)], {key: axis})
         return
-    shape = ctx.static_shape(x)
-    flat = ctx.reshape(x, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    shape, flat_shape = _flattened_at(ctx, x, axis, f"{ctx.node.op_type} input (flattened before opset 13)")
+    flat = ctx.reshape(x, flat_shape)
     out_value = ctx.value(ctx.output(0))
     flat_out = ctx.new_value(out_value.dtype, ctx.value(flat).shape, f"{ctx.output(0)}.flat")
     ctx.emit(op, [flat], [flat_out], {key: 1})
     ctx.reshape(flat_out, shape, output=ctx.output(0))
+
+
+def _flattened_at(ctx: NodeContext, x: str, axis: int, what: str) -> tuple[list[int], list[int]]:
+    """The shape of ``x`` and the 2-D shape it flattens to at ``axis`` (the pre-opset-13 softmax family), as RESHAPE
+    targets: one dynamic dim before ``axis`` (a batch) becomes -1 in both; the dims from ``axis`` on must be static."""
+    shape = list(_ranked_shape(ctx, x))
+    if sum(d < 0 for d in shape[:axis]) > 1 or any(d < 0 for d in shape[axis:]):
+        ctx.static_shape(x, what)  # (raises, naming the tensor)
+    rows = -1 if any(d < 0 for d in shape[:axis]) else int(prod(shape[:axis]))
+    return shape, [rows, int(prod(shape[axis:]))]
 
 
 @converts("Hardmax")
@@ -421,8 +434,7 @@ def hardmax(ctx: NodeContext) -> None:
     shape = _ranked_shape(ctx, x)
     source, target = x, out
     if ctx.opset < 13 and axis != rank - 1:
-        shape = ctx.static_shape(x, "Hardmax input (flattened before opset 13)")
-        flat = [int(prod(shape[:axis])), int(prod(shape[axis:]))]
+        shape, flat = _flattened_at(ctx, x, axis, "Hardmax input (flattened before opset 13)")
         source = ctx.reshape(x, flat)
         target = ctx.new_value(dtype, flat, f"{out}.flat")
         axis = 1

@@ -86,10 +86,18 @@ def identity(ctx: NodeContext) -> None:
     if len([o for o in ctx.node.output if o]) > 1:
         mask = ctx.node.output[1]
         shape = ctx.value(ctx.input(0)).shape
-        if shape is None or any(d < 0 for d in shape):
-            raise ConversionIssue(DYNAMIC_SHAPE, "Dropout's mask output needs a static shape")
-        limits.require_shape(shape, np.bool_, "Dropout's mask")
-        ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
+        if shape is None:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"Dropout's mask output needs the rank of {ctx.input(0)!r}")
+        if any(d < 0 for d in shape):  # all true, of the input's run-time shape
+            dims = ctx.new_value(np.int64, (len(shape),), f"{mask}.shape")
+            ctx.emit(OP.OH_NN_OPS_SHAPE, [ctx.input(0)], [dims])
+            ctx.settle(mask, shape, np.bool_)
+            ctx.emit(OP.OH_NN_OPS_CONSTANT_OF_SHAPE, [dims], [mask],
+                     {"OH_NN_CONSTANT_OF_SHAPE_DATA_TYPE": int(from_numpy(np.dtype(np.bool_))),
+                      "OH_NN_CONSTANT_OF_SHAPE_VALUE": [1.0]})
+        else:
+            limits.require_shape(shape, np.bool_, "Dropout's mask")
+            ctx.graph.add_value(Value(mask, np.dtype(np.bool_), shape, np.ones(shape, np.bool_)))
     ctx.alias(ctx.input(0), ctx.output(0))
 
 
