@@ -24,9 +24,12 @@ Outcomes:
 
     agree            every output within tolerance of onnxruntime at every binding
     ill_conditioned  they differ, but one-ulp noise moves the result that much (or both are as close to float64
-                     as float32 can be): nobody's fault
+                     as float32 can be; or the integers or booleans that differ are decided by a comparison, an
+                     ArgMax or a Cast of values equal to within 1e-4 of their scale): nobody's fault
+    imprecise        native is farther from float64 than float32 noise explains, but within 1e-2 (max rel): a less
+                     accurate computation (an accumulation order, a variance formula) rather than a wrong one
     wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
-                     the node that wrote the first wrong output, "values" or "shape")
+                     the node that wrote the first wrong output, and "values" or "shape")
     ref_disagree     onnxruntime is the one far from float64 (or neither side matches it): not ours, counted apart
     unjudged         native differs from onnxruntime and onnx.reference cannot evaluate the model
     refused          a clean refusal: a ConversionError (by reason code and op type: each is a valid model we do not
@@ -34,7 +37,9 @@ Outcomes:
     crash            any other exception, or a ConversionError issue ``internal_error`` (site: file:line)
     memory, hang, died   out of memory, over the time limit, the worker died
 
-Each new ``wrong``/``crash`` site (and, with --shrink-refused, each refusal) is shrunk -- nodes cut off or bypassed,
+Each new ``wrong``/``crash`` site, each refusal that calls the valid model invalid (``invalid_model``, or an
+NNRtError at build or run time: the conversion made a model the runtime refuses) and, with --shrink-refused,
+every other refusal is shrunk -- nodes cut off or bypassed,
 outputs dropped, intermediate tensors frozen into initializers, inputs made initializers, bindings dropped, dims
 made smaller, attributes back to their defaults -- while it keeps the same outcome and site, and saved to
 tests/data/difffuzz_regressions/ with an entry in index.json (tests/test_difffuzz.py replays them).
@@ -62,10 +67,18 @@ from fuzz_workers import DEFAULT_MEMORY_MB  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSIONS = ROOT / "tests" / "data" / "difffuzz_regressions"
 BAD = ("wrong", "crash", "memory", "hang", "died")
-OUTCOMES = ("agree", "ill_conditioned", "wrong", "crash", "refused", "ref_disagree", "unjudged", "memory", "hang",
-            "died")
+OUTCOMES = ("agree", "ill_conditioned", "imprecise", "wrong", "crash", "refused", "ref_disagree", "unjudged",
+            "memory", "hang", "died")
 DEFAULT_TIMEOUT = 30.0  # seconds per model
 FAR = 100.0  # "neither matches float64" counts as wrong when native is this many times farther than onnxruntime
+IMPRECISE = 1e-2  # a wrong answer within this max rel of float64 is "imprecise" (an algorithm, not a wrong index)
+TIE = 1e-4  # integers or booleans decided by floats this close (relative to their scale) are ill-conditioned
+
+
+def suspicious(result: dict) -> bool:
+    """A refusal that says the valid model is invalid (``invalid_model``), or an NNRtError at build or run time
+    (the conversion made a model the runtime refuses): bugs rather than limits, shrunk and saved like crashes."""
+    return any(reason == "invalid_model" or ":" in reason for reason, _ in result.get("reasons") or [])
 
 
 # -- one model, in a worker ----------------------------------------------------------------------------------------
@@ -87,7 +100,7 @@ def classify(data: bytes, always_reference: bool = False) -> dict:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:  # noqa: BLE001 (ValidationError, InferenceError, ...)
         return {**base, "outcome": "discarded", "site": "checker", "detail": _first_line(exc)}
-    expected = _onnxruntime(model, data)
+    expected = _onnxruntime(model)
     if isinstance(expected, dict):
         return {**base, **expected}
     from nnrt_onnx import Compilation, Executor, NNRtError
@@ -133,7 +146,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-def _onnxruntime(model, data: bytes):
+def _onnxruntime(model):
     """[(binding index, feed, onnxruntime's outputs)] for every binding onnxruntime runs, or the ``discarded``
     result when it runs none."""
     from nnrt_onnx.workflows import parity
@@ -165,7 +178,7 @@ def _refusal(error) -> dict:
         if issue.reason == "out_of_memory":
             return {"outcome": "memory", "site": site_of_issue(issue.message), "detail": issue.message[:300]}
     reasons = sorted({(i.reason, i.op_type) for i in roots})
-    first = roots[0]
+    first = next((i for i in roots if i.reason == "invalid_model"), roots[0])  # (the suspicious one names it)
     return {"outcome": "refused", "site": f"{first.reason} {first.op_type}", "reasons": [list(r) for r in reasons],
             "detail": f"{first.op_type}: {first.message[:300]}"}
 
@@ -177,7 +190,7 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
 
     producer = {o: n.op_type for n in model.graph.node for o in n.output if o}
     worst = None  # the most serious finding: (rank, result)
-    order = {"wrong": 0, "unjudged": 1, "ref_disagree": 2, "ill_conditioned": 3}
+    order = {"wrong": 0, "unjudged": 1, "imprecise": 2, "ref_disagree": 3, "ill_conditioned": 4}
     for (index, feed, theirs), ours in zip(expected, native):
         mismatched = []
         for name, got, want in zip(outputs, ours, theirs):
@@ -187,7 +200,7 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
         if not mismatched and not always_reference:
             continue
         try:
-            truth = f64.float64_reference(model, feed, tolerances_for, names=outputs)
+            truth = f64.float64_reference(model, feed, tolerances_for)
         except Exception as exc:  # noqa: BLE001 (onnx.reference cannot evaluate it)
             truth, why = None, _first_line(exc)
         for name, got, want, comparison in mismatched:
@@ -201,8 +214,10 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
                 outcome = "unjudged"
                 finding["detail"] += f"; onnx.reference: {why}"
             else:
-                outcome, note = _referee(truth, name, got, want)
+                outcome, note, error = _referee(truth, model, feed, name, got, want)
                 finding["detail"] += f"; {note}"
+                if outcome == "wrong" and kind == "values" and error < IMPRECISE:
+                    outcome = "imprecise"
             if worst is None or order[outcome] < order[worst[0]]:
                 worst = (outcome, finding)
             elif outcome == worst[0] and index not in worst[1]["bindings"]:
@@ -218,33 +233,76 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
     return {"outcome": worst[0], **worst[1]}
 
 
-def _referee(truth, name: str, got, want) -> tuple[str, str]:
-    """(outcome, note) for one output native and onnxruntime disagree on, from the float64 truth."""
+def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, float]:
+    """(outcome, note, native's max rel error against float64) for one output native and onnxruntime disagree on,
+    from the float64 truth."""
     import numpy as np
 
     from nnrt_onnx.workflows import float64 as f64
 
     reference = truth.truth.get(name)
     if reference is None:
-        return "unjudged", "no float64 value"
+        return "unjudged", "no float64 value", math.inf
     if got.shape != want.shape or name not in truth.spread:  # shapes, integers and booleans: exact
         same = lambda a: a.shape == reference.shape and np.array_equal(  # noqa: E731
             np.asarray(a, np.float64), np.asarray(reference, np.float64), equal_nan=True)
         if got.shape != want.shape:
             same = lambda a: a.shape == reference.shape  # noqa: E731
         if same(want) and not same(got):
-            return "wrong", "onnxruntime matches float64, native does not"
+            if got.shape == want.shape and _near_tie(model, truth, feed, name, got, want):
+                return "ill_conditioned", f"the elements that differ decide between values within {TIE:g} of " \
+                                          f"their scale (in float64)", math.inf
+            return "wrong", "onnxruntime matches float64, native does not", math.inf
         if same(got):
-            return "ref_disagree", "native matches float64, onnxruntime does not"
-        return "ref_disagree", "neither matches float64"
+            return "ref_disagree", "native matches float64, onnxruntime does not", 0.0
+        return "ref_disagree", "neither matches float64", math.inf
     verdict = truth.verdict(name, got, want, False)
-    if verdict.verdict == f64.NATIVE_WRONG:
-        return "wrong", verdict.text()
-    if verdict.verdict == f64.NEITHER and verdict.closer == "onnxruntime" and verdict.ratio >= FAR:
-        return "wrong", verdict.text()
+    if verdict.verdict == f64.NATIVE_WRONG or (verdict.verdict == f64.NEITHER and verdict.closer == "onnxruntime"
+                                               and verdict.ratio >= FAR):
+        return "wrong", verdict.text(), verdict.native_error
     if verdict.verdict in (f64.ORT_WRONG, f64.NEITHER):
-        return "ref_disagree", verdict.text()
-    return "ill_conditioned", verdict.text()
+        return "ref_disagree", verdict.text(), verdict.native_error
+    return "ill_conditioned", verdict.text(), verdict.native_error
+
+
+def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
+    """Do the elements of an integer or boolean output that native and onnxruntime disagree on come from a
+    comparison, an ArgMax/ArgMin or a float-to-integer Cast of values equal to within TIE of their scale in float64
+    (through Not, Identity and Casts of booleans)? Then float32 rounding decides them, not a bug."""
+    import numpy as np
+
+    writers = {o: n for n in model.graph.node for o in n.output if o}
+    from onnx import numpy_helper
+
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    values.update({k: np.asarray(v) for k, v in {**feed, **truth.truth}.items()})
+    flipped = np.asarray(got) != np.asarray(want)
+    node = writers.get(name)
+    while node is not None and (node.op_type in ("Not", "Identity") or (
+            node.op_type == "Cast" and values.get(node.input[0], np.zeros(0)).dtype == np.bool_)):
+        node = writers.get(node.input[0])
+    if node is None or any(i not in values for i in node.input[:2] if i):
+        return False
+    inputs = [values[i].astype(np.float64) for i in node.input[:2] if i]
+    if node.op_type in ("Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Equal"):
+        a, b = np.broadcast_arrays(*inputs)
+        if a.shape != flipped.shape:
+            return False
+        scale = max(float(np.nanmax(np.abs(a), initial=0)), float(np.nanmax(np.abs(b), initial=0)), 1e-30)
+        return bool(np.all(np.abs(a - b)[flipped] <= TIE * scale))
+    if node.op_type in ("ArgMax", "ArgMin"):
+        x = inputs[0]
+        attributes = {a.name: a.i for a in node.attribute}
+        axis = attributes.get("axis", 0) % x.ndim
+        chosen = [np.asarray(v, np.int64) if attributes.get("keepdims", 1) else
+                  np.expand_dims(np.asarray(v, np.int64), axis) for v in (got, want)]
+        picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
+        scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
+        return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
+    if node.op_type == "Cast" and inputs[0].shape == flipped.shape:
+        x = inputs[0][flipped]
+        return bool(np.all(np.abs(x - np.round(x)) <= TIE * np.maximum(1.0, np.abs(x))))
+    return False
 
 
 def _worker(memory_mb: int, timeout: float) -> None:
@@ -347,6 +405,7 @@ class Report:
     refused_ops: Counter = field(default_factory=Counter)  # "reason op"
     by_op: dict = field(default_factory=dict)  # op type -> Counter of outcomes (a model counts for each of its ops)
     sites: dict = field(default_factory=dict)  # "outcome site" -> {"count", "indices", "example", "shrunk"...}
+    bad_models: dict = field(default_factory=dict)  # index -> "outcome site" of every model with a BAD outcome
     ms: float = 0.0
 
     @property
@@ -357,7 +416,8 @@ class Report:
         return {"seed": self.seed, "models": self.models, "seconds": round(self.seconds, 1),
                 "outcomes": dict(self.outcomes), "discarded": dict(self.discarded.most_common(60)),
                 "refused": dict(self.refused), "refused_ops": dict(self.refused_ops.most_common()),
-                "by_op": {op: dict(c) for op, c in sorted(self.by_op.items())}, "sites": self.sites}
+                "by_op": {op: dict(c) for op, c in sorted(self.by_op.items())}, "sites": self.sites,
+                "bad_models": self.bad_models}
 
 
 def campaign(seed: int = 0, count: int | None = None, minutes: float | None = None, workers: int = 1,
@@ -389,10 +449,11 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
             for reason, op in result.get("reasons") or []:
                 report.refused[reason] += 1
                 report.refused_ops[f"{reason} {op}"] += 1
-        if outcome in ("agree", "ill_conditioned") or (outcome == "refused" and not shrink_refused
-                                                       and save_to is not None and False):
+        if outcome in ("agree", "ill_conditioned"):
             return
         key = f"{outcome} {result.get('site', '?')}"
+        if outcome in BAD:
+            report.bad_models[index] = key
         entry = report.sites.setdefault(key, {"count": 0, "indices": [], "ops": Counter()})
         entry["count"] += 1
         if len(entry["indices"]) < 20:
@@ -400,7 +461,8 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         entry["ops"].update(result.get("ops") or [])
         if "example" not in entry:
             entry["example"] = {"index": index, "detail": result.get("detail", ""), "ops": result.get("ops")}
-        wants_shrink = outcome in ("wrong", "crash") or (outcome == "refused" and shrink_refused)
+        wants_shrink = outcome in ("wrong", "crash") or (outcome == "refused" and (shrink_refused or suspicious(
+            result)))
         if save_to is not None and wants_shrink and entry.get("shrunk_count", 0) < shrink_per_site:
             entry["shrunk_count"] = entry.get("shrunk_count", 0) + 1
             model = graphs.generate(seed, index)

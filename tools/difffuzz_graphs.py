@@ -28,10 +28,12 @@ F, F16, D, I64, I32, BOOL = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto
                              TensorProto.INT32, TensorProto.BOOL)
 BINDINGS = 3  # sizes of the dynamic dims each model is run at
 MAX_ELEMENTS = 6000  # per tensor and binding: bigger outputs make an op draw again
+BIG_ELEMENTS = 1 << 16  # the same in a "big" model (wide channels: the kernels' vector and tile paths)
+BIG_SHARE = 0.15  # of the models
 MAX_RUNTIME_INPUTS = 3
 META_KEY = "difffuzz"
 INT_MAX = (1 << 63) - 1
-OPSETS = [(13, 2), (14, 1), (15, 1), (16, 1), (17, 8), (18, 3), (19, 2), (20, 2), (21, 2)]
+OPSETS = [(11, 1), (12, 1), (13, 2), (14, 1), (15, 1), (16, 1), (17, 8), (18, 3), (19, 2), (20, 2), (21, 2)]
 
 
 class Skip(Exception):
@@ -92,6 +94,8 @@ class Builder:
         self.np_rng = np.random.default_rng(self.rng.getrandbits(63))
         versions, weights = zip(*OPSETS)
         self.opset = self.rng.choices(versions, weights)[0]
+        self.big = self.rng.random() < BIG_SHARE
+        self.limit = BIG_ELEMENTS if self.big else MAX_ELEMENTS
 
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
@@ -195,7 +199,7 @@ class Builder:
                 names.append("")
                 continue
             dtype, shapes = spec
-            if any(math.prod(s) > MAX_ELEMENTS or min(s, default=1) < 0 for s in shapes):
+            if any(math.prod(s) > self.limit or min(s, default=1) < 0 for s in shapes):
                 raise Skip("too large")
             tensor = Tensor(self.name("t"), dtype, [tuple(s) for s in shapes])
             self.made[tensor.name] = tensor
@@ -227,14 +231,20 @@ class Builder:
         return self.dynamic("batch") if self.chance(0.55) else self.choice([1, 1, 2, 3])
 
     def spatial(self, low: int = 3) -> int | str:
-        return self.dynamic("spatial") if self.chance(0.25) and low <= 3 else self.rng.randint(low, 12)
+        if self.chance(0.25) and low <= 3:
+            return self.dynamic("spatial")
+        return self.rng.randint(max(low, 6), 20) if self.big else self.rng.randint(low, 12)
+
+    def width(self) -> int:
+        """A channel or feature count: small, or (in a big model) wide, around the vector widths."""
+        return self.choice([16, 17, 24, 32, 33, 48, 64]) if self.big else self.choice([1, 2, 3, 4, 5, 6, 8])
 
     def image(self, rank: int = 4, channels: int | None = None) -> Tensor:
-        c = channels if channels is not None else self.choice([1, 1, 2, 3, 4, 5, 6])
+        c = channels if channels is not None else (self.width() if self.big else self.choice([1, 1, 2, 3, 4, 5, 6]))
         return self.add_input(F, [self.batch(), c] + [self.spatial() for _ in range(rank - 2)])
 
     def sequence(self, features: int | None = None) -> Tensor:
-        d = features if features is not None else self.choice([1, 2, 3, 4, 6, 8])
+        d = features if features is not None else self.width()
         seq = self.dynamic("seq") if self.chance(0.4) else self.rng.randint(1, 7)
         return self.add_input(F, [self.batch(), seq, d])
 
@@ -351,7 +361,7 @@ def step_conv(b: Builder) -> None:
         group = b.choice(divisors) if divisors else 1
         m = group * b.choice([1, 2])
     else:
-        group, m = 1, b.choice([1, 2, 3, 4, 6, 8])
+        group, m = 1, b.width()
     kernel, strides, dilations, pads, auto = _spatial_attrs(b, x)
     spatial = [_window(b, x.dim(a), kernel[i], strides[i], dilations[i], pads[i], auto=auto)
                for i, a in enumerate(range(2, rank))]
@@ -494,7 +504,7 @@ def step_gemm(b: Builder) -> None:
     if len(set(k)) > 1:
         raise Skip("dynamic K")
     k, m = k[0], (a.dim(1) if trans_a else a.dim(0))
-    n = b.choice([1, 2, 3, 4, 5, 8])
+    n = b.width()
     trans_b = b.chance(0.5)
     w = b.weight([n, k] if trans_b else [k, n], runtime_p=0.12)
     form = b.choice(["none", "n", "n", "n", "1n", "mn", "m1", "1", "scalar", "11"])
@@ -559,7 +569,7 @@ def step_matmul(b: Builder) -> None:
         w = b.weight([k])
         b.node("MatMul", [a, w], [(F, [s[:-1] for s in a.shapes])])
         return
-    n = b.choice([1, 2, 3, 4, 5, 8, k])
+    n = b.choice([b.width(), b.width(), k])
     extra = a.rank - 2
     batch = []
     for axis in range(b.rng.randint(0, extra + 1) if b.chance(0.3) else 0):
@@ -629,7 +639,7 @@ def _broadcast(*tensors: Tensor) -> list:
 
 def step_binary(b: Builder) -> None:
     op = b.choice(["Add", "Add", "Add", "Sub", "Mul", "Mul", "Div", "Pow", "Max", "Min", "PRelu"])
-    integer = op in ("Add", "Sub", "Mul", "Div", "Max", "Min") and b.chance(0.12)
+    integer = op in ("Add", "Sub", "Mul", "Div") + (("Max", "Min") if b.opset >= 12 else ()) and b.chance(0.12)
     dtype = b.choice([I64, I64, I32]) if integer else F
     a = b.pick(lambda t: t.dtype == dtype and t.rank is not None, lambda: b.fresh(dtype))
     if op == "Pow":
@@ -700,13 +710,13 @@ UNARY = ["Relu", "Relu", "Relu", "LeakyRelu", "Sigmoid", "Sigmoid", "Tanh", "Har
 
 def step_unary(b: Builder) -> None:
     op = b.choice(UNARY)
-    if b.opset < {"Mish": 18, "Gelu": 20, "HardSwish": 14}.get(op, 0):
+    if b.opset < {"Mish": 18, "Gelu": 20, "HardSwish": 14, "Celu": 12}.get(op, 0):
         raise Skip("opset")
     if op == "Not":
         x = b.pick(lambda t: t.dtype == BOOL, lambda: b.fresh(BOOL))
         b.node("Not", [x], [(BOOL, x.shapes)])
         return
-    integer_ok = op in ("Relu", "Abs", "Neg", "Sign", "Identity", "Clip")
+    integer_ok = op in ("Abs", "Neg", "Sign", "Identity", "Clip")  # (onnxruntime has no integer Relu)
     x = b.pick(lambda t: t.rank is not None and (t.dtype == F or (integer_ok and t.dtype in (I64, I32))),
                lambda: b.fresh(F))
     attrs, extra = {}, []
@@ -1132,6 +1142,8 @@ def step_pad(b: Builder) -> None:
 
 
 def step_resize(b: Builder) -> None:
+    if b.opset < 13:
+        raise Skip("opset (roi and scales are required before 13)")
     x = b.pick(lambda t: _image_like(t, (3, 4)), lambda: b.image(4))
     r = x.rank
     mode = b.choice(["nearest", "nearest", "linear", "linear", "cubic"]) if r == 4 else "nearest"
@@ -1164,7 +1176,7 @@ def step_resize(b: Builder) -> None:
         if not use_axes and not x.static(0):
             raise Skip("sizes of a dynamic batch need axes")
         sizes = [b.rng.randint(1, 12) if a >= 2 else x.dim(a)[0] for a in axes]
-        policy = b.choice([None] * 4 + ["not_larger", "not_smaller"]) if b.opset >= 18 and len(resized) > 1 \
+        policy = b.choice([None] * 4 + ["not_larger", "not_smaller"]) if use_axes and len(resized) > 1 \
             and coordinate != "tf_crop_and_resize" else None
         shapes = []
         for s in x.shapes:
@@ -1220,7 +1232,7 @@ def step_argmax(b: Builder) -> None:
     keep = b.chance(0.5)
     shapes = [tuple(1 if a == axis else d for a, d in enumerate(s) if keep or a != axis) for s in x.shapes]
     b.node(b.choice(["ArgMax", "ArgMin"]), [x], [(I64, shapes)], axis=axis - x.rank if b.chance(0.3) else axis,
-           keepdims=None if keep else 0, select_last_index=b.choice([None, None, 1]))
+           keepdims=None if keep else 0, select_last_index=b.choice([None, None, 1]) if b.opset >= 12 else None)
 
 
 def step_topk(b: Builder) -> None:
@@ -1255,6 +1267,8 @@ EINSUM = ["ij,jk->ik", "bij,bjk->bik", "bij,jk->bik", "bhid,bhjd->bhij", "bhij,b
 
 
 def step_einsum(b: Builder) -> None:
+    if b.opset < 12:
+        raise Skip("opset")
     equation = b.choice(EINSUM)
     lhs, rhs = equation.split("->")
     terms = lhs.split(",")
@@ -1384,6 +1398,107 @@ def step_nonzero(b: Builder) -> None:
     b.node("NonZero", [x], [(I64, [(x.rank, 0)] * BINDINGS)], reusable=False)[0].free = (1,)
 
 
+def _conv(b: Builder, x: Tensor, m: int, k: int = 3, stride: int = 1, group: int = 1, bias: bool = True) -> Tensor:
+    """A 'same' convolution as exporters write it (pads k // 2), stride ``stride``."""
+    pad = k // 2
+    spatial = [_window(b, x.dim(a), k, stride, 1, (pad, pad)) for a in range(2, x.rank)]
+    inputs = [x, b.weight([m, x.dim(1)[0] // group] + [k] * (x.rank - 2), runtime_p=0.03)]
+    if bias:
+        inputs.append(b.weight([m], runtime_p=0.0))
+    shapes = [(x.shapes[i][0], m) + tuple(s[i] for s in spatial) for i in range(BINDINGS)]
+    return b.node("Conv", inputs, [(F, shapes)], kernel_shape=[k] * (x.rank - 2), pads=[pad] * (2 * x.rank - 4),
+                  strides=[stride] * (x.rank - 2) if stride != 1 else None, group=group if group != 1 else None)[0]
+
+
+def _bn(b: Builder, x: Tensor) -> Tensor:
+    c = x.dim(1)[0]
+    params = [b.weight([c], runtime_p=0.0), b.weight([c], runtime_p=0.0), b.weight([c], runtime_p=0.0),
+              b.weight([c], "positive", runtime_p=0.0)]
+    return b.node("BatchNormalization", [x] + params, [(F, x.shapes)])[0]
+
+
+def _act(b: Builder, x: Tensor, kind: str | None = None) -> Tensor:
+    kind = kind or b.choice(["Relu", "Relu", "Relu6", "HardSwish", "SiLU", "Sigmoid", "LeakyRelu", "GeluErf"])
+    if kind == "Relu6":
+        return b.node("Clip", [x, b.constant(np.float32(0.0), 0.3), b.constant(np.float32(6.0), 0.3)],
+                      [(F, x.shapes)])[0]
+    if kind == "HardSwish" and b.opset < 14:
+        kind = "Relu"
+    if kind == "SiLU":
+        sig = b.node("Sigmoid", [x], [(F, x.shapes)])[0]
+        return b.node("Mul", [x, sig], [(F, x.shapes)])[0]
+    if kind == "GeluErf":  # torch's exact Gelu before opset 20: x * 0.5 * (1 + erf(x / sqrt(2)))
+        scaled = b.node("Div", [x, b.constant(np.float32(math.sqrt(2.0)), 0.5)], [(F, x.shapes)])[0]
+        erf = b.node("Erf", [scaled], [(F, x.shapes)])[0]
+        one = b.node("Add", [erf, b.constant(np.float32(1.0), 0.5)], [(F, x.shapes)])[0]
+        half = b.node("Mul", [x, one], [(F, x.shapes)])[0]
+        return b.node("Mul", [half, b.constant(np.float32(0.5), 0.5)], [(F, x.shapes)])[0]
+    return b.node(kind, [x], [(F, x.shapes)])[0]
+
+
+def step_block(b: Builder) -> None:
+    """An exporter's building block: conv-bn-act, a ResNet basic block, a depthwise-separable block, squeeze-excite,
+    an MLP with a residual, attention (Q K^T softmax V, a residual and LayerNorm), a U-Net upsample-concat -- what
+    the converter's fusions (batch norm folding, activations, bias and residual adds into the products) see."""
+    form = b.choice(["conv_bn_act", "resnet", "separable", "squeeze_excite", "mlp", "attention", "upsample"])
+    if form in ("conv_bn_act", "resnet", "separable", "squeeze_excite", "upsample"):
+        x = b.pick(lambda t: _image_like(t, (4,)) and t.low(2) >= 2 and t.low(3) >= 2, lambda: b.image(4))
+        c = x.dim(1)[0]
+        if form == "conv_bn_act":
+            y = _bn(b, _conv(b, x, b.width(), b.choice([1, 3, 3]), b.choice([1, 1, 2]), bias=b.chance(0.3)))
+            _act(b, y)
+        elif form == "resnet":
+            y = _act(b, _bn(b, _conv(b, x, c, 3, bias=False)), "Relu")
+            y = _bn(b, _conv(b, y, c, 3, bias=False))
+            y = b.node("Add", [y, x] if b.chance(0.5) else [x, y], [(F, x.shapes)])[0]
+            _act(b, y, "Relu")
+        elif form == "separable":
+            y = _act(b, _bn(b, _conv(b, x, c, 3, b.choice([1, 2]), group=c, bias=False)), "Relu6")
+            y = _bn(b, _conv(b, y, b.width(), 1, bias=False))
+            if y.shapes == x.shapes and b.chance(0.5):
+                b.node("Add", [x, y], [(F, x.shapes)])
+        elif form == "squeeze_excite":
+            pooled = b.node("GlobalAveragePool", [x], [(F, [s[:2] + (1, 1) for s in x.shapes])])[0]
+            hidden = max(1, c // 4)
+            squeeze = _act(b, _conv(b, pooled, hidden, 1), "Relu")
+            gate = b.node(b.choice(["Sigmoid", "HardSigmoid"]), [_conv(b, squeeze, c, 1)], [(F, pooled.shapes)])[0]
+            b.node("Mul", [x, gate], [(F, x.shapes)])
+        else:  # upsample and concatenate with a skip tensor of the upsampled size
+            if b.opset < 13:
+                raise Skip("opset")
+            up = b.node("Resize", [x, None, b.constant(np.asarray([1, 1, 2, 2], np.float32), 0.3)],
+                        [(F, [s[:2] + (2 * s[2], 2 * s[3]) for s in x.shapes])], mode=b.choice(["nearest", "linear"]))[0]
+            skip = b.add_input(F, [b.named(up.dim(0)), b.width(), b.named(up.dim(2)), b.named(up.dim(3))]) \
+                if b.can_add_input() else None
+            if skip is None:
+                raise Skip("inputs")
+            b.node("Concat", [up, skip], [(F, [u[:1] + (u[1] + k[1],) + u[2:] for u, k in zip(up.shapes, skip.shapes)])],
+                   axis=1)
+        return
+    x = b.pick(lambda t: t.dtype == F and t.rank == 3 and t.static(2), lambda: b.sequence())
+    d = x.dim(2)[0]
+    if form == "mlp":
+        hidden = b.width()
+        h = b.node("MatMul", [x, b.weight([d, hidden])], [(F, [s[:2] + (hidden,) for s in x.shapes])])[0]
+        h = b.node("Add", [h, b.weight([hidden], runtime_p=0.0)], [(F, h.shapes)])[0]
+        h = _act(b, h, b.choice(["Relu", "GeluErf", "SiLU"]))
+        y = b.node("MatMul", [h, b.weight([hidden, d])], [(F, x.shapes)])[0]
+        y = b.node("Add", [b.weight([d], runtime_p=0.0), y], [(F, x.shapes)])[0]
+        b.node("Add", [x, y], [(F, x.shapes)])
+        return
+    q, k, v = (b.node("MatMul", [x, b.weight([d, d])], [(F, x.shapes)])[0] for _ in range(3))
+    kt = b.node("Transpose", [k], [(F, [(s[0], s[2], s[1]) for s in k.shapes])], perm=[0, 2, 1])[0]
+    scores = b.node("MatMul", [q, kt], [(F, [(s[0], s[1], s[1]) for s in x.shapes])])[0]
+    scores = b.node("Mul", [scores, b.constant(np.float32(1 / math.sqrt(d)), 0.5)], [(F, scores.shapes)])[0]
+    weights = b.node("Softmax", [scores], [(F, scores.shapes)], axis=-1 if b.opset >= 13 else 2)[0]
+    context = b.node("MatMul", [weights, v], [(F, x.shapes)])[0]
+    out = b.node("MatMul", [context, b.weight([d, d])], [(F, x.shapes)])[0]
+    out = b.node("Add", [out, x], [(F, x.shapes)])[0]
+    if b.opset >= 17:
+        b.node("LayerNormalization", [out, b.weight([d], runtime_p=0.0), b.weight([d], runtime_p=0.0)],
+               [(F, x.shapes)], axis=-1)
+
+
 STEPS = [(step_conv, 10), (step_conv_transpose, 3), (step_pool, 5), (step_global_pool, 2), (step_batch_norm, 3),
          (step_instance_norm, 1.5), (step_group_norm, 0.5), (step_layer_norm, 4), (step_gemm, 4), (step_flatten, 2),
          (step_matmul, 5), (step_binary, 10), (step_variadic, 2.5), (step_compare_where, 2.5), (step_unary, 9),
@@ -1391,7 +1506,7 @@ STEPS = [(step_conv, 10), (step_conv_transpose, 3), (step_pool, 5), (step_global
          (step_concat, 3), (step_split, 3), (step_slice, 3), (step_gather, 3), (step_gather_elements, 2),
          (step_gather_nd, 1), (step_expand_tile, 2.5), (step_pad, 3), (step_resize, 4), (step_reduce, 4),
          (step_argmax, 2), (step_topk, 1), (step_cumsum, 2), (step_cast, 2), (step_einsum, 3),
-         (step_recurrent, 3), (step_space_depth, 1), (step_lrn, 0.5), (step_trilu, 0.7), (step_nonzero, 0.3)]
+         (step_recurrent, 3), (step_space_depth, 1), (step_lrn, 0.5), (step_trilu, 0.7), (step_nonzero, 0.3), (step_block, 6)]
 
 
 def generate(seed: int, index: int) -> onnx.ModelProto:
@@ -1405,19 +1520,31 @@ def build(seed: int, index: int) -> tuple[onnx.ModelProto, Builder]:
     functions, weights = zip(*STEPS)
     wanted = b.rng.choice([1, 1, 2, 2, 3, 3, 4, 4, 5, 6])
     done = attempts = 0
+    states = [b.snapshot()]  # after each step
     while done < wanted and attempts < 40:
         attempts += 1
         step = b.rng.choices(functions, weights)[0]
-        state = b.snapshot()
         try:
             step(b)
             done += 1
+            states.append(b.snapshot())
         except Skip:
-            b.restore(state)
-    if not any(n.op_type != "Constant" for n in b.nodes):
-        x = b.fresh()
-        b.node("Relu" if x.dtype == F else "Identity", [x], [(x.dtype, x.shapes)])
-    return _finish(b), b
+            b.restore(states[-1])
+    while True:  # a model ONNX's checker refuses loses its last step (ONNX's shape inference and onnxruntime
+        # disagree on a few sizes, e.g. a ceil_mode window that starts in the padding: a constant of onnxruntime's
+        # size downstream fails ONNX's inference)
+        if len(states) == 1:
+            x = b.fresh()
+            b.node("Relu" if x.dtype == F else "Identity", [x], [(x.dtype, x.shapes)])
+        model = _finish(b)
+        try:
+            onnx.checker.check_model(model, full_check=True)
+            return model, b
+        except Exception:  # noqa: BLE001 (ValidationError, InferenceError)
+            if len(states) == 1:
+                return model, b
+            states.pop()
+            b.restore(states[-1])
 
 
 def _finish(b: Builder) -> onnx.ModelProto:
