@@ -212,11 +212,11 @@ def test_classify_names_refusals_and_crashes(monkeypatch):
     monkeypatch.undo()
 
     def run_refuses(self, arrays, **kwargs):
-        raise NNRtError(RC.OH_NN_INVALID_PARAMETER, "RESHAPE: shape [-1, -1]")
+        raise NNRtError(RC.OH_NN_INVALID_PARAMETER, "operation #3 OH_NN_OPS_RESHAPE: RESHAPE: shape [-1, -1]")
 
     monkeypatch.setattr(Executor, "run_arrays", run_refuses)
     result = difffuzz.classify(data)
-    assert (result["outcome"], result["site"]) == ("refused", "run: OH_NN_INVALID_PARAMETER")
+    assert (result["outcome"], result["site"]) == ("refused", "run: OH_NN_INVALID_PARAMETER RESHAPE")
     assert difffuzz.suspicious(result)
 
     def run_crashes(self, arrays, **kwargs):

@@ -131,14 +131,24 @@ def classify(data: bytes, always_reference: bool = False) -> dict:
     except ConversionError as error:
         return {**base, **_refusal(error)}
     except NNRtError as exc:
-        return {**base, "outcome": "refused", "site": f"{stage.split(' ')[0]}: {exc.code.name}",
-                "reasons": [[f"{stage.split(' ')[0]}:{exc.code.name}", "-"]], "detail": _first_line(exc)}
+        where = stage.split(" ")[0]
+        op = _nnrt_op(str(exc))
+        return {**base, "outcome": "refused", "site": f"{where}: {exc.code.name} {op}",
+                "reasons": [[f"{where}:{exc.code.name}", op]], "detail": _first_line(exc)}
     except MemoryError as exc:
         return {**base, "outcome": "memory", "site": site(exc), "detail": f"MemoryError in {stage}"}
     except Exception as exc:  # noqa: BLE001 (the finding)
         return {**base, "outcome": "crash", "site": site(exc),
                 "detail": f"{stage}: {type(exc).__name__}: {_first_line(exc)}"}
     return {**base, **_judge(model, outputs, expected, native, always_reference)}
+
+
+def _nnrt_op(message: str) -> str:
+    """The NNRt op an NNRtError's message names ("... operation #2 OH_NN_OPS_GATHER: ..." -> "GATHER"), or "-"."""
+    start = message.find("OH_NN_OPS_")
+    if start < 0:
+        return "-"
+    return message[start + len("OH_NN_OPS_"):].split(":")[0].split()[0]
 
 
 def _first_line(exc: BaseException) -> str:
