@@ -533,15 +533,9 @@ def print_report(report: Report) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--minutes", type=float, help="run this long (new wrong/crash sites shrunk and saved)")
-    parser.add_argument("--count", type=int, help="try this many models")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = fuzz_workers.campaign_parser(__doc__, "model", DEFAULT_TIMEOUT)
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--batch", type=int, default=400, help="models per worker process before it is restarted")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may add")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per model")
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
                         help="shrink and save new bad sites (default: with --minutes)")
     parser.add_argument("--shrink-refused", action="store_true", help="shrink and save refusals of valid models too")
@@ -549,16 +543,12 @@ def main(argv=None) -> int:
                                                                        "are saved)")
     parser.add_argument("--always-reference", action="store_true",
                         help="run onnx.reference on every model, not only on disagreements")
-    parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
     parser.add_argument("--show", metavar="SEED:INDEX", help="print generated model INDEX of SEED and exit")
     parser.add_argument("--write", metavar="FILE.onnx", help="with --show: also write the model there")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        _worker(args.memory_mb, args.timeout)
+    args = fuzz_workers.parse_args(parser, argv, _worker)
+    if args is None:
         return 0
-    sys.path.insert(0, str(ROOT))
     if args.show:
         import onnx.printer
 
@@ -570,13 +560,9 @@ def main(argv=None) -> int:
             Path(args.write).write_bytes(model.SerializeToString())
         return 0
     if args.replay:
-        runner = Runner(1, 1, args.memory_mb, args.timeout)
-        try:
-            result = runner.model(0, Path(args.replay).read_bytes(), args.always_reference)
-        finally:
-            runner.close()
-        print(json.dumps(result))
-        return 1 if result["outcome"] in BAD else 0
+        task = {"model": base64.b64encode(Path(args.replay).read_bytes()).decode(),
+                "always_reference": args.always_reference}
+        return fuzz_workers.replay(Runner(1, 1, args.memory_mb, args.timeout), task, BAD)
     if args.minutes is None and args.count is None:
         args.count = 300
     save_to = REGRESSIONS if (args.save if args.save is not None else args.minutes is not None) else None

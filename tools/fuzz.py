@@ -798,37 +798,21 @@ def _print_report(report: Report) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--minutes", type=float, help="run this long (new bad sites are saved)")
-    parser.add_argument("--count", type=int, help="try this many mutants")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = fuzz_workers.campaign_parser(__doc__, "mutant", DEFAULT_TIMEOUT)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--batch", type=int, default=500, help="mutants per worker process before it is restarted")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may add")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutant")
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
                         help="minimize and save new bad sites (default: with --minutes)")
-    parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
     parser.add_argument("--keep", metavar="SEED:INDEX=SITE", action="append", default=[],
                         help="save mutant INDEX of SEED as the regression of SITE (a site found and fixed before it "
                              "could be saved; not minimized)")
     parser.add_argument("--json", action="store_true", help="the report as JSON")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        _worker(args.memory_mb, args.timeout)
+    args = fuzz_workers.parse_args(parser, argv, _worker)
+    if args is None:
         return 0
-    sys.path.insert(0, str(ROOT))
     if args.replay:
-        runner = Runner(1, 1, args.memory_mb, args.timeout)
-        try:
-            data = Path(args.replay).read_bytes()
-            result = runner.evaluate(0, {"model": base64.b64encode(data).decode()})
-        finally:
-            runner.close()
-        print(json.dumps(result))
-        return 1 if result["outcome"] in BAD else 0
+        task = {"model": base64.b64encode(Path(args.replay).read_bytes()).decode()}
+        return fuzz_workers.replay(Runner(1, 1, args.memory_mb, args.timeout), task, BAD)
     if args.keep:
         seeds = corpus()
         for spec in args.keep:

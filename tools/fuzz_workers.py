@@ -9,6 +9,7 @@ fuzzer's script runs :func:`serve` when started with ``--worker --memory-mb M --
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import selectors
@@ -298,3 +299,39 @@ def shrink_greedily(best, candidates: Callable[[Any], Any], keeps: Callable[[Any
                 improved = True
                 break
     return best
+
+
+def campaign_parser(doc: str, unit: str, timeout: float) -> argparse.ArgumentParser:
+    """A fuzzer's command line: its module ``doc``, --minutes, --count, --seed (of ``unit``s, e.g. "mutant"),
+    --memory-mb, --timeout, --replay and the hidden --worker; the fuzzer adds its own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 1)[-1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, help="run this long (new bad sites are shrunk and saved)")
+    parser.add_argument("--count", type=int, help=f"try this many {unit}s")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may add")
+    parser.add_argument("--timeout", type=float, default=timeout, help=f"seconds per {unit}")
+    parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv, worker: Callable[[int, float], None]):
+    """The fuzzer's arguments; with --worker, run ``worker(memory_mb, timeout)`` instead and return None. The
+    checkout this file is in goes first on sys.path (the campaign imports nnrt_onnx from it, as its workers do)."""
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.memory_mb, args.timeout)
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    return args
+
+
+def replay(runner: Runner, task: dict, bad) -> int:
+    """Run one task on ``runner`` (then closed), print its result as JSON; 1 when its outcome is in ``bad``."""
+    try:
+        result = runner.evaluate(0, task)
+    finally:
+        runner.close()
+    print(json.dumps(result))
+    return 1 if result["outcome"] in bad else 0
