@@ -168,8 +168,8 @@ def test_the_referee_blames_the_side_float64_disagrees_with():
 
 
 def test_a_comparison_of_nearly_equal_floats_is_ill_conditioned_not_wrong():
-    """Booleans decided by floats within 1e-4 of each other (relative to their scale) are float32 rounding's call;
-    the same flip where the floats are far apart is a wrong answer."""
+    """Booleans decided by floats within 1e-4 of each other (relative to their scale), and Round of a value within
+    1e-4 of a half, are float32 rounding's call; the same flips where the floats are far apart are wrong answers."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     y = helper.make_tensor_value_info("y", TensorProto.BOOL, [4])
     model = helper.make_model(helper.make_graph(
@@ -180,6 +180,18 @@ def test_a_comparison_of_nearly_equal_floats_is_ill_conditioned_not_wrong():
     want = ~(feed["x"] > 0.5)
     near, far = want.copy(), want.copy()
     near[0], far[1] = not near[0], not far[1]
+    runs = [(0, feed, [want])]
+    assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
+    assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
+    # Round of a value a hair below a half: rounding it up is float32's call, rounding 2.0 up is not
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Round", ["x"], ["y"])], "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                             [4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    feed = {"x": np.asarray([2.4999998, 2.0, -1.0, 0.3], np.float32)}
+    want = np.round(feed["x"])
+    near, far = want.copy(), want.copy()
+    near[0], far[1] = 3.0, 3.0
     runs = [(0, feed, [want])]
     assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
     assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"

@@ -24,8 +24,9 @@ Outcomes:
 
     agree            every output within tolerance of onnxruntime at every binding
     ill_conditioned  they differ, but one-ulp noise moves the result that much (or both are as close to float64
-                     as float32 can be; or the integers or booleans that differ are decided by a comparison, an
-                     ArgMax or a Cast of values equal to within 1e-4 of their scale): nobody's fault
+                     as float32 can be; or the elements that differ are decided by a comparison or an ArgMax of
+                     values equal to within 1e-4 of their scale, or by a Cast, Floor, Ceil or Round of a value
+                     within 1e-4 of where the result jumps): nobody's fault
     imprecise        native is farther from float64 than float32 noise explains, but within 1e-2 (max rel): a less
                      accurate computation (an accumulation order, a variance formula) rather than a wrong one
     wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
@@ -269,6 +270,9 @@ def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, 
     verdict = truth.verdict(name, got, want, False)
     if verdict.verdict == f64.NATIVE_WRONG or (verdict.verdict == f64.NEITHER and verdict.closer == "onnxruntime"
                                                and verdict.ratio >= FAR):
+        if _near_tie(model, truth, feed, name, got, want):  # (Floor, Ceil, Round of a value at a jump)
+            return "ill_conditioned", f"{verdict.text()}; the elements that differ are rounded from values within " \
+                                      f"{TIE:g} of where the result jumps", verdict.native_error
         return "wrong", verdict.text(), verdict.native_error
     if verdict.verdict in (f64.ORT_WRONG, f64.NEITHER):
         return "ref_disagree", verdict.text(), verdict.native_error
@@ -276,9 +280,10 @@ def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, 
 
 
 def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
-    """Do the elements of an integer or boolean output that native and onnxruntime disagree on come from a
-    comparison, an ArgMax/ArgMin or a float-to-integer Cast of values equal to within TIE of their scale in float64
-    (through Not, Identity and Casts of booleans)? Then float32 rounding decides them, not a bug."""
+    """Do the elements of an output that native and onnxruntime disagree on come from a comparison or an ArgMax/ArgMin
+    of values equal to within TIE of their scale in float64, or from a Cast to integers, Floor, Ceil or Round of
+    values within TIE of where the result jumps (through Not, Identity and Casts of booleans)? Then float32
+    rounding decides them, not a bug."""
     import numpy as np
 
     writers = {o: n for n in model.graph.node for o in n.output if o}
@@ -309,9 +314,10 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
         picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
         scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
         return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
-    if node.op_type == "Cast" and inputs[0].shape == flipped.shape:
+    if node.op_type in ("Cast", "Floor", "Ceil", "Round") and inputs[0].shape == flipped.shape:
         x = inputs[0][flipped]
-        return bool(np.all(np.abs(x - np.round(x)) <= TIE * np.maximum(1.0, np.abs(x))))
+        boundary = np.floor(x) + 0.5 if node.op_type == "Round" else np.round(x)  # (where the result jumps)
+        return bool(np.all(np.abs(x - boundary) <= TIE * np.maximum(1.0, np.abs(x))))
     return False
 
 

@@ -176,7 +176,18 @@ def candidates(model: onnx.ModelProto, found: dict) -> Iterator[onnx.ModelProto 
 
 
 def _smaller_dims(model: onnx.ModelProto) -> Iterator[onnx.ModelProto]:
-    """A static dim of a runtime input, or a dynamic dim's value at a binding, made 1 or one less."""
+    """A static dim of a runtime input, a dynamic dim's value at a binding, or a dim of a large initializer (one
+    that stood for an input or an intermediate) made 1, half or one less."""
+    for position, tensor in enumerate(model.graph.initializer):
+        if int(np.prod(tensor.dims)) <= 16:
+            continue
+        array = numpy_helper.to_array(tensor)
+        for axis, size in enumerate(array.shape):
+            for smaller in sorted({1, size // 2} - {0, size}):
+                copy = _copy(model)
+                copy.graph.initializer[position].CopyFrom(
+                    numpy_helper.from_array(np.take(array, range(smaller), axis=axis), tensor.name))
+                yield copy
     initializers = {t.name for t in model.graph.initializer}
     for position, info in enumerate(model.graph.input):
         if info.name in initializers:
