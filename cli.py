@@ -208,11 +208,22 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs, max_b
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--markdown", is_flag=True, help="The docs/ops.md table.")
-def ops(as_json: bool, markdown: bool) -> None:
+@click.option("--markdown", is_flag=True, help="The docs/ops.md table (with --hdi: docs/hdi.md).")
+@click.option("--hdi", is_flag=True,
+              help="Each op as the HDI v2.1 structure a driver receives, and its fields' sources.")
+def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
     """The operator support matrix: every NNRt op, its parameters, dtypes and quantization."""
     from nnrt_onnx.workflows.opdocs import op_rows, ops_markdown
 
+    if hdi:
+        from nnrt_onnx.hdi import structure_rows
+        from nnrt_onnx.workflows.hdi_text import hdi_markdown, structure_lines
+
+        if as_json:
+            click.echo(json.dumps(structure_rows(), indent=1))
+        else:
+            click.echo(hdi_markdown() if markdown else "\n".join(structure_lines()), nl=not markdown)
+        return
     if as_json:
         click.echo(json.dumps(op_rows(), indent=1))
     elif markdown:
@@ -437,8 +448,10 @@ def _export(src, dst, opset: int | None, as_json: bool) -> None:
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
               help="Pin an input's dims (ONNX models).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--hdi", is_flag=True, help="The model as a driver receives it (HDI v2.1): each operation's NodeType "
+              "and attribute structure, the tensor list without parameter tensors (--json: under \"hdi\").")
 @_max_constant_bytes
-def inspect(model_path: str, input_shapes, as_json: bool, max_constant_bytes: int | None) -> None:
+def inspect(model_path: str, input_shapes, as_json: bool, hdi: bool, max_constant_bytes: int | None) -> None:
     """What is in MODEL: ops by count, inputs/outputs, each op's parameters.
 
     For an .onnx MODEL, first a support report: each node -> the NNRt op(s) its mapping row targets (and what it
@@ -453,7 +466,7 @@ def inspect(model_path: str, input_shapes, as_json: bool, max_constant_bytes: in
     if path.suffix.lower() == ".onnx":
         if not path.is_file():
             raise UserError(f"{path}: no such file")
-        report = onnx_support_report(path, input_shapes or None, max_constant_bytes=max_constant_bytes)
+        report = onnx_support_report(path, input_shapes or None, max_constant_bytes=max_constant_bytes, hdi=hdi)
         if as_json:
             click.echo(json.dumps(report, indent=1))
         else:
@@ -468,10 +481,20 @@ def inspect(model_path: str, input_shapes, as_json: bool, max_constant_bytes: in
             click.echo(_quantization_text(report["quantization"]))
         info = report["nnrt"]
     else:
-        info = describe_model(load_any(model_path))
+        model = load_any(model_path)
+        info = describe_model(model)
+        if hdi:
+            from nnrt_onnx.hdi import hdi_view
+
+            info["hdi"] = hdi_view(model)
         if as_json:
             click.echo(json.dumps(info, indent=1))
             return
+    if hdi:
+        from nnrt_onnx.workflows.hdi_text import view_lines
+
+        click.echo("\n".join(view_lines(info["hdi"] if "hdi" in info else report["hdi"])))
+        return
     _print_description(info)
 
 

@@ -18,17 +18,17 @@ Switches (each turns one optimisation off by routing its callers to the path it 
   big_weights  im2col and Winograd blocks of at least twice their weights' bytes (off: 512 KiB / 1 MiB blocks)
   im2col       the compiled im2col for short kernel-row runs (off: numpy's strided copy)
   small_gemm   narrow GEMMs in row blocks that run on OpenBLAS's small-matrix kernel (off: one call each)
-  tiles        products in AVX-512 register tiles (kernels/_tiles.py; off: numpy's BLAS)
+  tiles        products in AVX-512 register tiles (accel/tiles.py; off: numpy's BLAS)
   row_finish   Winograd's output transform finishing each output row (off: a finish pass per block)
   direct       convolutions read straight from their padded input in register tiles (off: im2col + GEMM)
   sixth_round  tiles, direct and row_finish together (docs/performance.md, sixth round)
   checked_once a convolution's checks and decoded parameters, and its register tiles' finish table, made once and
                remembered (off: made in every call, as before)
-  depthwise_vectors  the depthwise 3x3 convolution in AVX-512 vectors (kernels/_depthwise_vectors.py; off: numba's
+  depthwise_vectors  the depthwise 3x3 convolution in AVX-512 vectors (accel/depthwise_vectors.py; off: numba's
                loop)
-  pool_vectors 2x2 and 3x3 max and average pooling in AVX-512 vectors (kernels/_pool_vectors.py; off: numba's loop)
-  softmax_vectors  softmax's row loops in AVX-512 vectors (kernels/_softmax_vectors.py; off: numba's loops)
-  shuffle_vectors  a channel shuffle's transpose in AVX-512 vectors (kernels/_shuffle_vectors.py; off: numba's loop)
+  pool_vectors 2x2 and 3x3 max and average pooling in AVX-512 vectors (accel/pool_vectors.py; off: numba's loop)
+  softmax_vectors  softmax's row loops in AVX-512 vectors (accel/softmax_vectors.py; off: numba's loops)
+  shuffle_vectors  a channel shuffle's transpose in AVX-512 vectors (accel/shuffle_vectors.py; off: numba's loop)
   seventh_round  checked_once, depthwise_vectors, pool_vectors, softmax_vectors and direct_3x3 together
                (docs/performance.md, seventh round; the plan-time "assembly" is measured on its own)
   direct_3x3   3x3 stride-1 layers choosing the direct convolution where it measured fastest (off: the rule's
@@ -38,15 +38,17 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                switch, so the two sides are two compiled plans of the same model)
   fusion       every fusion into a convolution or BATCH_NORM step: per-channel MUL/ADD and residual ADDs (off: a
                plan compiled without; plan-time)
-  assembly     concatenations assembled in place by the convolutions that produce them (runtime/assembly.py; off: a
-               plan compiled without; plan-time)
-  runners      convolution and linear-layer steps bound to runners that make only the compiled call
-               (runtime/specialise.py, kernels/_runners.py; off: the general kernels; plan-time; eighth round)
+  assembly     concatenations assembled in place by the convolutions that produce them
+               (accel/fusions/concat_assembly.py; off: a plan compiled without; plan-time)
+  runners      convolution, pooling and linear-layer steps bound to runners that make only the compiled call
+               (accel/runners.py; off: the accelerated kernels picking their path per call; plan-time; eighth round)
   input_transpose  an NCHW image's TRANSPOSE folded into the first convolution, which lays the image out as it
                pads it (off: the TRANSPOSE step; plan-time; eighth round)
+  accel        every fast path: fusions, runners, accelerated kernels (off: the reference plan, the extension config
+               nnrt_onnx.reference_plan; plan-time)
 
-The run-time switches measure the general kernels: their plan is compiled without runners (which bind the compiled
-loops once, so a switch flipped after compiling would not reach them).
+The run-time switches measure the accelerated kernels: their plan is compiled without bound runners (which bind
+the compiled loops once, so a switch flipped after compiling would not reach them).
 
     python bench/ab_switch.py SWITCH MODEL.onnx [MODEL.onnx ...] [--rounds 30] [--seed 0]
 """
@@ -64,21 +66,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
             "pool_vectors", "softmax_vectors", "shuffle_vectors", "seventh_round", "direct_3x3", "numba", "residual",
-            "fusion", "assembly", "runners", "input_transpose")
-# switches of AVX-512 kernels (kernels/_avx512.py): off, their callers take numba's loops
-VECTOR_KERNELS = {"depthwise_vectors": ("_depthwise_vectors.depthwise_3x3",), "pool_vectors": ("_pool_vectors.pool",),
-                  "softmax_vectors": ("_softmax_vectors.shift_rows", "_softmax_vectors.normalise_rows"),
-                  "shuffle_vectors": ("_shuffle_vectors.swap_last_axes",)}
-# plan-time switches: (module, class, method) made to decline (return None / False) while the "off" plan compiles
-PLAN_SWITCHES = {"residual": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_post_addend", None),
-                 "fusion": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fusable_conv", False),
-                 # (a module's function, replaced by the callable given: here, steps left as they are)
-                 "assembly": ("nnrt_onnx.runtime.cpu", None, "assemble_concats",
-                              lambda _prepared, steps, _outputs: steps),
-                 # steps bound to the kernels' runners (runtime/specialise.py) against the general kernels
-                 "runners": ("nnrt_onnx.runtime.cpu", None, "specialise_steps", lambda _prepared, _steps: None),
-                 "input_transpose": ("nnrt_onnx.runtime.cpu", "NativePreparedModel", "_fuse_input_transpose",
-                                     lambda _self, steps, _outputs: steps)}
+            "fusion", "assembly", "runners", "input_transpose", "accel")
+# switches of AVX-512 kernels (accel/avx512.py): off, their callers take numba's loops
+VECTOR_KERNELS = {"depthwise_vectors": ("depthwise_vectors.depthwise_3x3",), "pool_vectors": ("pool_vectors.pool",),
+                  "softmax_vectors": ("softmax_vectors.shift_rows", "softmax_vectors.normalise_rows"),
+                  "shuffle_vectors": ("shuffle_vectors.swap_last_axes",)}
+# the specialisers' bound runners (accel/runners.py): made to decline, the steps run the accelerated kernels
+BOUND_RUNNERS = ("nnrt_onnx.accel.conv", "nnrt_onnx.accel.pool", "nnrt_onnx.accel.linear")
+
+
+def _without_pass(name):
+    from nnrt_onnx.accel import fusions
+
+    return tuple(p for p in fusions.PASSES if p.name != name)
+
+
+# plan-time switches: [(module, attribute, replacement)] set while the "off" plan compiles (a callable replacement
+# of a function; a zero-argument factory (``lambda: value``) for other attributes)
+PLAN_SWITCHES = {"residual": [("nnrt_onnx.accel.fusions.conv_post_ops", "_post_addend", lambda *_: None)],
+                 "fusion": [("nnrt_onnx.accel.fusions.conv_post_ops", "_fusable", lambda *_: False)],
+                 "assembly": [("nnrt_onnx.accel.fusions", "PASSES", "without:assemble_concats")],
+                 "runners": [(module, "_bound_runner", lambda *_a, **_k: None) for module in BOUND_RUNNERS],
+                 "input_transpose": [("nnrt_onnx.accel.fusions", "PASSES", "without:fuse_input_transpose")],
+                 "accel": [("nnrt_onnx.runtime.cpu", "fast_paths_on", lambda *_: False)]}
 
 
 def _parse(argv=None):
@@ -92,7 +102,12 @@ def _parse(argv=None):
 
 def _setter(switch: str):
     """A function setting the optimisation on (True) or off (False)."""
-    from nnrt_onnx.kernels import _accel, _finish, _gemm, _tiles, conv
+    from nnrt_onnx.accel import conv, conv_method, winograd
+    from nnrt_onnx.accel import finish as _finish
+    from nnrt_onnx.accel import gemm as _gemm
+    from nnrt_onnx.accel import numba_loops as _accel
+    from nnrt_onnx.accel import tiles as _tiles
+    from nnrt_onnx.kernels import conv as reference_conv
 
     def declined(*_args, **_kwargs):
         return False
@@ -107,8 +122,8 @@ def _setter(switch: str):
         original = _accel.channel_affine
         return lambda on: setattr(_accel, "channel_affine", original if on else declined)
     if switch == "kn2row":
-        original = conv._use_kn2row
-        return lambda on: setattr(conv, "_use_kn2row", original if on else declined)
+        original = conv_method.kn2row_usable
+        return lambda on: setattr(conv_method, "kn2row_usable", original if on else declined)
     if switch == "winograd":
         original = _accel.winograd_transforms
         return lambda on: setattr(_accel, "winograd_transforms", original if on else (lambda: None))
@@ -116,8 +131,9 @@ def _setter(switch: str):
         original = _accel.swap_last_axes
         return lambda on: setattr(_accel, "swap_last_axes", original if on else (lambda *_args: None))
     if switch == "big_weights":
-        multiples = {name: getattr(conv, name) for name in ("_IM2COL_WEIGHT_MULTIPLE", "_WINO_WEIGHT_MULTIPLE")}
-        return lambda on: [setattr(conv, name, value if on else 0) for name, value in multiples.items()]
+        multiples = {(module, name): getattr(module, name) for module, name in
+                     ((conv, "_IM2COL_WEIGHT_MULTIPLE"), (winograd, "_WINO_WEIGHT_MULTIPLE"))}
+        return lambda on: [setattr(module, name, value if on else 0) for (module, name), value in multiples.items()]
     if switch == "im2col":
         original = _accel.im2col_rows
         return lambda on: setattr(_accel, "im2col_rows", original if on else declined)
@@ -135,24 +151,24 @@ def _setter(switch: str):
         setters = [_setter(name) for name in ("tiles", "row_finish", "direct")]
         return lambda on: [setter(on) for setter in setters]
     if switch == "direct":
-        original = conv._direct_in_tiles
-        return lambda on: setattr(conv, "_direct_in_tiles", original if on else declined)
+        original = conv.direct_in_tiles
+        return lambda on: setattr(conv, "direct_in_tiles", original if on else declined)
     if switch == "checked_once":
-        checked = conv._conv_checked
+        checked = conv.conv_checked
 
         def every_time(*args):
-            conv._CHECKED.clear()
+            reference_conv._CHECKED.clear()
             _tiles._FINISHES.clear()
             return checked(*args)
-        return lambda on: setattr(conv, "_conv_checked", checked if on else every_time)
+        return lambda on: setattr(conv, "conv_checked", checked if on else every_time)
     if switch in VECTOR_KERNELS:
-        from nnrt_onnx.kernels import _avx512
+        from nnrt_onnx.accel import avx512 as _avx512
 
         loaded = {key: _avx512.compiled(*key.split(".")) for key in VECTOR_KERNELS[switch]}
         return lambda on: _avx512._LOADED.update({key: kernel if on else False for key, kernel in loaded.items()})
     if switch == "direct_3x3":
-        rule = conv._method_3x3
-        return lambda on: setattr(conv, "_method_3x3", rule if on else (
+        rule = conv_method.method_3x3
+        return lambda on: setattr(conv_method, "method_3x3", rule if on else (
             lambda c, o, pixels, kn2row, direct=False: rule(c, o, pixels, kn2row, False)))
     if switch == "row_finish":
         original = _finish.Finish.row_operands
@@ -183,30 +199,30 @@ def _executor(model):
 def _sides(switch: str, model):
     """(set_on, {True: executor, False: executor}): a run-time switch toggles one plan, a plan-time switch
     compiles the model twice."""
-    import importlib
-
     if switch not in PLAN_SWITCHES:
-        cpu = importlib.import_module("nnrt_onnx.runtime.cpu")
-        specialise = cpu.specialise_steps
-        cpu.specialise_steps = lambda _prepared, _steps: None  # (see the module doc)
-        try:
-            executor = _executor(model)
-        finally:
-            cpu.specialise_steps = specialise
+        executor = _patched_executor(model, PLAN_SWITCHES["runners"])  # (see the module doc)
         return _setter(switch), {True: executor, False: executor}
-
-    module, owner, name, declined = PLAN_SWITCHES[switch]
-    holder = importlib.import_module(module)
-    holder = holder if owner is None else getattr(holder, owner)
-    original = getattr(holder, name)
-    replacement = declined if callable(declined) else (lambda *_args, **_kwargs: declined)
-    setattr(holder, name, replacement)
-    try:
-        off = _executor(model)  # (built first: the "on" plan, built second, does not gain from being first)
-    finally:
-        setattr(holder, name, original)
+    off = _patched_executor(model, PLAN_SWITCHES[switch])  # (first: the "on" plan does not gain from being first)
     on = _executor(model)
     return (lambda _on: None), {True: on, False: off}
+
+
+def _patched_executor(model, patches):
+    """The model compiled while each (module, attribute, replacement) of ``patches`` is in place."""
+    import importlib
+
+    saved = []
+    for module, name, replacement in patches:
+        holder = importlib.import_module(module)
+        saved.append((holder, name, getattr(holder, name)))
+        if isinstance(replacement, str) and replacement.startswith("without:"):
+            replacement = _without_pass(replacement[len("without:"):])
+        setattr(holder, name, replacement)
+    try:
+        return _executor(model)
+    finally:
+        for holder, name, original in reversed(saved):
+            setattr(holder, name, original)
 
 
 def _ab(path: Path, switch: str, rounds: int, seed: int) -> list[float]:

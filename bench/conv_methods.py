@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Which convolution method is fastest for each 3x3 stride-1 float32 layer shape? The sweep behind the rule of
-``nnrt_onnx/kernels/conv.py`` (``_method_3x3``).
+``nnrt_onnx/accel/conv_method.py`` (``method_3x3``).
 
 For each output size H x H, input channels C and output channels O of the grid (layers of 2e5..4e8 multiply-adds),
 the layer runs through the kernel with each method forced -- im2col + GEMM (or, where it runs, the direct
@@ -27,14 +27,14 @@ METHODS = (None, "kn2row", "winograd")
 
 
 def _timed(conv, choose, method, run, count: int) -> float:
-    conv._special_method = lambda *_args: method
+    conv.special_method = lambda *_args: method
     try:
         start = time.perf_counter()
         for _ in range(count):
             run()
         return (time.perf_counter() - start) / count
     finally:
-        conv._special_method = choose
+        conv.special_method = choose
 
 
 def main(argv=None) -> int:
@@ -47,12 +47,15 @@ def main(argv=None) -> int:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from nnrt_onnx.kernels import _accel, conv, register_constant
+    from nnrt_onnx.accel import conv
+    from nnrt_onnx.accel import numba_loops as _accel
+    from nnrt_onnx.accel.direct import direct_possible
+    from nnrt_onnx.kernels import register_constant
 
     if not _accel.enabled():
         print("numba is off or not installed: kn2row and the compiled Winograd transforms are unavailable")
         return 1
-    choose = conv._special_method
+    choose = conv.special_method
     losses = []
     rng = np.random.default_rng(0)
     with threadpool_limits(1, user_api="blas"):
@@ -80,7 +83,7 @@ def main(argv=None) -> int:
                             times[method].append(_timed(conv, choose, method, run, count))
                     median = {m: statistics.median(v) for m, v in times.items()}
                     chosen = choose(x, w, (1, 1), (1, 1), 1, (size, size))
-                    direct = conv._direct_possible(x, w, 1, (size, size))
+                    direct = direct_possible(x, w, 1, (size, size))
                     losses.append(median[chosen] / min(median.values()))
                     none = "direct" if direct else "im2col"
                     print(f"{size:>3}x{size:<3} {c:>3} -> {o:<3} chosen {str(chosen):8s} {none} "

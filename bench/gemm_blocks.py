@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where do row blocks for OpenBLAS's small-matrix kernel pay? The sweep behind ``nnrt_onnx/kernels/_gemm.py``.
+"""Where do row blocks for OpenBLAS's small-matrix kernel pay? The sweep behind ``nnrt_onnx/accel/gemm.py``.
 
 For each K x N of the table and each M given, the product [M, K] x [K, N] (float32, one BLAS thread) is timed as
 one ``np.matmul`` and as row blocks of 1e6 // (K N) rows (each block under OpenBLAS's small-kernel limit of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where do the register tiles beat numpy's BLAS? The sweep behind ``_tiles.wanted`` (nnrt_onnx/kernels/_tiles.py).
+"""Where do the register tiles beat numpy's BLAS? The sweep behind ``_tiles.wanted`` (nnrt_onnx/accel/tiles.py).
 
 For each K x N of the table and each M given, the float32 product [M, K] x [K, N] is timed, with one BLAS thread,
 as the tiles run it (``_tiles.matmul``, B padded) and as the executor would run it without them
@@ -32,8 +32,9 @@ NS = (2, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
 def _ratio(m: int, k: int, n: int, stack: int, finish: bool, pairs: int, rng) -> float:
-    from nnrt_onnx.kernels import _gemm, _tiles
-    from nnrt_onnx.kernels._finish import Finish
+    from nnrt_onnx.accel import gemm as _gemm
+    from nnrt_onnx.accel import tiles as _tiles
+    from nnrt_onnx.accel.finish import Finish
 
     shape = (stack,) if stack else ()
     a = rng.standard_normal(shape + (m, k)).astype(np.float32)
@@ -61,7 +62,7 @@ def _ratio(m: int, k: int, n: int, stack: int, finish: bool, pairs: int, rng) ->
 
 
 def main(argv=None) -> int:
-    from nnrt_onnx.kernels import _tiles
+    from nnrt_onnx.accel import tiles as _tiles
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--m", default="196,784,3136,12544", help="comma-separated row counts M")

@@ -1,6 +1,7 @@
 """nnrt_onnx: OpenHarmony's Neural Network Runtime (NNRt) model API in Python, native kernels, and ONNX conversion."""
 from __future__ import annotations
 
+from . import ort_device  # noqa: E402,F401  (registers the onnxruntime device, id 2; onnxruntime loads on use)
 from .compilation import Compilation
 from .enums import (
     OH_NN_DataType,

@@ -7,7 +7,7 @@ checks. Validation, the executor, docs and the tests are all driven from it. See
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,40 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class HdiField:
+    """Where one field of the op's HDI structure gets its value (docs/hdi.md): exactly one of a parameter (by kernel
+    keyword), a constant, or an input's dims."""
+
+    name: str  # the IDL field name
+    param: str | None = None  # kernel keyword of the parameter it comes from
+    absent: Any = None  # the value sent when that parameter is omitted (None only for a required parameter)
+    map: str | None = None  # a named conversion of the parameter's value (nnrt_onnx/hdi.py, mappings/hdi.toml)
+    when_given: dict[str, Any] = field(default_factory=dict)  # keyword -> the value set when that parameter is given
+    const: Any = None  # the value the builder always sends
+    input: int | None = None  # the input whose dims it reads
+    dims: tuple[int, ...] = ()  # which of that input's dims
+    single_dim: bool = False  # one dim (a long), not a list of dims (a long[])
+    enum: str | None = None  # the HDI enum of the field (mappings/hdi.toml), for enum-typed fields
+    note: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "param" if self.param is not None else ("input" if self.input is not None else "const")
+
+
+@dataclass(frozen=True)
+class HdiSpec:
+    """The op as a driver receives it: an HDI v2.1 NodeType and attribute structure (NodeAttrTypes.idl)."""
+
+    struct: str
+    node_type: str  # NodeType member name (mappings/hdi.toml)
+    node_name: str  # the runtime names the node "<node_name>:<operation index>"
+    fields: tuple[HdiField, ...]
+    kept_params: tuple[OH_NN_TensorType, ...]  # parameter tensors the builder leaves in the tensor list
+    dropped: tuple[str, ...]  # keywords the builder validates but does not pass on
+
+
+@dataclass(frozen=True)
 class OpSpec:
     op: OH_NN_OperationType
     file: Path
@@ -84,6 +118,7 @@ class OpSpec:
     notes: tuple[str, ...]
     quant_type_from_output0: bool
     raw: dict[str, Any] = field(repr=False, compare=False)  # sections owned by later layers (onnx, cases)
+    hdi: HdiSpec | None = None
 
     @property
     def name(self) -> str:
@@ -109,8 +144,8 @@ class OpSpec:
 FAMILIES = ("elementwise", "activation", "conv", "pool", "linear", "normalization", "reduce", "shape", "indexing",
             "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control")
 
-_TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant", "inputs",
-             "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes"}
+_TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant",
+             "inputs", "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes", "hdi"}
 # How an op lets a transpose move through it (the importer's layout pass):
 #   unary     — one data input, same shape out (y = f(x)): T(f(x)) == f(T(x))
 #   broadcast — numpy-broadcasting n-ary elementwise op: operands permuted alike
@@ -125,6 +160,8 @@ LAYOUT_ROLES = {"unary", "broadcast", "concat", "axis", "reduce", "pad", "slice"
 _PARAM_KEYS = {"type", "meaning", "notes", "required", "alias", "append", "variant", "to", "dtype", "count", "rank",
                "value", "range"}
 _VARIANT_KEYS = {"to", "dtype", "count", "rank", "value", "range"}
+_HDI_KEYS = {"struct", "node_type", "node_name", "kept_params", "dropped", "fields"}
+_HDI_FIELD_KEYS = {"param", "absent", "map", "when_given", "const", "input", "dim", "dims", "enum", "note"}
 
 
 class OpTableError(ValueError):
@@ -168,6 +205,67 @@ def _param(where: str, table: dict) -> ParamSpec:
                      alias=table.get("alias", False), notes=table.get("notes", ""))
 
 
+def _hdi_field(where: str, name: str, table: dict, entry: OpSpec) -> HdiField:
+    where = f"{where} [hdi.fields] {name}"
+    if not isinstance(table, dict):
+        raise OpTableError(f"{where}: must be an inline table")
+    _check_keys(where, table, _HDI_FIELD_KEYS)
+    sources = [key for key in ("param", "const", "input") if key in table]
+    if len(sources) != 1:
+        raise OpTableError(f"{where}: needs exactly one source (param, const or input), has {sources}")
+    common = {"name": name, "enum": table.get("enum"), "note": table.get("note", "")}
+    if "param" in table:
+        keyword = table["param"]
+        if keyword not in entry.keywords:
+            raise OpTableError(f"{where}: {keyword!r} is not a parameter keyword of the op ({list(entry.keywords)})")
+        required = any(p.required for p in entry.params.values() if keyword in p.keywords)
+        if required == ("absent" in table):
+            raise OpTableError(f"{where}: 'absent' (the value sent when {keyword} is omitted) is "
+                               f"{'not allowed for a required parameter' if required else 'needed'}")
+        when_given = dict(table.get("when_given", {}))
+        unknown = [k for k in when_given if k not in entry.keywords]
+        if unknown:
+            raise OpTableError(f"{where}: when_given names unknown keywords {unknown}")
+        _check_keys(where, table, {"param", "absent", "map", "when_given", "enum", "note"})
+        return HdiField(param=keyword, absent=table.get("absent"), map=table.get("map"), when_given=when_given,
+                        **common)
+    if "const" in table:
+        _check_keys(where, table, {"const", "enum", "note"})
+        return HdiField(const=table["const"], **common)
+    _check_keys(where, table, {"input", "dim", "dims", "enum", "note"})
+    position = table["input"]
+    if not isinstance(position, int) or not 0 <= position < entry.inputs[0]:
+        raise OpTableError(f"{where}: input {position!r} is not an input every {entry.op.name} has")
+    if ("dim" in table) == ("dims" in table):
+        raise OpTableError(f"{where}: an input source needs one of 'dim' (a long) or 'dims' (a long[])")
+    dims = (table["dim"],) if "dim" in table else tuple(table["dims"])
+    return HdiField(input=position, dims=dims, single_dim="dim" in table, **common)
+
+
+def _hdi(where: str, table: dict, entry: OpSpec) -> HdiSpec:
+    where = f"{where} [hdi]"
+    _check_keys(where, table, _HDI_KEYS)
+    missing = [key for key in ("struct", "node_type", "node_name") if key not in table]
+    if missing:
+        raise OpTableError(f"{where}: missing {missing}")
+    fields = tuple(_hdi_field(where, name, spec, entry) for name, spec in table.get("fields", {}).items())
+    kept = []
+    for name in table.get("kept_params", []):
+        tensor_type = OH_NN_TensorType.__members__.get(name)
+        if tensor_type not in entry.params:
+            raise OpTableError(f"{where}: kept_params names {name!r}, not a parameter of the op")
+        kept.append(tensor_type)
+    dropped = tuple(table.get("dropped", []))
+    used = {f.param for f in fields if f.param is not None} | {k for f in fields for k in f.when_given}
+    if set(dropped) & used or not set(dropped) <= set(entry.keywords):
+        raise OpTableError(f"{where}: dropped {list(dropped)} must be keywords of the op that no field reads")
+    ignored = [k for k in entry.keywords if k not in used and k not in dropped]
+    if ignored:  # never silently: a parameter the driver does not get is listed as dropped
+        raise OpTableError(f"{where}: no field reads the parameter keyword(s) {ignored} (list them as dropped)")
+    return HdiSpec(struct=table["struct"], node_type=table["node_type"], node_name=table["node_name"],
+                   fields=fields, kept_params=tuple(kept), dropped=dropped)
+
+
 def load_entry(path: Path) -> OpSpec:
     where = path.name
     with path.open("rb") as fh:
@@ -208,7 +306,9 @@ def load_entry(path: Path) -> OpSpec:
         raise OpTableError(f"{where}: layout_role must be one of {sorted(LAYOUT_ROLES)}")
     if entry.fuse is not None and entry.fuse not in entry.keywords:
         raise OpTableError(f"{where}: fuse keyword {entry.fuse!r} is not fed by any parameter")
-    return entry
+    if "hdi" not in data:
+        raise OpTableError(f"{where}: no [hdi] section (the structure a driver receives, docs/op_table.md)")
+    return replace(entry, hdi=_hdi(where, data["hdi"], entry))
 
 
 @cache

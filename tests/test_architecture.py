@@ -41,13 +41,36 @@ def import_graph():
                                          ("nnrt_onnx.ir", "nnrt_onnx.onnx_import"),
                                          ("nnrt_onnx.ir", "nnrt_onnx.onnx_export"),
                                          ("nnrt_onnx.kernels", "nnrt_onnx.ir"),
-                                         ("nnrt_onnx.kernels", "nnrt_onnx.runtime")])
+                                         ("nnrt_onnx.kernels", "nnrt_onnx.runtime"),
+                                         ("nnrt_onnx.kernels", "nnrt_onnx.accel"),
+                                         ("nnrt_onnx.accel", "nnrt_onnx.runtime"),
+                                         ("nnrt_onnx.accel", "nnrt_onnx.ir"),
+                                         ("nnrt_onnx.accel", "nnrt_onnx.workflows"),
+                                         ("nnrt_onnx.plan", "nnrt_onnx.kernels"),
+                                         ("nnrt_onnx.plan", "nnrt_onnx.accel"),
+                                         ("nnrt_onnx.plan", "nnrt_onnx.runtime"),
+                                         ("nnrt_onnx.passes", "nnrt_onnx.ir"),
+                                         ("nnrt_onnx.passes", "nnrt_onnx.runtime")])
 def test_a_layer_does_not_import_one_above_or_beside_it(import_graph, lower, upper):
     def inside(module, package):
         return module == package or module.startswith(package + ".")
 
     offending = sorted(f"{m} -> {t}" for m, targets in import_graph.items() if inside(m, lower)
                        for t in targets if inside(t, upper))
+    assert not offending
+
+
+def test_only_the_fast_path_package_compiles_anything():
+    """numba and llvmlite (compiled code) are imported by ``nnrt_onnx/accel`` only: the reference kernels and the
+    rest of the library run without them (``NNRT_ONNX_NUMBA=0`` never imports the package)."""
+    offending = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "accel") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            offending += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("numba", "llvmlite")]
     assert not offending
 
 
@@ -59,6 +82,21 @@ def test_the_library_never_imports_the_test_harnesses(import_graph):
 
 def test_no_import_cycles(import_graph):
     assert _import_layers().cycles(import_graph) == []
+
+
+def test_no_import_cycles_between_packages(import_graph):
+    """Each subpackage as one node (lazy imports count): the layers of docs/architecture.md are real."""
+    layers = _import_layers()
+    assert layers.cycles(layers.collapse(import_graph)) == []
+
+
+def test_the_layer_table_of_docs_architecture_is_generated_from_the_imports():
+    layers = _import_layers()
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    begin, end = text.find(layers.MARKDOWN_BEGIN), text.find(layers.MARKDOWN_END)
+    assert begin >= 0 and end > begin, "docs/architecture.md lost its generated layer table"
+    assert text[begin:end + len(layers.MARKDOWN_END)] + "\n" == layers.markdown(), \
+        "docs/architecture.md is stale: python tools/import_layers.py --markdown, and paste it over the table"
 
 
 def _package_of(path: Path) -> str:
@@ -161,8 +199,9 @@ def test_test_modules_are_families(folder):
 
 def test_a_one_to_one_op_lives_in_its_entry_and_its_kernel_module_only():
     """docs/architecture.md's worked example holds: an op imported by the generic converter and exported by its
-    row read in reverse is registered or listed (by name, in a string) nowhere in the library but its kernel module;
-    other code may still *use* it (``OP.OH_NN_OPS_SIGMOID`` in a decomposition)."""
+    row read in reverse is registered or listed (by name, in a string) nowhere in the library but its kernel module
+    and, where it has fast paths, the fast-path module of its family (``accel/<family>.py``, its specialiser); other
+    code may still *use* it (``OP.OH_NN_OPS_SIGMOID`` in a decomposition)."""
     from nnrt_onnx.onnx_import.handlers import handler_for
 
     strings: dict[Path, set[str]] = {}
@@ -178,8 +217,7 @@ def test_a_one_to_one_op_lives_in_its_entry_and_its_kernel_module_only():
             continue
         checked += 1
         names = {op.name, op.name[len("OH_NN_OPS_"):]}
-        kernel_module = PACKAGE / "kernels" / f"{entry.family}.py"
-        listing = sorted(str(p.relative_to(ROOT)) for p, found in strings.items()
-                         if names & found and p != kernel_module)
+        own = {PACKAGE / "kernels" / f"{entry.family}.py", PACKAGE / "accel" / f"{entry.family}.py"}
+        listing = sorted(str(p.relative_to(ROOT)) for p, found in strings.items() if names & found and p not in own)
         assert not listing, f"{op.name} is also listed in {listing}"
     assert checked >= 10  # FLOOR, CEIL, ROUND, SIN, COS, ...: the 1:1 ops

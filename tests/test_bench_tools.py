@@ -25,7 +25,7 @@ def _script(name: str):
 
 @pytest.mark.parametrize("stack,finish", [(0, False), (2, True)])
 def test_tile_gemm_sweep_cell_runs(stack, finish):
-    from nnrt_onnx.kernels import _tiles
+    from nnrt_onnx.accel import tiles as _tiles
 
     if not _tiles.available():
         pytest.skip("the register tiles need numba and an AVX-512 CPU")
@@ -43,3 +43,8 @@ def test_ab_switch_turns_every_switch_on_and_off(monkeypatch):
         set_on = ab_switch._setter(switch)
         set_on(False)
         set_on(True)
+    import importlib
+
+    for switch, patches in ab_switch.PLAN_SWITCHES.items():  # every plan-time switch names what exists
+        for module, name, _ in patches:
+            assert hasattr(importlib.import_module(module), name), (switch, module, name)

@@ -12,7 +12,7 @@ from nnrt_onnx import Compilation, Executor, NNRtError, all_device_ids, get_devi
 from nnrt_onnx.enums import OH_NN_DeviceType
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
-from nnrt_onnx.runtime.ort import exportable, to_onnx
+from nnrt_onnx.ort_device import exportable, to_onnx
 from nnrt_onnx.testing.single_op import run_op, single_op_model
 
 ORT = 2

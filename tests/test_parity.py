@@ -471,8 +471,8 @@ def test_integer_mismatch_where_onnx_reference_agrees_with_onnxruntime_fails(mon
     model, x = _qlinear_conv_model()
     real = parity._run_native
 
-    def wrong_native(nnrt, arrays, capture, device):
-        outputs = real(nnrt, arrays, capture, device)
+    def wrong_native(nnrt, arrays, capture, device, hidden=None):
+        outputs = real(nnrt, arrays, capture, device, hidden)
         outputs[0] = outputs[0].copy()
         outputs[0].reshape(-1)[7] += np.uint8(5)
         return outputs
@@ -835,7 +835,7 @@ def test_a_bug_on_one_model_does_not_end_the_sweep(monkeypatch):
 
 def test_onnxruntime_threads_come_from_an_extension_config():
     from nnrt_onnx.errors import NNRtError
-    from nnrt_onnx.runtime.ort import THREADS_EXTENSION as ORT_THREADS_EXTENSION
+    from nnrt_onnx.ort_device import THREADS_EXTENSION as ORT_THREADS_EXTENSION
     from nnrt_onnx.serialization import load_model
 
     model = load_model(MODELS / "tiny_cnn.nnrt")
@@ -971,3 +971,68 @@ def test_run_of_an_onnx_file_converts_it_as_convert_does(tmp_path):
         assert [model.tensors[i].dims for i in model.inputs] == [(-1, 1, 10, 10)]
         pinned = load_any(source, ModelInputs(data, {"x": [2, 1, 10, 10]}))  # an explicit --input-shape pins
         assert [pinned.tensors[i].dims for i in pinned.inputs] == [(2, 1, 10, 10)]
+
+
+def test_check_names_the_documented_reading_behind_a_mismatch():
+    # scale 0.7 on a length of 10: floor of the exact product is 6 (the spec, onnx.reference, us); onnxruntime
+    # multiplies in float32 and gets 7 -- the two sides part, and the report says which rule is why
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 0.7, 0.7], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    report = check_model(model, float64_opinion=False)
+    assert not report.ok
+    assert [d["rule"] for d in report.deviations] == ["resize-output-size"] * len(report.deviations)
+    assert any("'resize-output-size'" in note and "docs/deviations.md" in note for note in report.notes)
+    assert report.to_dict()["deviations"] == report.deviations
+
+
+def test_no_rule_is_named_where_the_sides_agree():
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    report = check_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]))
+    assert report.ok and not any("docs/deviations.md" in note for note in report.notes)
+
+
+def test_per_layer_runs_the_production_plan_and_names_the_fused_step_that_wrote_a_divergence(monkeypatch):
+    # a fault in a fusion's fast path only (the reference kernels are right): the unfused plan per-layer used to run
+    # said "every layer matches"; the production plan's capture sees it and the report names the fused step
+    pytest.importorskip("nnrt_onnx.accel")
+    if os.environ.get("NNRT_ONNX_NUMBA", "").strip() == "0":
+        pytest.skip("the fast paths are off (NNRT_ONNX_NUMBA=0): no fused step to be wrong")
+    from nnrt_onnx.accel.fusions import conv_post_ops
+
+    real = conv_post_ops.KERNELS[OP.OH_NN_OPS_CONV2D]
+
+    def wrong_when_fused(*args, post=(), **kwargs):
+        out = real(*args, post=post, **kwargs)
+        if post:
+            out[..., 0] += np.float32(1.0)
+        return out
+
+    monkeypatch.setitem(conv_post_ops.KERNELS, OP.OH_NN_OPS_CONV2D, wrong_when_fused)
+    rng = np.random.default_rng(2)
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+               for name, shape in (("w1", (4, 4, 3, 3)), ("b1", (4,)), ("w2", (4, 4, 3, 3)), ("b2", (4,)))]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="stem"),
+         helper.make_node("Relu", ["c1"], ["r1"], name="stem.relu"),
+         helper.make_node("Conv", ["r1", "w2", "b2"], ["conv"], pads=[1, 1, 1, 1], name="conv"),
+         helper.make_node("Add", ["conv", "r1"], ["sum"], name="residual"),
+         helper.make_node("Sigmoid", ["sum"], ["y"], name="head")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    report = check_model(model, per_layer=True, float64_opinion=False)
+    assert not report.ok
+    statuses = {layer.node: layer.status for layer in report.layers if layer.status != "not compared"}
+    assert statuses == {"stem.relu": "within", "residual": "diverged", "head": "diverged"}
+    first = report.first_divergence
+    assert first.node == "residual" and "written by" in first.inside_fused_step
+    assert "CONV2D" in first.inside_fused_step and "ADD" in first.inside_fused_step
+    assert any(note.startswith("layer 'residual' (Add): written by") for note in report.notes)

@@ -58,6 +58,7 @@ IMPORT_POOL = ("tests/onnx_import/test_pool.py",)
 VALIDATION = ("tests/test_op_validation.py",)
 PARITY = ("tests/test_parity.py",)
 SERIAL = ("tests/test_serialization.py",)
+CONTRACT = ("tests/accel/test_contract.py",)  # the fast paths against the reference plan
 TRANSFORMS = ("tests/test_transforms.py",)
 
 
@@ -239,6 +240,37 @@ MUTANTS: list[Mutant] = [
       "ok = np.where(both_finite, diff <= a_eff + r_tol * np.abs(b64), same_special)",
       "ok = np.where(both_finite, diff <= a_eff + r_tol * np.maximum(np.abs(a64), np.abs(b64)), same_special)",
       PARITY, "rtol relative to the larger of the two values"),
+
+    # -- the fast paths (nnrt_onnx/accel) against the reference plan -------------------------------------------------
+    M("runner-drops-activation", "nnrt_onnx/accel/runners.py",
+      "loop(x, taps, values, out, s_h, s_w, d_h, d_w, pt, pl, activation, has_bias)",
+      "loop(x, taps, values, out, s_h, s_w, d_h, d_w, pt, pl, 0, has_bias)", CONTRACT,
+      "the depthwise 3x3 runner forgets its fused activation"),
+    M("depthwise-runner-wrong-pad", "nnrt_onnx/accel/conv.py", "(*strides, *dilation, pads[0], pads[2]), activation)",
+      "(*strides, *dilation, pads[0], pads[0]), activation)", CONTRACT,
+      "the depthwise 3x3 runner takes the top pad for the left one"),
+    M("residual-written-into-input", "nnrt_onnx/accel/fusions/conv_post_ops.py",
+      "        return fn(*inputs, post=post, **kwargs)",
+      "        result = fn(*inputs, post=post, **kwargs)\n        np.copyto(addends[0], result)\n        return result",
+      CONTRACT, "a residual fusion writes its result into the residual's buffer (a model input)"),
+    M("finish-drops-fused-mul", "nnrt_onnx/accel/finish.py",
+      "        self.bias, self.post, self.activation = bias, tuple(post), activation",
+      "        self.bias, self.post, self.activation = bias, tuple(p for p in post if p[0] != \"mul\"), activation",
+      CONTRACT, "the finish of fused convolutions forgets the MUL by a per-channel constant"),
+    M("gelu-fusion-wrong-addend", "nnrt_onnx/accel/fusions/erf_gelu.py",
+      '{"divisor": divisor, "addend": scalars[0], "factor": scalars[1]}',
+      '{"divisor": divisor, "addend": scalars[1], "factor": scalars[1]}', CONTRACT,
+      "the GELU fusion takes the factor for the addend"),
+    M("fused-step-keeps-absorbed-releases", "nnrt_onnx/runtime/cpu.py",
+      "            self.steps = _with_releases(self.steps, keep)", "            pass", CONTRACT,
+      "a fused step releases what its absorbed steps released later: an operation in between reads a freed tensor"),
+    M("capture-runs-the-reference-steps", "nnrt_onnx/runtime/cpu.py", "                for step in self.steps:\n",
+      "                for step in (self.steps if capture is None else self._plain_steps):\n",
+      ("tests/accel/test_plan.py",), "a run with capture runs the unfused reference steps, not the production plan"),
+    M("hidden-capture-skipped", "nnrt_onnx/runtime/cpu.py",
+      "                    if capture is not None and id(step) in hiding:",
+      "                    if False:", CONTRACT + ("tests/test_capture.py",),
+      "capture leaves the tensors a fused step hides uncomputed"),
 
     # -- serialization ------------------------------------------------------------------------------------------------
     M("serialize-drops-quant-axis", "nnrt_onnx/serialization.py", '"num_bits": list(q.num_bits), "axis": q.axis}',

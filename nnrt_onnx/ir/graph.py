@@ -102,6 +102,7 @@ class Graph:
         # a Node.origin -> (ONNX op type, domain, opset) of the node it came from (for problems found later)
         self.origins: dict[str, tuple[str, str, int]] = {}
         self.tensor_origins: dict[str, str] = {}  # an ONNX tensor -> the origin of the node that wrote it
+        self.deviations: list = []  # ir.deviations.Deviation: nodes converted by a rule onnx.reference reads otherwise
         self._counter = 0
 
     def resolve(self, name: str) -> str:
@@ -138,6 +139,7 @@ class Graph:
         other.quantization = self.quantization.copy()
         other.origins = dict(self.origins)
         other.tensor_origins = dict(self.tensor_origins)
+        other.deviations = list(self.deviations)
         other._counter = self._counter
         return other
 

@@ -47,11 +47,12 @@ class Issue:
 class ConversionIssue(Exception):
     """Raised by a handler for one node; the importer records it and goes on with the next node."""
 
-    def __init__(self, reason: str, message: str, tensor: str | None = None):
+    def __init__(self, reason: str, message: str, tensor: str | None = None, axes: tuple[int, ...] | None = None):
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.tensor = tensor  # the tensor the problem is about, when there is one
+        self.axes = axes  # the dims of that tensor a dynamic_shape problem is about (None: all its dynamic ones)
 
 
 class ConversionError(Exception):

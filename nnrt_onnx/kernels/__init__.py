@@ -1,4 +1,6 @@
-"""Native numpy kernels, one plain function per NNRt operation, registered with ``@kernel``.
+"""The reference kernels: one plain numpy/BLAS function per NNRt operation, registered with ``@kernel`` -- what the
+op computes, on every valid shape (dynamic dims, size-1 dims, any strides). Nothing here is compiled and nothing
+is only for speed: the fast paths are ``nnrt_onnx.accel``, which this package never imports.
 
 A kernel takes the op's input arrays positionally (in the header's order) and its parameters as
 keyword-only arguments named exactly like the ``to`` keywords of the op's entry in ``mappings/ops/``;
@@ -9,10 +11,10 @@ A kernel that declares a keyword-only ``ctx`` also receives an :class:`OpContext
 (default None) may be handed a preallocated array for its first output (see :func:`accepts_out`).
 It returns one array, or a tuple of arrays for multi-output ops.
 
-A kernel may also have a *specialiser* (``@specialiser``): given what an execution plan knows of one step before
-any run (its inputs' static shapes, dtypes and constant values, its keywords), it returns a runner called like
-the kernel that makes only the compiled call the kernel would make for those inputs, or None (see
-:func:`specialiser`).
+An op may also have a *specialiser* (``@specialiser``, registered by the fast paths, ``nnrt_onnx.accel``): given
+what an execution plan knows of one step before any run (its inputs' static shapes, dtypes and constant values,
+its keywords), it returns a runner called like the kernel that gives what the kernel gives (within
+``accel.contract``), or None (see :func:`specialiser`). This package holds the registry, the seam between the two.
 
 Next to each kernel, a *shape rule* registered with ``@shape_rule`` gives the kernel's output shapes from shapes
 alone (see :func:`infer_output_shapes`): it is called as ``rule(op, input_shapes, input_values, **arguments)`` with the
@@ -40,6 +42,7 @@ from ..errors import unsupported
 from ..optable import op_spec
 from ._common import (
     Shape,  # one int per dim, -1 where the dim is not known (None where even the rank is not)
+    _packed,
     _register_constant,
 )
 
@@ -48,14 +51,18 @@ _SHAPE_RULES: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 _SPECIALISERS: dict[OH_NN_OperationType, Callable[..., Any]] = {}
 
 
-def kernel(op_name: str):
-    """Register the decorated function as the kernel of ``op_name`` (e.g. ``"OH_NN_OPS_CONV2D"``)."""
+def kernel(op_name: str, *, shape: Callable[..., Any] | None = None):
+    """Register the decorated function as the kernel of ``op_name`` (e.g. ``"OH_NN_OPS_CONV2D"``); ``shape``, a
+    shape rule shared by many ops (the input's shape, the broadcast of two inputs), registers it for this op too --
+    so such an op is declared once, at its kernel. An op with its own geometry gets its own ``@shape_rule``."""
     op = OH_NN_OperationType[op_name]
 
     def register(fn):
         if op in _REGISTRY and _REGISTRY[op] is not fn:
             raise RuntimeError(f"{op_name} already has kernel {_REGISTRY[op].__module__}.{_REGISTRY[op].__name__}")
         _REGISTRY[op] = fn
+        if shape is not None:
+            shape_rule(op_name)(shape)
         return fn
 
     return register
@@ -65,17 +72,18 @@ class Planned(NamedTuple):
     """What an execution plan knows of a step's input before any run."""
 
     shape: tuple[int, ...] | None  # static dims (None where any is unknown)
-    dtype: np.dtype | None  # the compute dtype
+    dtype: np.dtype | None  # the dtype the kernel receives (the compute dtype; a dequantized input: float)
     value: np.ndarray | None  # a constant's (read-only, registered) array, else None
 
 
 def specialiser(*op_names: str):
     """Register the decorated function as the specialiser of every op in ``op_names``: called once per plan step
     as ``fn(op, general, inputs, arguments, addends)`` -- the op's short name, the step's kernel with its keywords
-    bound (``general(*inputs, out=...)``), a :class:`Planned` per input, the kernel's keywords (``post`` entries
-    ("addend", k) name the k-th of the ``addends`` trailing inputs, residuals of fused ADDs), under the plan's
-    BLAS thread count -- it returns a runner called like ``general`` or None. A runner must give what
-    ``general`` gives (it calls ``general`` for inputs that are not as planned)."""
+    bound (``general(*inputs, out=...)``: the reference kernel, or a fused step's accelerated kernel), a
+    :class:`Planned` per input, the step's keywords (a fused step's too: its ``post`` entries ("addend", k) name
+    the k-th of the ``addends`` trailing inputs, residuals of fused ADDs), under the plan's BLAS thread count --
+    it returns a runner called like ``general`` (``general`` itself, or None: the step keeps its kernel). A runner
+    must give what ``general`` gives within ``accel.contract``."""
     ops = [OH_NN_OperationType[name] for name in op_names]
 
     def register(fn):
@@ -88,11 +96,18 @@ def specialiser(*op_names: str):
 
 def get_specialiser(op: OH_NN_OperationType) -> Callable[..., Any] | None:
     """The specialiser of ``op``'s kernel, or None -- also where the kernel table now holds another kernel for
-    ``op`` than the one registered beside the specialiser (a test's patched kernel runs as itself)."""
+    ``op`` than the one registered with ``@kernel`` (a test's patched kernel runs as itself)."""
     op = OH_NN_OperationType(op)
     if kernels().get(op) is not _REGISTRY.get(op):
         return None
     return _SPECIALISERS.get(op)
+
+
+def registered_kernel(op: OH_NN_OperationType) -> Callable[..., Any] | None:
+    """The kernel registered for ``op`` with ``@kernel`` (whatever the kernel table holds now): a plan's fusions
+    replace only this kernel by their fused one (a test's patched kernel runs as itself)."""
+    kernels()
+    return _REGISTRY.get(OH_NN_OperationType(op))
 
 
 @dataclass(frozen=True)
@@ -197,6 +212,13 @@ def register_constant(array: np.ndarray) -> None:
     (a transposed contiguous weight matrix, a cast) for as long as it lives, instead of re-laying it out on every
     call. The native engine registers every constant of the models it compiles."""
     _register_constant(array)
+
+
+def packed(array: np.ndarray, key: Any, make: Callable[[np.ndarray], Any]) -> Any:
+    """``make(array)`` -- a re-laid-out form of a weight: transposed, cast, padded -- made once per constant
+    registered with :func:`register_constant` and ``key``, and cached while the constant lives; computed afresh for
+    any other array."""
+    return _packed(array, key, make)
 
 
 @cache

@@ -19,7 +19,6 @@ from ..dtypes import from_numpy, to_numpy
 from ..enums import OH_NN_DataType
 from ..errors import invalid, unsupported
 from ..geometry import UNKNOWN
-from ._tiles import padded
 
 # A shape as the shape rules see it: -1 for an unknown dim; None for an unknown rank.
 Shape = tuple[int, ...]
@@ -180,15 +179,6 @@ def _packed(array: np.ndarray, key: Any, make) -> np.ndarray:
     if key not in packs:
         packs[key] = make(array)
     return packs[key]
-
-
-def _packed_matrix(weight: np.ndarray, rows: int, dtype) -> np.ndarray:
-    """``weight`` as a row-major [K, rows] matrix in ``dtype`` (the transpose of ``weight.reshape(rows, K)``), its
-    rows padded to whole 16-float vectors for the register tiles (``_tiles.padded``; a view, unit column stride):
-    OpenBLAS multiplies a row-major right operand up to 3.6x faster than a transposed view at small M (an LSTM
-    step) and never slower (docs/performance.md)."""
-    return _packed(weight, ("matrix", rows, np.dtype(dtype).str),
-                   lambda w: padded(w.reshape(rows, -1).T.astype(dtype, copy=False)))
 
 
 # ----------------------------------------------------------------------------------------------------------------

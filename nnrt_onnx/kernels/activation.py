@@ -14,54 +14,49 @@ from ..errors import invalid
 from . import kernel, shape_rule
 from ._common import _F, _FI, _check, _erf, _first_input_shape, _kind, _known, _out, _product, _unary_float
 
-# Every activation's output has its input's shape.
-shape_rule("OH_NN_OPS_RELU", "OH_NN_OPS_RELU6", "OH_NN_OPS_SIGMOID", "OH_NN_OPS_TANH", "OH_NN_OPS_HSWISH",
-           "OH_NN_OPS_HARD_SIGMOID", "OH_NN_OPS_SWISH", "OH_NN_OPS_GELU", "OH_NN_OPS_LEAKY_RELU",
-           "OH_NN_OPS_CLIP")(_first_input_shape)
-
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-@kernel("OH_NN_OPS_RELU")
+@kernel("OH_NN_OPS_RELU", shape=_first_input_shape)
 def relu(input):
     x = np.asarray(input)
     _check("RELU", x.dtype, _FI)
     return _out(np.maximum(x, x.dtype.type(0)), x.dtype)
 
 
-@kernel("OH_NN_OPS_RELU6")
+@kernel("OH_NN_OPS_RELU6", shape=_first_input_shape)
 def relu6(input):
     x = np.asarray(input)
     _check("RELU6", x.dtype, _FI)
     return _out(np.minimum(np.maximum(x, x.dtype.type(0)), x.dtype.type(6)), x.dtype)
 
 
-@kernel("OH_NN_OPS_SIGMOID")
+@kernel("OH_NN_OPS_SIGMOID", shape=_first_input_shape)
 def sigmoid(input):
     return _unary_float("SIGMOID", input, _sigmoid)
 
 
-@kernel("OH_NN_OPS_TANH")
+@kernel("OH_NN_OPS_TANH", shape=_first_input_shape)
 def tanh(input):
     return _unary_float("TANH", input, np.tanh)
 
 
-@kernel("OH_NN_OPS_HSWISH")
+@kernel("OH_NN_OPS_HSWISH", shape=_first_input_shape)
 def hswish(input):
     """x * relu6(x + 3) / 6 (nnacl HSwish, ONNX HardSwish)."""
     return _unary_float("HSWISH", input, lambda x: x * np.clip(x + 3, 0, 6) / 6)
 
 
-@kernel("OH_NN_OPS_HARD_SIGMOID")
+@kernel("OH_NN_OPS_HARD_SIGMOID", shape=_first_input_shape)
 def hard_sigmoid(input):
     """relu6(x + 3) / 6 = max(0, min(1, x/6 + 1/2)) (nnacl HSigmoid; ONNX HardSigmoid alpha=1/6, beta=0.5)."""
     return _unary_float("HARD_SIGMOID", input, lambda x: np.clip(x + 3, 0, 6) / 6)
 
 
-@kernel("OH_NN_OPS_SWISH")
+@kernel("OH_NN_OPS_SWISH", shape=_first_input_shape)
 def swish(input):
     """x * sigmoid(x) (nnacl Swish)."""
     return _unary_float("SWISH", input, lambda x: x * _sigmoid(x))
@@ -70,7 +65,7 @@ def swish(input):
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-@kernel("OH_NN_OPS_GELU")
+@kernel("OH_NN_OPS_GELU", shape=_first_input_shape)
 def gelu(input, *, approximate):
     """approximate=False: 0.5x(1 + erf(x/sqrt 2)); True: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))."""
     if approximate:
@@ -80,7 +75,7 @@ def gelu(input, *, approximate):
     return _unary_float("GELU", input, fn)
 
 
-@kernel("OH_NN_OPS_LEAKY_RELU")
+@kernel("OH_NN_OPS_LEAKY_RELU", shape=_first_input_shape)
 def leaky_relu(input, *, negative_slope):
     return _unary_float("LEAKY_RELU", input, lambda x: np.where(x >= 0, x, x * x.dtype.type(negative_slope)))
 
@@ -118,7 +113,7 @@ def _prelu_shape(op, shapes, values, **_):
     return (shapes[0],)
 
 
-@kernel("OH_NN_OPS_CLIP")
+@kernel("OH_NN_OPS_CLIP", shape=_first_input_shape)
 def clip(input, *, max, min):  # noqa: A002 - the op table's keywords
     """min(max_bound, max(input, min_bound)); min > max gives max everywhere (ONNX Clip)."""
     x = np.asarray(input)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import _accel, kernel, shape_rule
+from . import kernel, shape_rule
 from ._common import (
+    _ERF_P,
+    _ERF_Q,
     _FI,
     _agree,
     _broadcast_dims,
@@ -75,22 +77,13 @@ def _broadcast_shape(op: str, *arrays: np.ndarray) -> tuple[int, ...]:
     return _broadcast(op, *(a.shape for a in arrays))
 
 
-_BROADCASTING_BINARY = ("ADD", "SUB", "MUL", "DIV", "ELTWISE", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE",
-                        "MOD", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND",
-                        "LOGICAL_OR")
 
 
-@shape_rule(*(f"OH_NN_OPS_{name}" for name in _BROADCASTING_BINARY))
 def _broadcast_binary_shape(op, shapes, values, **_):
     """The shape rule of the broadcasting binary ops: the broadcast of their two input shapes."""
     return (_broadcast(op, shapes[0], shapes[1]),)
 
 
-# The ops whose output has the shape of their (first) input.
-shape_rule("OH_NN_OPS_ABS", "OH_NN_OPS_NEG", "OH_NN_OPS_EXP", "OH_NN_OPS_LOG", "OH_NN_OPS_SQRT", "OH_NN_OPS_RSQRT",
-           "OH_NN_OPS_SQUARE", "OH_NN_OPS_RECIPROCAL", "OH_NN_OPS_SIN", "OH_NN_OPS_COS", "OH_NN_OPS_ERF",
-           "OH_NN_OPS_CEIL", "OH_NN_OPS_FLOOR", "OH_NN_OPS_ROUND", "OH_NN_OPS_LOGICAL_NOT",
-           "OH_NN_OPS_CAST")(_first_input_shape)
 
 
 def _binary(op: str, a, b, kinds: frozenset[str]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
@@ -115,19 +108,19 @@ def _no_int_zero_divisor(op: str, b: np.ndarray) -> None:
 # Binary arithmetic
 
 
-@kernel("OH_NN_OPS_ADD")
+@kernel("OH_NN_OPS_ADD", shape=_broadcast_binary_shape)
 def add(input1, input2):
     a, b, dt = _binary("ADD", input1, input2, _FI)
     return _out(np.add(a, b), dt)
 
 
-@kernel("OH_NN_OPS_SUB")
+@kernel("OH_NN_OPS_SUB", shape=_broadcast_binary_shape)
 def sub(input1, input2):
     a, b, dt = _binary("SUB", input1, input2, _FI)
     return _out(np.subtract(a, b), dt)
 
 
-@kernel("OH_NN_OPS_MUL")
+@kernel("OH_NN_OPS_MUL", shape=_broadcast_binary_shape)
 def mul(input1, input2):
     a, b, dt = _binary("MUL", input1, input2, _FI)
     return _out(np.multiply(a, b), dt)
@@ -142,7 +135,7 @@ def _int_trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q
 
 
-@kernel("OH_NN_OPS_DIV")
+@kernel("OH_NN_OPS_DIV", shape=_broadcast_binary_shape)
 def div(input1, input2):
     a, b, dt = _binary("DIV", input1, input2, _FI)
     if _kind(dt) == "float":
@@ -155,7 +148,7 @@ def div(input1, input2):
 _ELTWISE = {0: np.multiply, 1: np.add, 2: np.maximum}  # ELTWISE_MODE_PROD / SUM / MAXIMUM
 
 
-@kernel("OH_NN_OPS_ELTWISE")
+@kernel("OH_NN_OPS_ELTWISE", shape=_broadcast_binary_shape)
 def eltwise(input1, input2, *, mode):
     fn = _ELTWISE.get(int(mode))
     if fn is None:
@@ -165,21 +158,21 @@ def eltwise(input1, input2, *, mode):
     return _out(fn(a, b), dt)
 
 
-@kernel("OH_NN_OPS_MAXIMUM")
+@kernel("OH_NN_OPS_MAXIMUM", shape=_broadcast_binary_shape)
 def maximum(input1, input2):
     _not_both_bool("MAXIMUM", input1, input2)
     a, b, dt = _binary("MAXIMUM", input1, input2, _FI)
     return _out(np.maximum(a, b), dt)
 
 
-@kernel("OH_NN_OPS_MINIMUM")
+@kernel("OH_NN_OPS_MINIMUM", shape=_broadcast_binary_shape)
 def minimum(input1, input2):
     _not_both_bool("MINIMUM", input1, input2)
     a, b, dt = _binary("MINIMUM", input1, input2, _FI)
     return _out(np.minimum(a, b), dt)
 
 
-@kernel("OH_NN_OPS_POW")
+@kernel("OH_NN_OPS_POW", shape=_broadcast_binary_shape)
 def pow_(input, y, *, scale, shift):
     """output = (scale * input + shift) ^ y  (MindSpore PowFusion, nnacl ``Power``)."""
     _not_both_bool("POW", input, y)
@@ -197,7 +190,7 @@ def pow_(input, y, *, scale, shift):
         return _out(np.power(base, e), dt)
 
 
-@kernel("OH_NN_OPS_SQUARED_DIFFERENCE")
+@kernel("OH_NN_OPS_SQUARED_DIFFERENCE", shape=_broadcast_binary_shape)
 def squared_difference(input1, input2):
     a, b, dt = _binary("SQUARED_DIFFERENCE", input1, input2, _ANY)
     if dt == np.bool_:
@@ -206,7 +199,7 @@ def squared_difference(input1, input2):
     return _out(np.multiply(d, d), dt)
 
 
-@kernel("OH_NN_OPS_MOD")
+@kernel("OH_NN_OPS_MOD", shape=_broadcast_binary_shape)
 def mod(input1, input2):
     """C-style remainder: input1 - trunc(input1 / input2) * input2, sign of the dividend (nnacl ``fmod``)."""
     _not_both_bool("MOD", input1, input2)
@@ -296,21 +289,21 @@ def _scale_shape(op, shapes, values, *, axis, **_):
 # Unary math
 
 
-@kernel("OH_NN_OPS_ABS")
+@kernel("OH_NN_OPS_ABS", shape=_first_input_shape)
 def abs_(input):
     x = np.asarray(input)
     _check("ABS", x.dtype, _FI)
     return _out(np.abs(x), x.dtype)
 
 
-@kernel("OH_NN_OPS_NEG")
+@kernel("OH_NN_OPS_NEG", shape=_first_input_shape)
 def neg(input):
     x = np.asarray(input)
     _check("NEG", x.dtype, _FS)
     return _out(np.negative(x), x.dtype)
 
 
-@kernel("OH_NN_OPS_EXP")
+@kernel("OH_NN_OPS_EXP", shape=_first_input_shape)
 def exp(input, *, base, scale, shift):
     """output = base ^ (shift + scale * input); base -1 means e (ExpFusion)."""
     base = float(base)
@@ -324,73 +317,67 @@ def exp(input, *, base, scale, shift):
     return _unary_float("EXP", input, fn)
 
 
-@kernel("OH_NN_OPS_LOG")
+@kernel("OH_NN_OPS_LOG", shape=_first_input_shape)
 def log(input):
     return _unary_float("LOG", input, np.log)
 
 
-@kernel("OH_NN_OPS_SQRT")
+@kernel("OH_NN_OPS_SQRT", shape=_first_input_shape)
 def sqrt(input):
     return _unary_float("SQRT", input, np.sqrt)
 
 
-@kernel("OH_NN_OPS_RSQRT")
+@kernel("OH_NN_OPS_RSQRT", shape=_first_input_shape)
 def rsqrt(input):
     return _unary_float("RSQRT", input, lambda x: 1 / np.sqrt(x))
 
 
-@kernel("OH_NN_OPS_SQUARE")
+@kernel("OH_NN_OPS_SQUARE", shape=_first_input_shape)
 def square(input):
     x = np.asarray(input)
     _check("SQUARE", x.dtype, _FI)
     return _out(np.multiply(x, x), x.dtype)
 
 
-@kernel("OH_NN_OPS_RECIPROCAL")
+@kernel("OH_NN_OPS_RECIPROCAL", shape=_first_input_shape)
 def reciprocal(input):
     return _unary_float("RECIPROCAL", input, lambda x: 1 / x)
 
 
-@kernel("OH_NN_OPS_SIN")
+@kernel("OH_NN_OPS_SIN", shape=_first_input_shape)
 def sin(input):
     return _unary_float("SIN", input, np.sin)
 
 
-@kernel("OH_NN_OPS_COS")
+@kernel("OH_NN_OPS_COS", shape=_first_input_shape)
 def cos(input):
     return _unary_float("COS", input, np.cos)
 
 
-@kernel("OH_NN_OPS_ERF")
+# erf's float32 rational approximation (numerator, denominator coefficients; evaluated in float64): a compiled
+# evaluation must use these, in this order, to give the kernel's values
+ERF_COEFFICIENTS = (_ERF_P, _ERF_Q)
+
+
+@kernel("OH_NN_OPS_ERF", shape=_first_input_shape)
 def erf(input):
     x = np.asarray(input)
     if x.dtype == np.float64:  # the header: "the data type only support OH_NN_FLOAT32 and OH_NN_FLOAT16"
         raise unsupported("OH_NN_OPS_ERF: input dtype OH_NN_FLOAT64 is not supported (FLOAT32 or FLOAT16 only)")
-    fast = _accel.erf(x)  # the same float64 evaluation, compiled (numba), when installed
-    return _unary_float("ERF", x, _erf_float32) if fast is None else fast.astype(x.dtype, copy=False)
+    return _unary_float("ERF", x, _erf_float32)
 
 
-def erf_gelu(x, *, divisor, addend, factor):
-    """``(x * (erf(x / divisor) + addend)) * factor`` on float32 with float32 scalars: the exported exact GELU
-    (DIV, ERF, ADD, MUL, MUL) that the native plan fuses into one step (runtime/cpu.py). The compiled loop, or
-    those steps' own operations in order (ERF by its kernel): bit-identical to the five steps either way."""
-    fast = _accel.erf_gelu(x, divisor, addend, factor)
-    if fast is not None:
-        return fast
-    return np.multiply(np.multiply(x, np.add(erf(np.divide(x, divisor)), addend)), factor)
-
-
-@kernel("OH_NN_OPS_CEIL")
+@kernel("OH_NN_OPS_CEIL", shape=_first_input_shape)
 def ceil(input):
     return _unary_float("CEIL", input, np.ceil)
 
 
-@kernel("OH_NN_OPS_FLOOR")
+@kernel("OH_NN_OPS_FLOOR", shape=_first_input_shape)
 def floor(input):
     return _unary_float("FLOOR", input, np.floor)
 
 
-@kernel("OH_NN_OPS_ROUND")
+@kernel("OH_NN_OPS_ROUND", shape=_first_input_shape)
 def round_(input):
     """Round half to even (the header's "half to even", ONNX Round)."""
     return _unary_float("ROUND", input, np.rint)
@@ -408,32 +395,32 @@ def _compare(op: str, a, b, fn) -> np.ndarray:
     return _out(fn(a, b), np.bool_)
 
 
-@kernel("OH_NN_OPS_EQUAL")
+@kernel("OH_NN_OPS_EQUAL", shape=_broadcast_binary_shape)
 def equal(input1, input2):
     return _compare("EQUAL", input1, input2, np.equal)
 
 
-@kernel("OH_NN_OPS_NOT_EQUAL")
+@kernel("OH_NN_OPS_NOT_EQUAL", shape=_broadcast_binary_shape)
 def not_equal(input1, input2):
     return _compare("NOT_EQUAL", input1, input2, np.not_equal)
 
 
-@kernel("OH_NN_OPS_LESS")
+@kernel("OH_NN_OPS_LESS", shape=_broadcast_binary_shape)
 def less(input1, input2):
     return _compare("LESS", input1, input2, np.less)
 
 
-@kernel("OH_NN_OPS_LESS_EQUAL")
+@kernel("OH_NN_OPS_LESS_EQUAL", shape=_broadcast_binary_shape)
 def less_equal(input1, input2):
     return _compare("LESS_EQUAL", input1, input2, np.less_equal)
 
 
-@kernel("OH_NN_OPS_GREATER")
+@kernel("OH_NN_OPS_GREATER", shape=_broadcast_binary_shape)
 def greater(input1, input2):
     return _compare("GREATER", input1, input2, np.greater)
 
 
-@kernel("OH_NN_OPS_GREATER_EQUAL")
+@kernel("OH_NN_OPS_GREATER_EQUAL", shape=_broadcast_binary_shape)
 def greater_equal(input1, input2):
     return _compare("GREATER_EQUAL", input1, input2, np.greater_equal)
 
@@ -448,21 +435,21 @@ def _as_bool(op: str, x, what: str) -> np.ndarray:
     return x.astype(np.bool_, copy=False)
 
 
-@kernel("OH_NN_OPS_LOGICAL_AND")
+@kernel("OH_NN_OPS_LOGICAL_AND", shape=_broadcast_binary_shape)
 def logical_and(input1, input2):
     a, b = _as_bool("LOGICAL_AND", input1, "input1"), _as_bool("LOGICAL_AND", input2, "input2")
     _broadcast_shape("LOGICAL_AND", a, b)
     return _out(np.logical_and(a, b), np.bool_)
 
 
-@kernel("OH_NN_OPS_LOGICAL_OR")
+@kernel("OH_NN_OPS_LOGICAL_OR", shape=_broadcast_binary_shape)
 def logical_or(input1, input2):
     a, b = _as_bool("LOGICAL_OR", input1, "input1"), _as_bool("LOGICAL_OR", input2, "input2")
     _broadcast_shape("LOGICAL_OR", a, b)
     return _out(np.logical_or(a, b), np.bool_)
 
 
-@kernel("OH_NN_OPS_LOGICAL_NOT")
+@kernel("OH_NN_OPS_LOGICAL_NOT", shape=_first_input_shape)
 def logical_not(input):
     return _out(np.logical_not(_as_bool("LOGICAL_NOT", input, "input")), np.bool_)
 
@@ -523,7 +510,7 @@ def where(condition, input1, input2):
 # Conversion
 
 
-@kernel("OH_NN_OPS_CAST")
+@kernel("OH_NN_OPS_CAST", shape=_first_input_shape)
 def cast(x, target, *, ctx):
     """C conversion to the OH_NN_DataType held by input #1 (float -> int truncates toward zero, anything -> bool is
     "!= 0"); OH_NN_UNKNOWN means the declared output type. A quantized output receives the real values (the executor

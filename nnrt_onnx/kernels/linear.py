@@ -17,19 +17,8 @@ from math import prod
 import numpy as np
 
 from ..errors import invalid, unsupported
-from . import OpContext, _gemm, _runners, _tiles, kernel, shape_rule, specialiser
-from ._common import (
-    _FLOAT_KINDS,
-    _INT_KINDS,
-    _axis_index,
-    _broadcast_dims,
-    _known,
-    _packed,
-    _packed_matrix,
-    _product,
-    _work_dtype,
-)
-from ._finish import Finish
+from . import OpContext, kernel, shape_rule
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _broadcast_dims, _known, _packed, _product, _work_dtype
 
 # Integer dtypes a matrix product accepts without quantization (ONNX MatMul's integer set); narrower integers are
 # only meaningful as quantized tensors, which the executor dequantizes before calling the kernel.
@@ -47,96 +36,37 @@ def _check_product_dtypes(op: str, a: np.ndarray, b: np.ndarray) -> np.dtype:
 
 @kernel("OH_NN_OPS_MATMUL")
 def matmul(input1: np.ndarray, input2: np.ndarray, *, transpose_a: bool, transpose_b: bool, activation: int = 0,
-           out: np.ndarray | None = None, post=()) -> np.ndarray:
+           out: np.ndarray | None = None) -> np.ndarray:
     """``input1 @ input2`` with optional transposition of the last two axes of each operand, then the fused
     activation (``activation``: 0, 1 RELU, 2 RELU6).
 
     Leading (batch) dimensions broadcast like numpy/ONNX MatMul; a 1-D operand is a vector (transposing it is
-    the identity). ``post`` (the plan's fusion of the following ADD of a bias, MUL/ADD by per-column vectors and a
-    residual: ("add" | "mul", [N] vector) and ("addend", array of the output's shape) pairs) and ``out`` (the
-    plan's array) apply to float32 products of a matrix by a 2-D one: the rows' product finished as it is stored
-    (the register tiles where they take it: within float32 rounding of the product and the ADD steps), else
-    numpy's product and the finish after it.
+    the identity). ``out``: the plan's array for the result (memory planning), filled where it fits.
     """
     op = "MATMUL"
     a, b = np.asarray(input1), np.asarray(input2)
     dtype = _check_product_dtypes(op, a, b)
-    out_shape = _matmul_dims(op, a.shape, b.shape, transpose_a, transpose_b)
+    matmul_dims(op, a.shape, b.shape, transpose_a, transpose_b)
     if activation not in (0, 1, 2):
         raise invalid(f"{op}: fused activation {activation} is not an OH_NN_FuseType (0..2)")
-    if post or (out is not None and activation):
-        finished = _finished_rows_product(a, b, transpose_a, transpose_b, out_shape, activation, out, post)
-        if finished is not None:
-            return finished
     if transpose_a and a.ndim >= 2:
         a = np.swapaxes(a, -1, -2)
     if transpose_b and b.ndim >= 2:
         b = np.swapaxes(b, -1, -2)
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
     result = np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
-    if post:
-        Finish(None, post, 0)(result)
     if activation == 1:
         np.maximum(result, result.dtype.type(0), out=result)
     elif activation == 2:
         np.clip(result, result.dtype.type(0), result.dtype.type(6), out=result)
-    return result.astype(dtype, copy=False)
+    result = result.astype(dtype, copy=False)
+    if out is not None and out.shape == result.shape and out.dtype == result.dtype:
+        np.copyto(out, result)
+        return out
+    return result
 
 
-def _matrix_operand(b: np.ndarray) -> np.ndarray:
-    """A 2-D right operand as the register tiles read it (``_tiles.padded``; made once for a model's constants)."""
-    return _packed(b, "matmul", lambda m: _tiles.padded(np.ascontiguousarray(m)))
-
-
-def _finished_rows_product(a, b, transpose_a, transpose_b, out_shape, activation, out, post):
-    """:func:`matmul` of float32 rows ``a`` [..., K] by a 2-D ``b`` [K, N] with its finish (``post``, then the
-    activation) into ``out`` (or a new array): the rows' product finished as the tiles store it where they take
-    it, else numpy's product and the finish pass; None for other operands (the caller's path)."""
-    if (transpose_a or transpose_b or a.dtype != np.float32 or b.dtype != np.float32 or b.ndim != 2
-            or a.ndim < 2 or out_shape is None):
-        return None
-    if any(name not in ("add", "mul", "addend") for name, _ in post):
-        return None
-    k, n = b.shape
-    rows = np.ascontiguousarray(a).reshape(-1, k)
-    if out is None or out.shape != tuple(out_shape) or out.dtype != np.float32 or not out.flags.c_contiguous:
-        out = np.empty(out_shape, np.float32)
-    target = out.reshape(-1, n)
-    finish = Finish(None, post, activation)
-    matrix = _matrix_operand(b)
-    if not _gemm.matmul_finished(rows, matrix, target, finish, lambda t: t.reshape(-1, n)):
-        _gemm.matmul_into(rows, matrix, target)
-        finish(out)
-    return out
-
-
-@specialiser("OH_NN_OPS_MATMUL")
-def _specialise_matmul(op, general, inputs, arguments, addends):
-    """A plan step's runner (``_runners.rows_product``) for a finished float32 MATMUL of rows by a constant 2-D
-    matrix where :func:`_finished_rows_product` would take the register tiles; None otherwise."""
-    x_in, b_in = inputs[:2]
-    b, post, activation = b_in.value, tuple(arguments.get("post", ())), arguments.get("activation", 0)
-    if (b is None or b.ndim != 2 or b.dtype != np.float32 or x_in.shape is None or len(x_in.shape) < 2
-            or x_in.dtype != np.float32 or arguments.get("transpose_a") or arguments.get("transpose_b")
-            or not post or activation not in (0, 1, 2) or sum(name == "addend" for name, _ in post) != addends
-            or any(name not in ("add", "mul", "addend") for name, _ in post)):
-        return None
-    k, n = b.shape
-    if x_in.shape[-1] != k:
-        return None
-    out_shape = tuple(x_in.shape[:-1]) + (n,)
-    rows = int(np.prod(x_in.shape[:-1]))
-    if not _gemm.uses_tiles(rows, k, n, np.float32, finished=True):
-        return None
-    addend = np.zeros(out_shape, np.float32) if addends else None  # (a stand-in: untouched pages, never read)
-    finish = Finish(None, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
-                    activation)
-    tile_finish = finish.tile_finish(n, lambda t: t.reshape(-1, n))
-    product = None if tile_finish is None else _tiles.bound_product(_matrix_operand(b), tile_finish)
-    return None if product is None else _runners.rows_product(general, x_in.shape, out_shape, product, bool(addends))
-
-
-def _matmul_dims(op: str, a_shape, b_shape, transpose_a, transpose_b):
+def matmul_dims(op: str, a_shape, b_shape, transpose_a, transpose_b):
     """The output shape of ``input1 @ input2`` (np.matmul's: broadcast batch dims, a 1-D operand is a vector),
     after the checks of rank, inner dimensions and batch dimensions; None if a rank is unknown."""
     if any(shape is not None and len(shape) == 0 for shape in (a_shape, b_shape)):
@@ -160,7 +90,7 @@ def _matmul_dims(op: str, a_shape, b_shape, transpose_a, transpose_b):
 
 @shape_rule("OH_NN_OPS_MATMUL")
 def _matmul_shape(op, shapes, values, *, transpose_a, transpose_b, **_):
-    return (_matmul_dims(op, shapes[0], shapes[1], transpose_a, transpose_b),)
+    return (matmul_dims(op, shapes[0], shapes[1], transpose_a, transpose_b),)
 
 
 def _dequantized_bias(op: str, bias: np.ndarray, ctx: OpContext, n_out: int, work: np.dtype) -> np.ndarray | None:
@@ -199,7 +129,8 @@ def full_connection(input: np.ndarray, weight: np.ndarray, *bias: np.ndarray, ha
     n_out, k = w.shape
     rows = x.reshape(prod(out_shape[:-1]), k) if use_axis else x.reshape(-1, k)
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
-    out = np.matmul(rows.astype(work, copy=False), _packed_matrix(w, n_out, work))
+    matrix = _packed(w, ("transposed", work.str), lambda a: np.ascontiguousarray(a.T.astype(work, copy=False)))
+    out = np.matmul(rows.astype(work, copy=False), matrix)
     if b is not None:
         _check_full_connection_bias(op, b.shape, w.shape)
         deq = _dequantized_bias(op, b, ctx, n_out, work)

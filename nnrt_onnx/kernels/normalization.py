@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import invalid, unsupported
-from . import _accel, kernel, shape_rule
+from . import kernel, shape_rule
 from ._common import (
     _FLOAT_KINDS,
     _axes_list,
@@ -64,10 +64,6 @@ def softmax(input: np.ndarray, *, axis: int) -> np.ndarray:
     x = np.asarray(input)
     _require_float(op, x)
     ax = _softmax_axis(op, axis, x.ndim)
-    if ax == x.ndim - 1:
-        fast = _accel.softmax_last_axis(x)  # one compiled loop per row (numba), when installed
-        if fast is not None:
-            return fast
     xw = x.astype(_work_dtype(x.dtype), copy=False)
     # one work buffer, updated in place: subtract the max, exp, divide by the sum (no further temporaries)
     e = np.subtract(xw, np.max(xw, axis=ax, keepdims=True), out=xw if xw is not x else None)
@@ -139,7 +135,7 @@ def _instance_norm_shape(op, shapes, values, **_):
     return _channel_norm_shape(op, shapes, ("scale", "bias"), 3)
 
 
-def _batch_norm_affine(op, scale, offset, mean, variance, c: int, work: np.dtype, epsilon):
+def batch_norm_affine(op, scale, offset, mean, variance, c: int, work: np.dtype, epsilon):
     """(inv, shift) of a batch norm, checked: x * inv + shift. Made once for a compiled model's constants (the
     same arrays in every run: ~10-25 us of small numpy operations a call, 1-2% of DenseNet)."""
     others = (offset, mean, variance)
@@ -158,44 +154,23 @@ def _batch_norm_affine(op, scale, offset, mean, variance, c: int, work: np.dtype
 
 @kernel("OH_NN_OPS_BATCH_NORM")
 def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: np.ndarray, variance: np.ndarray, *,
-               epsilon: float, activation=0, out=None, post=()) -> np.ndarray:
+               epsilon: float, out=None) -> np.ndarray:
     """Inference batch norm, channel last: ``(x - mean) / sqrt(variance + epsilon) * scale + offset``, computed as
-    ``x * inv + (offset - mean * inv)``. ``post`` (("mul" | "add", [C] vector) pairs) and ``activation`` (0, 1
-    RELU, 2 RELU6): the plan's fusion of following MUL/ADD steps by per-channel constants (runtime/cpu.py), the
-    same float operations in the same order; float32/float64 work runs in blocks of rows that stay in cache."""
+    ``x * inv + (offset - mean * inv)``. ``out``: the plan's array for the result (memory planning), filled where
+    it fits."""
     op = "BATCH_NORM"
     x = np.asarray(input)
     _require_float(op, x)
     _check_min_rank(op, x.shape, 1)
     work = _work_dtype(x.dtype)
-    c = x.shape[-1]
-    inv, shift = _batch_norm_affine(op, scale, offset, mean, variance, c, work, epsilon)
-    if work != x.dtype or x.size == 0 or c == 0:
-        if post or activation:
-            raise invalid(f"{op}: post operations need float32/float64 data")  # (the plan guards this)
-        return (x.astype(work, copy=False) * inv + shift).astype(x.dtype, copy=False)
-    if out is None or out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
-        out = np.empty(x.shape, x.dtype)
-    rows_in, rows_out = x.reshape(-1, c), out.reshape(-1, c)
-    if _accel.channel_affine(rows_in, inv, shift, post, activation, rows_out):  # numba, when installed: one pass
+    inv, shift = batch_norm_affine(op, scale, offset, mean, variance, x.shape[-1], work, epsilon)
+    result = x.astype(work, copy=False) * inv
+    result += shift
+    result = result.astype(x.dtype, copy=False)
+    if out is not None and out.shape == result.shape and out.dtype == result.dtype:
+        np.copyto(out, result)
         return out
-    post = tuple(({"mul": np.multiply, "add": np.add}[name], vector) for name, vector in post)
-    step = max(1, _BN_BLOCK_BYTES // (c * x.dtype.itemsize))
-    zero, six = x.dtype.type(0), x.dtype.type(6)
-    for r0 in range(0, rows_in.shape[0], step):  # one block through every operation while it is in cache
-        block = rows_out[r0:r0 + step]
-        np.multiply(rows_in[r0:r0 + step], inv, out=block)
-        np.add(block, shift, out=block)
-        for ufunc, vector in post:
-            ufunc(block, vector, out=block)
-        if activation == 1:
-            np.maximum(block, zero, out=block)
-        elif activation == 2:
-            np.clip(block, zero, six, out=block)
-    return out
-
-
-_BN_BLOCK_BYTES = 1 << 17
+    return result
 
 
 def _mean(a: np.ndarray, axes: tuple[int, ...], count: np.intp) -> np.ndarray:
@@ -224,10 +199,6 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
         if t.dtype.kind not in _FLOAT_KINDS:
             raise unsupported(f"{op}: {name} dtype {t.dtype} is not supported (float only)")
         _check_layer_norm_param(op, name, t.shape, x.shape, bna, bpa)
-    if bpa == bna and x.size:
-        fast = _accel.layer_norm_rows(x.reshape(-1, prod(x.shape[bna:])), g, b, epsilon)  # numba, when installed
-        if fast is not None:
-            return fast.reshape(x.shape)
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     axes = tuple(range(bna, rank))

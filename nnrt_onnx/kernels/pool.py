@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import NNRtError, invalid, unsupported
+from ..errors import invalid, unsupported
 from ..geometry import (
     PAD_MODE_EXPLICIT,
     PAD_MODE_SAME,
@@ -21,7 +21,7 @@ from ..geometry import (
     touched_end_padding,
     window_axis,
 )
-from . import _accel, _avx512, _runners, kernel, shape_rule, specialiser
+from . import kernel, shape_rule
 from ._common import _check_rank, _check_rank_dims, _compute_dtype, _known, _tap_range
 
 
@@ -41,7 +41,7 @@ def _pool_taps(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl):
     return taps
 
 
-def _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl) -> bool:
+def first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl) -> bool:
     """Whether the first kernel tap (row-major) that reads any real cell reads one for every output position."""
     for i in range(k_h):
         r0, r1, _ = _tap_range(oh, h, s_h, i - pt)
@@ -80,7 +80,7 @@ def _max_1d(x, axis, out_size, k, s, p0, fill):
     return out
 
 
-def _pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode):
+def pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode):
     """Checked kernel size, strides and modes, then per axis the output size and pads of the windows
     (``geometry.window_axis``; explicit pads must be smaller than the kernel and the kernel must fit): (kernel,
     strides, (oh, ow), declared pads (top, bottom, left, right)). Sizes may be UNKNOWN (so are the results then)."""
@@ -111,11 +111,19 @@ def _pool_shape(op, shapes, values, *, kernel_size, stride, pad_mode, pad_list, 
     n, h, w, c = _check_rank_dims(op, shapes[0])
     if bool(global_pool):
         return ((n, 1, 1, c),)
-    _, _, (oh, ow), _ = _pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode)
+    _, _, (oh, ow), _ = pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode)
     return ((n, oh, ow, c),)
 
 
 def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out=None):
+    result = _pooled(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool)
+    if out is not None and out.shape == result.shape and out.dtype == result.dtype:
+        np.copyto(out, result)
+        return out
+    return result
+
+
+def _pooled(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool):
     _check_rank(op, x)
     if kind == "avg":
         cdtype = _compute_dtype(op, x)
@@ -128,19 +136,12 @@ def _pool(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, glob
         xc = x.astype(cdtype, copy=False)
         out = xc.mean(axis=(1, 2), keepdims=True) if kind == "avg" else xc.max(axis=(1, 2), keepdims=True)
         return out.astype(x.dtype, copy=False)
-    (k_h, k_w), (s_h, s_w), (oh, ow), (pt, pb, pl, pr) = _pool_geometry(op, h, w, kernel_size, stride, pad_mode,
+    (k_h, k_w), (s_h, s_w), (oh, ow), (pt, pb, pl, pr) = pool_geometry(op, h, w, kernel_size, stride, pad_mode,
                                                                         pad_list, round_mode)
     # padding actually touched by the windows (ceil mode may reach past the declared end pad)
     pb = touched_end_padding(h, oh, k_h, s_h, pt)
     pr = touched_end_padding(w, ow, k_w, s_w, pl)
     xc = x.astype(cdtype, copy=False)
-    # the first tap (0, 0) covers every output position unless padding clips it: the numpy path's sums then start
-    # from 0 (which turns a -0.0 sum into +0.0); the compiled loop does the same
-    first_full = _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl)
-    fast = _accel.pool(xc, kind, (k_h, k_w), (s_h, s_w), (pt, pl), (oh, ow), not first_full,
-                       out if xc is x else None)  # numba, if installed
-    if fast is not None:
-        return fast.astype(x.dtype, copy=False)
     # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
     # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
     if kind == "max":  # max is exact and order-free: separable, the width taps first, then the height taps
@@ -181,25 +182,3 @@ def avg_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_p
 @kernel("OH_NN_OPS_MAX_POOL")
 def max_pool(x, *, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out=None):
     return _pool("MAX_POOL", "max", x, kernel_size, stride, pad_mode, pad_list, round_mode, global_pool, out)
-
-
-@specialiser("OH_NN_OPS_AVG_POOL", "OH_NN_OPS_MAX_POOL")
-def _specialise_pool(op, general, inputs, arguments, addends):
-    """A plan step's runner (``_runners.pooling``) for a float32 2x2 or 3x3 pooling that the general kernel runs in
-    AVX-512 vectors (``_accel.pool``): the geometry decided once; None otherwise."""
-    shape = inputs[0].shape
-    if inputs[0].dtype != np.float32 or shape is None or len(shape) != 4 or bool(arguments["global_pool"]):
-        return None
-    n, h, w, c = shape
-    try:
-        (k_h, k_w), (s_h, s_w), (oh, ow), (pt, _, pl, _) = _pool_geometry(
-            op, h, w, arguments["kernel_size"], arguments["stride"], arguments["pad_mode"], arguments["pad_list"],
-            arguments["round_mode"])
-    except NNRtError:
-        return None  # the general kernel raises its error in the run
-    vectors = _avx512.compiled("_pool_vectors", "pool") if _accel.enabled() else None
-    if vectors is None or (k_h, k_w) not in ((2, 2), (3, 3)) or min(oh, ow, h, w, c) <= 0:
-        return None
-    start_at_zero = not _first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl)
-    return _runners.pooling(general, shape, (n, oh, ow, c), vectors,
-                            (op == "MAX_POOL", k_h, k_w, s_h, s_w, pt, pl, start_at_zero))

@@ -9,14 +9,13 @@ import numpy as np
 
 from ..dtypes import quant_range
 from ..errors import invalid, unsupported
-from . import kernel, shape_rule
+from . import kernel
 from ._common import _agree, _declared, _first_input_shape, _norm_axis, _np_dtype_name, _type_code
 
 # A conversion keeps the input's shape.
-shape_rule("OH_NN_OPS_QUANT_DTYPE_CAST")(_first_input_shape)
 
 
-@kernel("OH_NN_OPS_QUANT_DTYPE_CAST")
+@kernel("OH_NN_OPS_QUANT_DTYPE_CAST", shape=_first_input_shape)
 def quant_dtype_cast(x, *, src_t, dst_t, axis, ctx):
     """Quantized <-> float with the input's / output's quant params (per tensor, or per channel along ``axis`` when a
     tensor has several): int -> float r = (q - z) * s; float -> int q = clamp(round(r / s + z)); int -> int

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from ..geometry import UNKNOWN
-from . import _accel, kernel, shape_rule
+from . import kernel, shape_rule
 from ._common import _known, _need_float, _packed
 
 _LSTM = "OH_NN_OPS_LSTM"
@@ -47,7 +47,7 @@ def _rate(name: str, value) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 # LSTM
 # ---------------------------------------------------------------------------------------------------------------
-def _transposed_stack(w: np.ndarray) -> np.ndarray:
+def transposed_stack(w: np.ndarray) -> np.ndarray:
     """[D*L, 4H, in] -> contiguous [D*L, in, 4H]: OpenBLAS is up to 3.6x faster on a contiguous right operand
     than on a transposed view at an LSTM step's small M."""
     return np.ascontiguousarray(np.swapaxes(w, 1, 2))
@@ -83,9 +83,8 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
     tanh_c = np.empty_like(fc)
     seq = x
     # the weights transposed to contiguous [D*L, in, 4H] (cached for a model's constants: kernels._packed)
-    w_ih_t = _packed(w_ih, "lstm_t", _transposed_stack)
-    w_hh_t = _packed(w_hh, "lstm_t", _transposed_stack)
-    fast = _accel.lstm_steps(dtype) if x.size else None
+    w_ih_t = _packed(w_ih, "lstm_t", transposed_stack)
+    w_hh_t = _packed(w_hh, "lstm_t", transposed_stack)
     for layer in range(layers):
         idx = layer * directions + dirs
         here = slice(layer * directions, (layer + 1) * directions)
@@ -101,32 +100,6 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
         c_new = np.empty_like(c)
         out = np.empty((steps, batch, directions, real), dtype)
         h_new = np.empty((directions, batch, hidden), dtype)
-        if fast is not None and proj is None and zc == 0 and zh == 0:
-            # per step: matmul, compiled gates_in, one tanh over all gates, compiled cell, tanh(c), o * tanh(c)
-            # -- six calls instead of ~15 numpy calls on arrays of a few KB (their overhead dominated the step)
-            gates_in, cell = fast
-            scale = np.ones(4 * hidden, dtype)
-            scale[sigmoid_rows] = half
-            gate_o = gates[..., go]
-            offsets = (gi.start, go.start, gf.start, gg.start)
-            for s in range(steps):
-                np.matmul(h, recur, out=gates)
-                gates_in(gates, pre, s, scale)
-                np.tanh(gates, out=gates)
-                cell(gates, c, *offsets)
-                np.tanh(c, out=tanh_c)
-                if directions == 1:  # h written straight into the output sequence; that view is the next h
-                    h = out[s].swapaxes(0, 1)
-                    np.multiply(gate_o, tanh_c, out=h)
-                else:
-                    np.multiply(gate_o, tanh_c, out=h_new)
-                    out[s, :, 0, :] = h_new[0]
-                    out[steps - 1 - s, :, 1, :] = h_new[1]
-                    h, h_new = h_new, h
-            hy[idx] = h
-            cy[idx] = c
-            seq = out.reshape(steps, batch, directions * real)
-            continue
         for s in range(steps):
             # the recurrent product, then the step's input part (forward reads t = s, backward t = T-1-s)
             np.matmul(h, recur, out=gates)
@@ -169,6 +142,18 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
 @kernel(_LSTM)
 def lstm(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hidden_size, num_layers,
          num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size):
+    (x, w_ih, w_hh, b, hx, cx), (directions, layers, zc, zh) = lstm_operands(
+        x, w_ih, w_hh, bias, hx, cx, bidirectional=bidirectional, has_bias=has_bias, input_size=input_size,
+        hidden_size=hidden_size, num_layers=num_layers, num_directions=num_directions, dropout=dropout,
+        zoneout_cell=zoneout_cell, zoneout_hidden=zoneout_hidden, proj_size=proj_size)
+    return lstm_forward(x, w_ih, w_hh, b, hx, cx, directions=directions, layers=layers, zoneout_cell=zc,
+                        zoneout_hidden=zh)
+
+
+def lstm_operands(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hidden_size, num_layers,
+                  num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size):
+    """The LSTM kernel's operands checked and in the input's dtype, the input and hidden biases summed:
+    ((x, w_ih, w_hh, b or None, h0, c0), (directions, layers, zoneout cell, zoneout hidden))."""
     for what, array in (("input", x), ("wIh", w_ih), ("wHh", w_hh), ("hx", hx), ("cx", cx)) + (
             (("bias", bias),) if has_bias else ()):
         _need_float(_LSTM, what, array)
@@ -182,9 +167,8 @@ def lstm(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input_size, hi
     if has_bias:
         bias = bias.astype(dtype, copy=False)
         b = bias[:, : 4 * hidden] + bias[:, 4 * hidden:]
-    return lstm_forward(x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b,
-                        hx.astype(dtype, copy=False), cx.astype(dtype, copy=False),
-                        directions=directions, layers=layers, zoneout_cell=zc, zoneout_hidden=zh)
+    return ((x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b, hx.astype(dtype, copy=False),
+             cx.astype(dtype, copy=False)), (directions, layers, zc, zh))
 
 
 def _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size) -> tuple[float, float]:

@@ -17,7 +17,7 @@ import numpy as np
 from ..enums import OH_NN_ReturnCode
 from ..errors import NNRtError, invalid, unsupported
 from ..geometry import UNKNOWN, permute
-from . import _accel, kernel, shape_rule
+from . import kernel, shape_rule
 from ._common import (
     _FLOATS,
     _agree,
@@ -132,10 +132,6 @@ def transpose(x, perm, out=None):
     op = "TRANSPOSE"
     x = np.asarray(x)
     axes = _permutation(op, perm, x.ndim)
-    if x.ndim >= 3 and axes == list(range(x.ndim - 2)) + [x.ndim - 1, x.ndim - 2]:
-        swapped = _accel.swap_last_axes(x, out)  # numba, when installed: a channel shuffle
-        if swapped is not None:
-            return swapped
     view = np.transpose(x, axes)
     fits = out is not None and out.shape == view.shape and out.dtype == view.dtype and out.flags.c_contiguous
     if view.ndim >= 2 and view.shape[-1] <= _NARROW_LAST and view.size >= 4096 and not view.flags.c_contiguous:
@@ -713,9 +709,8 @@ def _constant_of_shape_shape(op, shapes, values, **_):
 # ---------------------------------------------------------------------------------------------------------- assert
 
 # The output is the condition.
-shape_rule("OH_NN_OPS_ASSERT")(_first_input_shape)
 
-@kernel("OH_NN_OPS_ASSERT")
+@kernel("OH_NN_OPS_ASSERT", shape=_first_input_shape)
 def assert_(condition, data, *, summarize, ctx):
     """Every element of ``condition`` must be true (non-zero); otherwise the run fails with OH_NN_FAILED and the
     message shows the first ``summarize`` entries of ``data`` (summarize <= 0: all of them). Output: the condition."""

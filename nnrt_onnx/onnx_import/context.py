@@ -127,6 +127,17 @@ class NodeContext:
         elif len(value.shape) == len(shape):
             value.shape = tuple(v if v >= 0 else s for v, s in zip(value.shape, shape))
 
+    def override_shape(self, name: str, shape) -> None:
+        """Give ``name`` (an output of this node) the shape the kernels' rule computes where ONNX shape inference
+        says otherwise (pooling with ceil_mode); the inferred shapes computed from it are then not trusted."""
+        value = self.value(name)
+        shape = tuple(int(d) for d in shape)
+        if value.shape is not None and len(value.shape) == len(shape) and \
+                any(a >= 0 and a != b for a, b in zip(value.shape, shape)) and self.conversion is not None:
+            self.conversion.distrusted.add(name)
+        if value.data is None:
+            value.shape = shape
+
     def emit_to(self, op: OH_NN_OperationType, inputs: Sequence[str], dtype, shape, hint: str, params=None,
                 output: str | None = None) -> str:
         """Emit ``op`` writing ``output`` (settled to dtype/shape) or a new tensor; returns what it wrote."""
@@ -151,6 +162,14 @@ class NodeContext:
         shape_name = self.constant(np.asarray(shape, np.int64), f"{name}.shape")
         self.emit(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [name, shape_name], [out])
         return out
+
+    def deviation(self, rule: str, detail: str) -> None:
+        """Record that this node is converted by ``rule`` (ir.deviations.RULES), which onnx.reference reads
+        otherwise (``detail``: this node's case)."""
+        from ..ir.deviations import RULES, Deviation
+
+        assert rule in RULES, rule
+        self.graph.deviations.append(Deviation(rule, self.label, self.node.op_type, detail))
 
     # -- subgraphs ---------------------------------------------------------------------------------------------
     def subgraph(self, name: str) -> onnx.GraphProto:

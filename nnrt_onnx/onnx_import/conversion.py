@@ -85,6 +85,9 @@ class GraphConversion:
         self.failed: dict[str, str] = {}  # tensor -> the node whose failed conversion it follows from
         self.symbols: dict[str, tuple[str, ...]] = {n: i.symbols for n, i in self.inputs.items()}  # ONNX dim_params
         self.scope: list[str] = []  # the control-flow nodes being inlined, outermost first
+        # tensors whose ONNX-inferred shape a converter overrode (onnx shape inference contradicting the kernels'
+        # rule and onnxruntime): the inferred shapes of everything computed from them are not trusted either
+        self.distrusted: set[str] = set()
 
     # -- nodes ---------------------------------------------------------------------------------------------------
     def convert_nodes(self, nodes, infos: Mapping[str, Any], use_shapes: bool = True) -> None:
@@ -92,11 +95,14 @@ class GraphConversion:
             self.convert_node(node, infos, use_shapes)
 
     def _declare_outputs(self, node: onnx.NodeProto, infos: Mapping[str, Any], use_shapes: bool) -> None:
+        downstream = any(i in self.distrusted for i in node.input)
+        if downstream:
+            self.distrusted.update(o for o in node.output if o)
         for output in node.output:
             type_proto = infos.get(output)
             # a model output's stated shape is not trusted (exporters write stale ones; onnxruntime only warns):
-            # the rules give it
-            trusted = use_shapes and output not in self.model_outputs
+            # the rules give it; nor one computed from a tensor whose inferred shape was wrong
+            trusted = use_shapes and output not in self.model_outputs and not downstream
             if trusted and type_proto is not None and type_proto.tensor_type.HasField("shape"):
                 self.symbols[output] = tuple(d.dim_param for d in type_proto.tensor_type.shape.dim)
             if output and output not in self.graph.values:
@@ -122,7 +128,7 @@ class GraphConversion:
         try:
             self._convert(node, label)
         except ConversionIssue as exc:
-            self._record(node, label, exc.reason, exc.message, exc.tensor, upstream)
+            self._record(node, label, exc.reason, exc.message, exc.tensor, upstream, exc.axes)
         except NNRtError as exc:  # an emitted op the NNRt API would reject
             self._record(node, label, INVALID_MODEL, exc.message, None, upstream)
         except Exception as exc:  # invalid per ONNX, or a converter bug (internal_error): never an escaping exception
@@ -144,10 +150,12 @@ class GraphConversion:
         """The name this node's IR nodes carry as their origin (unique across inlined copies)."""
         return SEPARATOR.join([*self.scope, label]) if self.scope else label
 
-    def _record(self, node, label: str, reason: str, message: str, tensor, upstream: list[str]) -> None:
+    def _record(self, node, label: str, reason: str, message: str, tensor, upstream: list[str],
+                axes: tuple[int, ...] | None = None) -> None:
         depends_on = upstream[0] if upstream else None
         if depends_on is None and reason in (DYNAMIC_SHAPE, NEEDS_CONSTANT):
-            hint = self.fix_hint([tensor] if tensor else [i for i in node.input if i], reason == NEEDS_CONSTANT)
+            hint = self.fix_hint([tensor] if tensor else [i for i in node.input if i], reason == NEEDS_CONSTANT,
+                                 axes if tensor else None)
             if hint:
                 message = f"{message}; {hint}"
         if self.scope:
@@ -242,18 +250,21 @@ class GraphConversion:
         """Symbolic reading of shape tensors computed at run time (see symbolic.py)."""
         return ShapeValues(self.graph, self.producers, self.symbols)
 
-    def fix_hint(self, tensors, needs_value: bool = True) -> str:
-        """What the user can pin or bind so that ``tensors`` become constants (or static)."""
-        return fix_hint(needs_value, tensors, self.producers, self.inputs, self._dim_symbols(tensors, needs_value))
+    def fix_hint(self, tensors, needs_value: bool = True, axes: tuple[int, ...] | None = None) -> str:
+        """What the user can pin or bind so that ``tensors`` become constants (or static; ``axes``: only those dims
+        of the one tensor)."""
+        return fix_hint(needs_value, tensors, self.producers, self.inputs,
+                        self._dim_symbols(tensors, needs_value, axes))
 
-    def _dim_symbols(self, tensors, needs_value: bool) -> set[str]:
+    def _dim_symbols(self, tensors, needs_value: bool, axes: tuple[int, ...] | None = None) -> set[str]:
         """The names of the dynamic dims ``tensors`` read: in their symbolic values (a shape computed at run
-        time), or of their own unknown dims."""
+        time), or of their own unknown dims (``axes``: of those dims only)."""
         reader = self.shape_values()
         found: set[str] = set()
         for tensor in tensors:
             if needs_value:
                 found |= {e for e in reader.value(tensor) or () if isinstance(e, str)}
             else:
-                found |= {e for e in reader.dims(tensor) or () if isinstance(e, str)}
+                dims = reader.dims(tensor) or ()
+                found |= {e for i, e in enumerate(dims) if isinstance(e, str) and (axes is None or i in axes)}
         return found

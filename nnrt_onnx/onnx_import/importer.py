@@ -54,6 +54,12 @@ class ImportResult:
     graph: Graph
     stats: dict[str, Any]
 
+    @property
+    def deviations(self) -> list:
+        """The nodes converted by a reading of the ONNX spec that onnx.reference does not share (ir.deviations):
+        ``Deviation(rule, node, op_type, detail)``, ``.text`` the rule; also ``stats["deviations"]`` as dicts."""
+        return list(self.graph.deviations)
+
 
 def load_onnx(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
@@ -188,6 +194,8 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     }
     if dynamic or _quantized(model) or any(v.quant is not None for v in graph.values.values()):
         stats["quantization"] = quantization_summary(graph)
+    if graph.deviations:
+        stats["deviations"] = [d.as_dict() for d in graph.deviations]
     return ImportResult(nnrt_model, graph, stats)
 
 

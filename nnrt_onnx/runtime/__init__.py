@@ -1,7 +1,6 @@
 """Execution: the device interface and registry (device; a prepared model may capture intermediate tensors), the graph
 checks every device shares (graph), the one kernel-invocation function (invoke: ``bind`` / ``BoundKernel``, also used
-by constant folding), and the two devices: the native CPU device (cpu, id 1) and onnxruntime (ort, id 2).
-
-Importing the package registers both devices.
+by constant folding), and the native CPU device (cpu, id 1). The onnxruntime device (id 2) runs an exported model,
+so it stands above the exporter: ``nnrt_onnx.ort_device``, registered with the native one by ``import nnrt_onnx``.
 """
-from . import cpu, ort  # noqa: F401  (register devices 1 and 2)
+from . import cpu  # noqa: F401  (registers device 1)

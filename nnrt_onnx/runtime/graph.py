@@ -1,5 +1,4 @@
-"""Checks NNRt leaves undone at build time (and would crash or misbehave on), a topological order, and the
-readers and producers of a plan's tensors."""
+"""Checks NNRt leaves undone at build time (and would crash or misbehave on), and a topological order."""
 from __future__ import annotations
 
 import heapq
@@ -70,16 +69,3 @@ def execution_order(model) -> list[int]:
         names = ", ".join(f"#{i} {operations[i].op.name}" for i in stuck[:5])
         raise _fail(f"the operations form a cycle: {names} wait on each other's outputs")
     return order
-
-
-def readers_and_producers(steps) -> tuple[dict[int, int], dict[int, int]]:
-    """For a plan's steps (anything with ``inputs`` and ``outputs``): how many times each tensor is read, and the
-    position of the step that writes it."""
-    readers: dict[int, int] = {}
-    produced_at: dict[int, int] = {}
-    for position, step in enumerate(steps):
-        for t in step.inputs:
-            readers[t] = readers.get(t, 0) + 1
-        for t in step.outputs:
-            produced_at[t] = position
-    return readers, produced_at

@@ -5,7 +5,8 @@ the kernel's shape rule (``kernels.infer_output_shapes``) gives for its static i
 not a model output, gets an arena slot: an array of that shape and compute dtype. Slots are reused by tensor
 lifetime (a slot is free again after the step that last reads its tensor), exact shape and dtype matching. An
 arena (one array per slot) is taken per run from the prepared model's pool (concurrent runs never share one). A
-concatenation assembled in place (:mod:`.assembly`) takes its slot at its first producer, whose output, like its
+concatenation assembled in place (``accel.fusions.concat_assembly``) takes its slot at its first producer, whose
+output, like its
 other producers', is a slice of it (``step.out_view``).
 
 Views can outlive their tensor (a reshape view of a slot read later, a captured intermediate, an output the
@@ -56,7 +57,7 @@ def plan_arena(prepared) -> list[tuple[tuple[int, ...], np.dtype]]:
     free: dict[tuple, list[int]] = {}
     holder: dict[int, int] = {}  # tensor -> slot
     for position, step in enumerate(steps):
-        if step.out_view is not None:  # (runtime.assembly) a slice of a concatenation's array: taken at its first
+        if step.out_view is not None:  # (accel's assembly) a slice of a concatenation's array: taken at its first
             concat, index = step.out_view  # producer, held until the concatenation's last reader
             target = concat.outputs[0]
             first = target not in holder
@@ -91,11 +92,12 @@ def plan_arena(prepared) -> list[tuple[tuple[int, ...], np.dtype]]:
 
 
 def _rule_agrees(prepared, step, shape, infer_output_shapes) -> bool:
-    inputs = step.inputs[:len(step.inputs) - step.addends]  # the kernel's own inputs (not fused residuals)
+    step = step.kernel_step()  # a fused step's output: its own operation's (fusions keep that shape)
+    inputs = step.inputs
     if any(prepared.static[i] is None for i in inputs):
         return False
     values = [prepared._template[i] for i in inputs]
-    arguments = {k: v for k, v in step.kwargs.items() if k not in ("ctx", "post")}
+    arguments = {k: v for k, v in step.kwargs.items() if k != "ctx"}
     try:
         rule = infer_output_shapes(step.op, [prepared.dims[i] for i in inputs], values, arguments,
                                    output_count=len(step.outputs))

@@ -64,8 +64,10 @@ def _infer_outputs(op, inputs, params, output_dtypes, input_quant, output_quant)
 def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = None, *, float16: bool = False,
            input_quant: Mapping[int, QuantParam] | None = None, output_quant: Mapping[int, QuantParam] | None = None,
            output_dtypes: Sequence[Any] | None = None, output_shapes: Sequence[Sequence[int]] | None = None,
-           constant_inputs: Sequence[int] = ()) -> list[np.ndarray]:
-    """Run ``op`` once through Model -> Compilation -> Executor on the CPU device and return its outputs.
+           constant_inputs: Sequence[int] = (), reference_plan: bool = False) -> list[np.ndarray]:
+    """Run ``op`` once through Model -> Compilation -> Executor on the CPU device and return its outputs
+    (``reference_plan``: compiled to the reference plan, its reference kernel alone -- the extension config
+    ``nnrt_onnx.reference_plan``).
 
     ``params`` maps OH_NN_TensorType (member, value or name) to a python value or numpy array; the parameter
     dtype comes from the op table unless an array with an explicit dtype is given. Output dtypes and shapes
@@ -89,6 +91,8 @@ def run_op(op, inputs: Sequence[np.ndarray], params: Mapping[Any, Any] | None = 
     model = single_op_model(op, inputs, params, specs, input_quant, output_quant, constant_inputs)
     compilation = Compilation(model)
     compilation.enable_float16(float16)
+    if reference_plan:
+        compilation.add_extension_config("nnrt_onnx.reference_plan", b"1")
     compilation.build()
     executor = Executor(compilation)
     runtime_inputs = [a for i, a in enumerate(inputs) if i not in constant_inputs] or inputs[:1]

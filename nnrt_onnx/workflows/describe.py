@@ -59,13 +59,15 @@ def describe_model(model) -> dict[str, Any]:
     }
 
 
-def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None = None) -> dict[str, Any]:
+def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None = None,
+                        hdi: bool = False) -> dict[str, Any]:
     """Which nodes of an ONNX model convert, to what, and why the others cannot -- looked up before converting
     (each node's mapping row), then confirmed by a conversion (its problems, and the NNRt ops each node became).
 
     Returns ``{"model", "opset", "nodes": [...], "problems": [...not tied to a node], "convertible", "nnrt"}``
     where ``nnrt`` is :func:`describe_model` of the converted model (None when it cannot be converted) and
-    ``quantization`` the conversion's quantization summary (quantized share, float fallbacks; None for a float model).
+    ``quantization`` the conversion's quantization summary (quantized share, float fallbacks; None for a float model);
+    with ``hdi``, ``"hdi"`` is the converted model as a driver receives it (:func:`nnrt_onnx.hdi.hdi_view`, or None).
     """
     from pathlib import Path
 
@@ -90,7 +92,7 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
         nodes.append(entry)
     by_name = {n["node"]: n for n in nodes}
     problems = []
-    nnrt = None
+    nnrt = driver_view = None
     quantization = None
     try:
         result = from_onnx(str(path) if isinstance(path, (str, Path)) else model, input_shapes=input_shapes,
@@ -108,7 +110,14 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
             entry["emitted"] = emitted.get(entry["node"], [])
         nnrt = describe_model(result.model)
         quantization = result.stats.get("quantization")  # quantized share, float fallbacks by op type
+        if hdi:
+            from ..hdi import hdi_view
+
+            driver_view = hdi_view(result.model)
     for entry in nodes:
         entry["status"] = "cannot convert" if entry["problems"] else "ok"
-    return {"model": str(path), "opset": opset, "nodes": nodes, "problems": problems,
-            "convertible": nnrt is not None, "nnrt": nnrt, "quantization": quantization}
+    report = {"model": str(path), "opset": opset, "nodes": nodes, "problems": problems,
+              "convertible": nnrt is not None, "nnrt": nnrt, "quantization": quantization}
+    if hdi:
+        report["hdi"] = driver_view
+    return report

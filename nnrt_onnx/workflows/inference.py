@@ -232,7 +232,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
     import contextlib
 
     from ..errors import NNRtError
-    from ..runtime.ort import THREADS_EXTENSION as ORT_THREADS_EXTENSION
+    from ..ort_device import THREADS_EXTENSION as ORT_THREADS_EXTENSION
     from ..runtime.threads import THREADS_EXTENSION as NATIVE_THREADS_EXTENSION
 
     progress = progress or (lambda items, label: contextlib.nullcontext(items))

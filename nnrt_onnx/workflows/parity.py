@@ -234,6 +234,9 @@ class LayerResult:
     fused_with: list[str] = field(default_factory=list)  # upstream nodes (not compared) the divergence may be in
     nnrt_ops: list[str] = field(default_factory=list)  # what wrote the compared tensors: NNRt ops, "(constant)"
     reason: str | None = None  # not compared: "constant-folded" (its outputs are constants) or "fused away"
+    # a fused step of the native plan wrote the compared tensors, or hides them (then the value compared is its
+    # reference steps': the fused step itself is judged by the tensors it does write); what says which, else None
+    inside_fused_step: str | None = None
 
     @property
     def verdict(self) -> str | None:
@@ -245,7 +248,8 @@ class LayerResult:
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "node": self.node, "op_type": self.op_type, "status": self.status,
                 "reason": self.reason, "nnrt_ops": self.nnrt_ops, "verdict": self.verdict,
-                "outputs": [c.to_dict() for c in self.outputs], "fused_with": self.fused_with}
+                "outputs": [c.to_dict() for c in self.outputs], "fused_with": self.fused_with,
+                "inside_fused_step": self.inside_fused_step}
 
 
 @dataclass
@@ -292,6 +296,8 @@ class ParityReport:
     expected_reference: list[Comparison] = field(default_factory=list)  # onnxruntime vs golden outputs
     float64: dict[str, Any] | None = None  # {"asked_because", "seconds", "trials", "error"} when it was asked
     notes: list[str] = field(default_factory=list)
+    # the nodes converted by a reading of the ONNX spec onnx.reference or onnxruntime do not share (ir.deviations)
+    deviations: list[dict[str, Any]] = field(default_factory=list)
     repro: dict[str, Any] | None = None  # set by extract_repro: {"path", "reproduces", "nodes", "command", ...}
     input_arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # the runtime inputs fed
     seconds: float = 0.0
@@ -328,7 +334,7 @@ class ParityReport:
             "model": self.model, "ok": self.ok, "strict": self.strict, "seed": self.seed, "inputs": self.inputs,
             "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations, "seconds": self.seconds,
             "outputs": [c.to_dict() for c in self.outputs], "warnings": self.warnings, "notes": self.notes,
-            "float64": self.float64,
+            "float64": self.float64, "deviations": self.deviations,
         }
         if self.expected:
             data["expected"] = {"native": [c.to_dict() for c in self.expected],
@@ -422,9 +428,11 @@ def _dynamic_tensors(model) -> set[str]:
 
 
 def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | None,
-                device: int | None = None) -> list[np.ndarray]:
-    """The NNRt model run on ``device`` (an id; None: the native CPU device) through Compilation and Executor,
-    capturing the tensors of ``capture`` (a device that cannot raises NNRtError OH_NN_UNSUPPORTED)."""
+                device: int | None = None, hidden: dict[int, str] | None = None) -> list[np.ndarray]:
+    """The NNRt model run on ``device`` (an id; None: the native CPU device) through Compilation and Executor --
+    the plan users run, fusions and runners included -- capturing the tensors of ``capture`` (a device that cannot
+    raises NNRtError OH_NN_UNSUPPORTED). ``hidden`` (optional) receives, for each captured tensor that a fused step
+    of the plan hides (recomputed for the capture by that step's reference steps), the fused step's label."""
     from ..compilation import Compilation
     from ..executor import Executor
     from ..runtime.cpu import CpuDevice
@@ -432,7 +440,15 @@ def _run_native(model, arrays: Sequence[np.ndarray], capture: dict[int, Any] | N
     compilation = Compilation(model)
     compilation.set_device(CpuDevice.id if device is None else device)
     compilation.build()
-    return Executor(compilation).run_arrays(list(arrays), capture=capture)
+    executor = Executor(compilation)
+    outputs = executor.run_arrays(list(arrays), capture=capture)
+    prepared = executor.prepared
+    if hidden is not None and capture is not None and hasattr(prepared, "hidden_by"):
+        hidden.update({i: f"computed for the capture by the reference steps of {label}" for i in capture
+                       if (label := prepared.hidden_by(i)) is not None})
+        hidden.update({i: f"written by {label}" for i in capture
+                       if i not in hidden and (label := prepared.written_by_fused(i)) is not None})
+    return outputs
 
 
 def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
@@ -589,6 +605,10 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                                 f"({suspect.op_type}) on, but onnx.reference's float64 result does not: its "
                                 f"{suspect.op_type} may be wrong, and the float64 verdicts after it are unreliable")
         report.first_divergence = next((layer for layer in compared if layer.status == "diverged"), None)
+        named = [report.first_divergence] + ([report.culprit] if report.culprit is not report.first_divergence else [])
+        for layer in filter(None, named):
+            if layer.inside_fused_step:
+                report.notes.append(f"layer {layer.node!r} ({layer.op_type}): {layer.inside_fused_step}")
         trusted = [layer for layer in compared if suspect is None or layer.index < suspect.index]
         report.culprit = next((layer for layer in trusted if _native_blamed(layer)), None)
         not_compared = {o: layer.index for layer in layers if layer.status == "not compared"
@@ -601,19 +621,49 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         if target is not None:
             report._repro = _repro_plan(model, sorted(chains[target.index] + [target.index]), feed, reference)
             report._source = _Source(model, feed, reference, rtol, atol, device, target.index)
+    report.deviations = [d.as_dict() for d in result.deviations]
+    report.notes.extend(_deviation_notes(report))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _deviation_notes(report: ParityReport) -> list[str]:
+    """Where the sides part and the conversion followed a documented reading of the spec (docs/deviations.md, "ONNX
+    readings") that onnxruntime or onnx.reference do not share: name the rule, the node and what it changes -- the
+    likely cause. Nothing when the sides agree."""
+    parted = [c for c in report.outputs if not c.within] + [c for c in report.expected if not c.within]
+    first = report.culprit or report.first_divergence
+    if not report.deviations or not (parted or first is not None):
+        return []
+    notes = []
+    for d in report.deviations:
+        where = " (the first diverging layer)" if first is not None and first.node == d["node"] else ""
+        notes.append(f"node {d['node']!r} ({d['op_type']}){where} is converted by the rule '{d['rule']}' of "
+                     f"docs/deviations.md, which onnxruntime or onnx.reference read otherwise: {d['detail']} -- "
+                     f"{d['text']}")
+    return notes
 
 
 def _run_both(model, nnrt, arrays, feed, wanted, device, label):
     """(native outputs, captured tensors or None, onnxruntime's values by name): both sides on the same inputs;
     with ``wanted`` (ONNX name -> (NNRt index, perm)) every intermediate tensor too."""
     capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if wanted is not None else None
-    native_outputs = _run_native(nnrt, arrays, capture, device)
+    hidden: dict[int, str] = {}
+    native_outputs = _run_native(nnrt, arrays, capture, device, hidden)
+    if capture is not None:
+        capture = _Captured(capture, hidden)
     intermediate = [o for node in model.graph.node for o in node.output if o] if wanted is not None else []
     session = _session(_with_all_outputs(model, intermediate) if wanted is not None else model, label)
     fetch = [o.name for o in session.get_outputs()]
     return native_outputs, capture, dict(zip(fetch, session.run(fetch, feed)))
+
+
+class _Captured(dict):
+    """Captured native tensors by NNRt index, and ``hidden``: those a fused step of the plan hides or writes."""
+
+    def __init__(self, values: dict, hidden: dict[int, str]):
+        super().__init__(values)
+        self.hidden = hidden
 
 
 def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress):
@@ -640,8 +690,9 @@ def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol,
                     referee(results[-1], model, node, feed, reference, native_values[o])
             diverged = not all(c.within for c in results)
             ops = sorted({writer.get(wanted[o][0], "(constant)") for o in found})
+            inside = sorted({capture.hidden[wanted[o][0]] for o in found if wanted[o][0] in capture.hidden})
             layers.append(LayerResult(position, name, node.op_type, "diverged" if diverged else "within", results,
-                                      nnrt_ops=ops))
+                                      nnrt_ops=ops, inside_fused_step=inside[0] if inside else None))
     return layers, native_values
 
 

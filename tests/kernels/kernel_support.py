@@ -10,6 +10,7 @@ The ``rng`` fixture of the shape, indexing, quantization and CAST tests is in co
 """
 from __future__ import annotations
 
+import os
 import zlib
 from typing import Any
 
@@ -74,15 +75,36 @@ def rng_for_request(request) -> np.random.Generator:
 
 def run(op: str, inputs, params=None, **kw) -> list[np.ndarray]:
     """The one place that calls the kernels (through the full Model -> Compilation -> Executor path); ``op`` is the
-    operation's name with or without its ``OH_NN_OPS_`` prefix."""
+    operation's name with or without its ``OH_NN_OPS_`` prefix. Returns what the reference kernel computes (the
+    reference plan: the tests' oracles judge it); where the fast paths are on, the production plan runs the same
+    case too and must keep ``nnrt_onnx.accel.contract`` against it (the same error code where it raises)."""
     name = op if op.startswith("OH_NN_OPS_") else f"OH_NN_OPS_{op}"
-    return run_op(name, [np.asarray(a) for a in inputs], params or {}, **kw)
+    inputs = [np.asarray(a) for a in inputs]
+    try:
+        reference = run_op(name, inputs, params or {}, reference_plan=True, **kw)
+    except NNRtError as error:
+        if FAST_PATHS:
+            with pytest.raises(NNRtError) as raised:
+                run_op(name, inputs, params or {}, **kw)
+            assert raised.value.code == error.code, f"the production plan raised {raised.value}, the reference {error}"
+        raise
+    if FAST_PATHS:
+        from nnrt_onnx.accel.contract import disagreement
+
+        fast = run_op(name, inputs, params or {}, **kw)
+        for position, (f, r) in enumerate(zip(fast, reference)):
+            problem = disagreement(name[len("OH_NN_OPS_"):], f, r)
+            assert problem is None, f"{name} output #{position}, production plan against reference plan: {problem}"
+    return reference
+
+
+# the production plan differs from the reference plan (the fast paths are on): kernel tests run both
+FAST_PATHS = os.environ.get("NNRT_ONNX_NUMBA", "").strip() != "0"
 
 
 def run_declared(op, inputs, params, ranks):
     """Run with declared dynamic float32 outputs, so the kernel is reached through compile + execute only."""
-    return run_op(op, inputs, params, output_dtypes=[np.float32] * len(ranks),
-                  output_shapes=[[-1] * r for r in ranks])
+    return run(op, inputs, params, output_dtypes=[np.float32] * len(ranks), output_shapes=[[-1] * r for r in ranks])
 
 
 def expect_error(code: RC, op: str, inputs, params=None, **kw) -> None:
@@ -113,7 +135,7 @@ OPSET = 21
 
 def run_one(op, inputs, params=None, **kwargs):
     """One NNRt op through the end-to-end harness; returns its single output."""
-    (out,) = run_op(f"OH_NN_OPS_{op.upper()}", list(inputs), params or {}, **kwargs)
+    (out,) = run(f"OH_NN_OPS_{op.upper()}", list(inputs), params or {}, **kwargs)
     return out
 
 

@@ -7,8 +7,6 @@ defaults). Ids start with the op's short name (``pytest -k softmax``).
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from kernels.kernel_support import (
@@ -377,89 +375,6 @@ def test_lrn_errors():
 # the compiled row loops (numba, optional) of SOFTMAX and LAYER_NORM against the numpy path they replace
 
 
-def test_softmax_and_layer_norm_compiled_loops_agree_with_the_numpy_path(monkeypatch):
-    from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.normalization import layer_norm, softmax
-
-    if not _accel.enabled():
-        pytest.skip("numba is not installed")
-    rng = np.random.default_rng(5)
-    # row lengths around the compiled loops' 16 lanes (shorter rows, exact multiples, tails)
-    for dtype, n in itertools.product((np.float32, np.float64), (3, 15, 16, 17, 37, 128)):
-        x = (rng.standard_normal((3, 5, n)) * 4).astype(dtype)
-        x[0, 1, 2] = np.nan
-        x[1, 2, :] = np.inf
-        x[2, 0, n - 1] = -np.inf
-        x[2, 1, 0] = np.nan  # NaN in the first cell (the running maxima start from it)
-        x[1, 3, n - 1] = np.nan  # NaN in the last cell (the lanes' loop or the tail)
-        g = rng.standard_normal(n).astype(dtype)
-        b = rng.standard_normal(n).astype(dtype)
-        with np.errstate(all="ignore"):
-            compiled = (softmax(x, axis=-1), layer_norm(x, g, b, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2))
-            monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-            plain = (softmax(x, axis=-1), layer_norm(x, g, b, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2))
-            monkeypatch.delenv("NNRT_ONNX_NUMBA")
-        for got, want in zip(compiled, plain):
-            assert got.dtype == want.dtype == dtype and got.shape == want.shape
-            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
-        finite = x[2, 2].astype(np.float64)  # a row with only finite values: against float64 directly
-        e = np.exp(finite - finite.max())
-        # (rounding of x - max, about |x| ulps, carries into exp: a few tens of eps)
-        np.testing.assert_allclose(compiled[0][2, 2], e / e.sum(), rtol=32 * np.finfo(dtype).eps, atol=0)
-
-
-def test_layer_norm_compiled_loop_divides_like_numpy_by_a_zero_deviation(monkeypatch):
-    # a constant row with epsilon 0 divides 0 by 0: NaN as in numpy, not a ZeroDivisionError from the compiled loop
-    from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.normalization import layer_norm
-
-    if not _accel.enabled():
-        pytest.skip("numba is off or not installed")
-    x = np.array([[2.0, 2.0, 2.0, 2.0], [1.0, 2.0, 3.0, 4.0]], np.float32)
-    g, b = np.ones(4, np.float32), np.zeros(4, np.float32)
-    with np.errstate(all="ignore"):
-        got = layer_norm(x, g, b, begin_norm_axis=1, epsilon=0.0, begin_param_axis=1)
-        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-        want = layer_norm(x, g, b, begin_norm_axis=1, epsilon=0.0, begin_param_axis=1)
-    assert np.isnan(want[0]).all() and np.isnan(got[0]).all()
-    np.testing.assert_allclose(got[1], want[1], rtol=4e-7)
-
-
-@pytest.mark.parametrize("activation", [0, 1, 2])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_batch_norm_compiled_pass_is_identical_to_the_numpy_blocks(monkeypatch, dtype, activation):
-    # the one-pass compiled batch norm (with the plan's fused MUL/ADD ``post`` vectors and the activation) against
-    # the numpy path's per-block ufunc passes: the same values, NaN and signs of zero; and against float64 by hand
-    from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.normalization import batch_norm
-
-    if not _accel.enabled():
-        pytest.skip("numba is off or not installed")
-    rng = np.random.default_rng(11)
-    c = 37  # a tail after any vector width
-    x = (rng.standard_normal((2, 5, 3, c)) * 8).astype(dtype)
-    x[0, 0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
-    x[1, 4, 2, ::3] = 0.0
-    scale, offset, mean = (rng.standard_normal(c).astype(dtype) for _ in range(3))
-    scale[5] = 0.0  # -> products of -0.0 and +0.0 reach the activation
-    variance = rng.random(c).astype(dtype) + 0.1
-    post = (("mul", rng.standard_normal(c).astype(dtype)), ("add", rng.standard_normal(c).astype(dtype)))
-    with np.errstate(all="ignore"):
-        compiled = batch_norm(x, scale, offset, mean, variance, epsilon=1e-3, activation=activation, post=post)
-        monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-        plain = batch_norm(x, scale, offset, mean, variance, epsilon=1e-3, activation=activation, post=post)
-        monkeypatch.delenv("NNRT_ONNX_NUMBA")
-    assert compiled.dtype == plain.dtype == dtype
-    np.testing.assert_array_equal(compiled, plain)
-    np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
-    finite = x[1].astype(np.float64)
-    want = (finite - mean) / np.sqrt(variance.astype(np.float64) + 1e-3) * scale + offset
-    want = want * post[0][1] + post[1][1]
-    want = {0: want, 1: np.maximum(want, 0), 2: np.clip(want, 0, 6)}[activation]
-    np.testing.assert_allclose(compiled[1], want, rtol=64 * np.finfo(dtype).eps, atol=64 * np.finfo(dtype).eps * 8)
-
-
 def test_batch_norm_of_constants_makes_its_affine_once_and_follows_every_operand():
     # a compiled model's batch norm: (inv, shift) made once per constant scale and its other operands; another
     # offset, mean or variance array (even with the same scale) gives its own values
@@ -488,28 +403,3 @@ def test_batch_norm_of_constants_makes_its_affine_once_and_follows_every_operand
                                (x - mean) / np.sqrt(variance + 1e-3) * scale + offset, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("shape", [(512, 128), (7, 37), (3, 16), (5, 15), (4, 1), (64, 200)])
-def test_softmax_vectors_are_bit_identical_to_numbas_loops(shape):
-    # the AVX-512 row loops (_softmax_vectors) around numpy's exp give _accel's softmax bit for bit: rows shorter
-    # than a vector, tails after the whole vectors, NaN, +-inf and signed zeros
-    from nnrt_onnx.kernels import _accel, _avx512
-
-    shift = _avx512.compiled("_softmax_vectors", "shift_rows")
-    normalise = _avx512.compiled("_softmax_vectors", "normalise_rows")
-    loop = _accel._get("softmax")
-    if shift is None or normalise is None or loop is None:
-        pytest.skip("needs numba and an AVX-512 CPU")
-    rng = np.random.default_rng(shape[0] * shape[1])
-    x = rng.standard_normal(shape).astype(np.float32) * 4
-    if shape[1] >= 3:
-        x[0, :3] = [np.nan, -0.0, 0.0]
-    if shape[0] > 2 and shape[1] > 20:
-        x[1, 17], x[2, 5], x[2, 6] = np.inf, -np.inf, 30.0
-    if shape[0] > 3 and shape[1] >= 32:
-        x[3, 20] = np.nan  # a NaN after a lane's first element: it must win that lane's maximum
-    want = loop(x, np.empty_like(x))
-    got = np.empty_like(x)
-    shift(x, got)
-    np.exp(got, out=got)
-    normalise(got)
-    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -27,7 +27,6 @@ from kernels.kernel_support import (
     run,
 )
 
-from nnrt_onnx import NNRtError
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
 
@@ -198,72 +197,3 @@ def test_pool_errors(case):
 # the compiled pooling loop (numba, optional) against the numpy path: same values, same signs of zeros
 
 
-def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
-    from nnrt_onnx.kernels import _accel
-    from nnrt_onnx.kernels.pool import avg_pool, max_pool
-
-    if not _accel.enabled():
-        pytest.skip("numba is not installed: the numpy path is the only one")
-    rng = np.random.default_rng(3)
-    compared = 0
-    for k in range(120):
-        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(1, 10)), int(rng.integers(1, 6)))
-        params = dict(kernel_size=[int(v) for v in rng.integers(1, 4, 2)], stride=[int(v) for v in rng.integers(1, 3, 2)],
-                      pad_mode=int(rng.integers(-1, 2)), pad_list=[int(v) for v in rng.integers(0, 3, 4)],
-                      round_mode=int(rng.integers(0, 2)), global_pool=False)
-        x = rng.standard_normal(shape).astype([np.float32, np.float64][k % 2])
-        x.flat[::5] = -0.0
-        # (no +0.0 in x: which sign a window holding both -0.0 and +0.0 returns is unspecified -- the compiled loop
-        # keeps the earlier cell, numpy's separable np.maximum the later -- as it is in onnxruntime)
-        if k % 7 == 0:
-            x.flat[1] = np.nan
-        for fn in (avg_pool, max_pool):
-            try:
-                with np.errstate(all="ignore"):
-                    compiled = fn(x, **params)
-                    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-                    plain = fn(x, **params)
-            except NNRtError:
-                continue  # an invalid geometry: both paths share the checks that raise
-            finally:
-                monkeypatch.delenv("NNRT_ONNX_NUMBA", raising=False)
-            assert compiled.dtype == plain.dtype and compiled.shape == plain.shape, params
-            np.testing.assert_array_equal(compiled, plain)  # NaN where NaN
-            np.testing.assert_array_equal(np.signbit(compiled), np.signbit(plain))
-            compared += 1
-    assert compared > 100
-
-
-@pytest.mark.parametrize("h,w,c,window,stride,pads,is_max,start_at_zero", [
-    (9, 11, 37, 3, 2, (1, 1), True, False),  # 37 channels: two whole blocks of 16 and a masked one
-    (8, 8, 16, 2, 2, (0, 0), True, False),
-    (10, 13, 5, 3, 1, (1, 1), False, True),  # padding clips the first cell: sums from +0.0
-    (7, 9, 33, 3, 2, (0, 0), False, False),
-    (8, 10, 17, 2, 2, (0, 0), False, False),
-    (6, 6, 20, 2, 2, (1, 1), False, True),
-    (5, 5, 18, 3, 3, (2, 2), True, False),  # windows entirely in the padding: the fill (-inf; NaN for averages)
-    (5, 5, 18, 3, 3, (2, 2), False, True),
-])
-def test_pool_vectors_are_bit_identical_to_numbas_loop(h, w, c, window, stride, pads, is_max, start_at_zero):
-    # the AVX-512 pooling (_pool_vectors) gives _accel's pool_loop's results bit for bit: NaN and inf cells, -0.0
-    # sums, the fills of windows with no cell inside
-    from nnrt_onnx.kernels import _accel, _avx512
-
-    vectors = _avx512.compiled("_pool_vectors", "pool")
-    loop = _accel._get("pool")
-    if vectors is None or loop is None:
-        pytest.skip("needs numba and an AVX-512 CPU")
-    rng = np.random.default_rng(h * w + c + window)
-    x = rng.standard_normal((2, h, w, c)).astype(np.float32)
-    x[0, 0, 0, :3] = [np.nan, np.inf, -0.0]
-    x[1, 1, 1, :2] = [-np.inf, -0.0]
-    x[1, :3, :3, 4] = -0.0  # windows of -0.0 only: their average stays -0.0 unless it starts from +0.0
-    pt, pl = pads
-    oh, ow = (h + 2 * pt - window) // stride + 1, (w + 2 * pl - window) // stride + 1
-    want = np.full((2, oh, ow, c), 7, np.float32)
-    got = want.copy()
-    loop(x, want, window, window, stride, stride, pt, pl, is_max, start_at_zero,
-         np.float32(-np.inf if is_max else np.nan))
-    assert vectors(x, got, is_max, window, window, stride, stride, pt, pl, start_at_zero)
-    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert not vectors(x, got, is_max, 5, 5, 1, 1, 0, 0, start_at_zero)  # other windows: numba's loop

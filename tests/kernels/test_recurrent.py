@@ -302,33 +302,3 @@ def test_lstm_error_shapes():
         with pytest.raises(NNRtError) as err:
             run(LSTM, inputs, lstm_params())
         assert err.value.code == INVALID
-
-
-FAST_CASES = [("lstm-fast-uni", 1, 1, np.float32), ("lstm-fast-bidir-2layer", 2, 2, np.float32),
-              ("lstm-fast-uni-3layer-f64", 1, 3, np.float64), ("lstm-fast-bidir-f64", 2, 1, np.float64)]
-
-
-@pytest.mark.parametrize("case", FAST_CASES, ids=[c[0] for c in FAST_CASES])
-def test_lstm_compiled_step_is_bit_identical_to_the_numpy_path(case, monkeypatch):
-    """The compiled step parts (kernels._accel.lstm_steps) give exactly the numpy step's values, and both agree
-    with the plain reference loop."""
-    from nnrt_onnx.kernels import _accel
-
-    test_id, D, L, dtype = case
-    rng = rng_for(test_id)
-    T, B, I, H = 6, 3, 5, 17  # odd sizes: no lane-aligned shortcut in either path
-    I = D * H if L > 1 else I
-    r = lambda *s: rng.standard_normal(s).astype(dtype)  # noqa: E731
-    x, w_ih, w_hh, bias, hx, cx = r(T, B, I), r(D * L, 4 * H, I), r(D * L, 4 * H, H), r(D * L, 8 * H), \
-        r(D * L, B, H), r(D * L, B, H)
-    args = (x, w_ih, w_hh, bias[:, : 4 * H] + bias[:, 4 * H:], hx, cx)
-    fast = lstm_forward(*args, directions=D, layers=L)
-    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-    assert _accel.lstm_steps(dtype) is None
-    plain = lstm_forward(*args, directions=D, layers=L)
-    monkeypatch.delenv("NNRT_ONNX_NUMBA")
-    for f, p in zip(fast, plain):
-        assert f.dtype == dtype and np.array_equal(f, p)
-    want = reference_lstm(x, w_ih, w_hh, bias, hx, cx, D=D, L=L)
-    for f, w in zip(fast, want):
-        assert_within(f, w, TOL["float32"])

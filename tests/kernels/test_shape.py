@@ -705,23 +705,6 @@ def test_transpose_of_the_last_two_axes_matches_numpy(dtype):
             np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("shape", [(784, 4, 34), (10, 2, 37), (5, 8, 3), (7, 8, 17), (3, 4, 1)])
-def test_shuffle_vectors_transpose_like_numpy(shape):
-    # the AVX-512 channel shuffle (_shuffle_vectors): out[r, k, j] = x[r, j, k] for G = 2, 4, 8, every tail length
-    # (N not a multiple of 16 / G); other G declined
-    from nnrt_onnx.kernels import _avx512
-
-    vectors = _avx512.compiled("_shuffle_vectors", "swap_last_axes")
-    if vectors is None:
-        pytest.skip("needs numba and an AVX-512 CPU")
-    x = np.random.default_rng(shape[2]).standard_normal(shape).astype(np.float32)
-    x.reshape(-1)[:3] = [np.nan, -0.0, np.inf]
-    out = np.full((shape[0], shape[2], shape[1]), 7, np.float32)
-    assert vectors(x, out)
-    np.testing.assert_array_equal(out.view(np.uint32), np.ascontiguousarray(x.transpose(0, 2, 1)).view(np.uint32))
-    assert not vectors(np.zeros((2, 3, 5), np.float32), np.zeros((2, 5, 3), np.float32))
-
-
 @pytest.mark.parametrize("perm", [[0, 1, 2, 4, 3], [0, 3, 1, 2, 4]])
 def test_transpose_writes_the_plans_array_where_it_fits(perm):
     from nnrt_onnx.kernels.shape import transpose

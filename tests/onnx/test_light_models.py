@@ -7,8 +7,8 @@ BatchNormalization variances); the pre-softmax logits are compared too, because 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import zlib
+from pathlib import Path
 
 import numpy as np
 import onnx

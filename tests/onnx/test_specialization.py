@@ -293,17 +293,33 @@ def test_reshape_target_of_a_symbolic_shape(input_dims, requested, allowzero, ex
 
 
 def test_the_pin_hint_names_just_the_dims_the_blocked_value_reads():
-    """positions = arange(x.size(1)) (a transformer's): only the sequence dim blocks, not the batch."""
+    """repeats = [1, x.size(1), 1] (Tile's repeats must be constants): only the sequence dim blocks, not the batch."""
+    nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "one_v"], ["steps"], axis=0),
+             node("Concat", ["one_v", "steps", "one_v"], ["repeats"], axis=0),
+             node("Tile", ["x", "repeats"], ["y"], name="tile")]
+    model = _model(nodes, [V("x", TP.FLOAT, ["batch", "steps", 1])], [V("y", TP.FLOAT, None)],
+                   [_const("one_v", [1])])
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    issue = info.value.issues[0]
+    assert issue.node == "tile" and "pin input 'x' dim 1 (steps): --input-shape x=<batch>,<steps>,1" in issue.message
+
+
+def test_arange_of_a_dynamic_dim_converts():
+    """positions = arange(x.size(1)) (a transformer's): computed at run time (issue 26; it was refused, asking to pin
+    the sequence dim)."""
     nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "one_s"], ["steps"], axis=0),
              node("Range", ["zero_s", "steps", "one_s"], ["positions"], name="arange"),
              node("Cast", ["positions"], ["p"], to=TP.FLOAT), node("Unsqueeze", ["p", "axes"], ["p2"]),
              node("Add", ["x", "p2"], ["y"])]
     model = _model(nodes, [V("x", TP.FLOAT, ["batch", "steps", 1])], [V("y", TP.FLOAT, None)],
                    [_const("zero_s", 0), _const("one_s", 1), _const("axes", [0, 2])])
-    with pytest.raises(ConversionError) as info:
-        from_onnx(model)
-    issue = info.value.issues[0]
-    assert issue.node == "arange" and "pin input 'x' dim 1 (steps): --input-shape x=<batch>,<steps>,1" in issue.message
+    compilation = Compilation(from_onnx(model).model)
+    compilation.build()
+    executor = Executor(compilation)
+    for batch, steps in ((1, 3), (2, 5)):
+        x = np.random.default_rng(steps).standard_normal((batch, steps, 1)).astype(np.float32)
+        np.testing.assert_allclose(executor.run_arrays([x])[0], ort_run(model, {"x": x})[0], rtol=1e-6)
 
 
 def test_an_empty_output_is_blamed_on_the_named_node_that_computes_it():

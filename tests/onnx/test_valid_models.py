@@ -3,40 +3,12 @@ converts it -- dynamic dims stay dynamic -- and run at several sizes of those di
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
-from nnrt_onnx import Compilation, Executor
-from nnrt_onnx.onnx_import import from_onnx
-from support import ort_run
+from onnx import TensorProto, helper
+from onnx_import.import_support import dynamic_model as graph
+from onnx_import.import_support import runs_like_onnxruntime
 
 F = TensorProto.FLOAT
-
-
-def graph(nodes, inputs, outputs, initializers=(), opset=17):
-    """A checked model: ``inputs``/``outputs`` are (name, elem_type, dims) with names for dynamic dims."""
-    model = helper.make_model(
-        helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
-                          [helper.make_tensor_value_info(*o) for o in outputs],
-                          [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers]),
-        opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(model, full_check=True)
-    return model
-
-
-def runs_like_onnxruntime(model, feed_sets, rtol=1e-5, atol=1e-5):
-    """Convert once (no shape pinned), then every feed set through one executor, each output against onnxruntime."""
-    converted = from_onnx(model).model
-    compilation = Compilation(converted)
-    compilation.build()
-    executor = Executor(compilation)
-    names = [i.name for i in model.graph.input]
-    for feeds in feed_sets:
-        ours = executor.run_arrays([feeds[n] for n in names])
-        for name, got, want in zip([o.name for o in model.graph.output], ours, ort_run(model, feeds)):
-            assert got.shape == want.shape, (name, got.shape, want.shape)
-            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{name} at {feeds}")
 
 
 def test_a_one_channel_convolution_on_a_dynamic_batch(rng):
@@ -117,3 +89,21 @@ def test_the_softmax_family_before_opset_13_flattens_a_dynamic_batch(rng, op):
     model = graph([helper.make_node(op, ["x"], ["y"], axis=1)], [("x", F, ["N", 4, 2, 3])], [("y", F, ["N", 4, 2, 3])],
                   opset=11)
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 4, 2, 3)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["Mul", "Add"])
+def test_a_one_column_product_times_a_scalar(rng, op):
+    # the post-op fusion read the last dim of the 0-d constant (IndexError while compiling)
+    weight = rng.standard_normal((2, 1)).astype(np.float32)
+    model = graph([helper.make_node("MatMul", ["x", "w"], ["c"]), helper.make_node(op, ["c", "s"], ["y"])],
+                  [("x", F, [4, 2])], [("y", F, [4, 1])], [("w", weight), ("s", np.float32(2.0))])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((4, 2)).astype(np.float32)}])
+
+
+def test_layer_normalization_without_a_bias_keeps_the_sign_of_a_zero(rng):
+    # one element normalised is 0; times a negative scale, -0.0 -- which an added +0.0 bias turned into +0.0 (and
+    # Reciprocal into +inf instead of -inf)
+    model = graph([helper.make_node("LayerNormalization", ["x", "scale"], ["n"], axis=-1),
+                   helper.make_node("Reciprocal", ["n"], ["y"])],
+                  [("x", F, ["N", 1])], [("y", F, ["N", 1])], [("scale", np.array([-0.29], np.float32))])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 1)).astype(np.float32)} for n in (1, 2, 3)])

@@ -323,3 +323,37 @@ def ops_of(result) -> set:
 
 def onnx_node(op, inputs, outputs=("y",), **attrs):
     return helper.make_node(op, list(inputs), list(outputs), **attrs)
+
+
+# -- valid models with dynamic dims: converted as ``nnrt-onnx convert`` does, run at several sizes ---------------------
+
+def dynamic_model(nodes, inputs, outputs, initializers=(), opset=17, check=True):
+    """A model checked by onnx's full checker: ``inputs``/``outputs`` are (name, elem_type, dims) with names
+    (dim_params) for dynamic dims; ``initializers`` (name, array) pairs."""
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                          [helper.make_tensor_value_info(*o) for o in outputs],
+                          [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers]),
+        opset_imports=[helper.make_opsetid("", opset)])
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def runs_like_onnxruntime(model, feed_sets, rtol=1e-5, atol=1e-5):
+    """Convert once with no shape pinned (dynamic dims stay dynamic), then run every feed set through one executor,
+    each output against onnxruntime's."""
+    converted = from_onnx(model).model
+    compilation = Compilation(converted)
+    compilation.build()
+    executor = Executor(compilation)
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    for feeds in feed_sets:
+        ours = executor.run_arrays([feeds[n] for n in names])
+        for name, got, want in zip([o.name for o in model.graph.output], ours, ort_run(model, feeds)):
+            assert got.shape == want.shape, (name, got.shape, want.shape)
+            if want.dtype.kind in "fc":
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{name} at {feeds}")
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{name} at {feeds}")
+    return converted

@@ -7,8 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper
 
-from onnx_import.import_support import F16, F32, I64, check_named, randn1, rejects_named, rng_for
+from onnx_import.import_support import (
+    F16,
+    F32,
+    I64,
+    check_named,
+    dynamic_model,
+    randn1,
+    rejects_named,
+    rng_for,
+    runs_like_onnxruntime,
+)
 
 # -- RotaryEmbedding ---------------------------------------------------------------------------------------------------
 
@@ -123,3 +135,52 @@ def test_attention_rejects_3d_without_heads():
 def test_attention_rejects_bfloat16_softmax_precision():
     inputs = _qkv(rng_for("attn-bad-precision"), (1, 1, 2, 4), (1, 1, 2, 4), (1, 1, 2, 4))
     rejects_named("Attention", inputs, "unsupported_dtype", 23, {"softmax_precision": 16}, match="softmax_precision")
+
+
+# -- dynamic batch and sequence (issue 26) -----------------------------------------------------------------------------
+
+ATTENTION_DYNAMIC = {
+    # name: (node inputs, attributes, inputs (name, dims), outputs (name, dims), sizes of a run from n)
+    "mask_dynamic_batch": (["q", "k", "v", "mask"], {}, [("q", ["N", 2, 3, 4]), ("k", ["N", 2, 5, 4]),
+                                                         ("v", ["N", 2, 5, 4]), ("mask", [3, 5])],
+                           [("y", ["N", 2, 3, 4])]),
+    "causal_dynamic_sequence": (["q", "k", "v"], {"is_causal": 1}, [("q", [1, 2, "S", 4]), ("k", [1, 2, "S", 4]),
+                                                                     ("v", [1, 2, "S", 4])], [("y", [1, 2, "S", 4])]),
+    "grouped_3d_causal": (["q", "k", "v"], {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1},
+                          [("q", ["N", "S", 8]), ("k", ["N", "S", 4]), ("v", ["N", "S", 4])], [("y", ["N", "S", 8])]),
+    "past_dynamic_lengths": (["q", "k", "v", "", "pk", "pv"], {"is_causal": 1},
+                             [("q", ["N", 2, "S", 4]), ("k", ["N", 2, "S", 4]), ("v", ["N", 2, "S", 4]),
+                              ("pk", ["N", 2, "P", 4]), ("pv", ["N", 2, "P", 4])],
+                             [("y", ["N", 2, "S", 4]), ("present_k", ["N", 2, None, 4]),
+                              ("present_v", ["N", 2, None, 4])]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ATTENTION_DYNAMIC))
+def test_attention_over_dynamic_dims(case):
+    # the structural bias (causal frontier) from positions read at run time; reshapes with run-time shapes
+    node_inputs, attrs, inputs, outputs = ATTENTION_DYNAMIC[case]
+    model = dynamic_model([helper.make_node("Attention", node_inputs, [o for o, _ in outputs], **attrs)],
+                          [(n, TP.BOOL if n == "mask" else TP.FLOAT, d) for n, d in inputs],
+                          [(n, TP.FLOAT, d) for n, d in outputs], opset=23)
+    rng = rng_for(case)
+    feeds = []
+    for n in (1, 2, 3):
+        sizes = {"N": n, "S": n + 1, "P": n + 2}
+        feeds.append({name: (rng.random([sizes.get(d, d) for d in dims]) > 0.3) if name == "mask"
+                      else randn1(rng, [sizes.get(d, d) for d in dims]) for name, dims in inputs})
+    runs_like_onnxruntime(model, feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+def test_rotary_embedding_over_a_dynamic_batch_and_sequence(rank):
+    rng = rng_for(f"rope{rank}")
+    x_dims = ["N", 2, "S", 4] if rank == 4 else ["N", "S", 8]
+    attrs = {} if rank == 4 else {"num_heads": 2, "interleaved": 1, "rotary_embedding_dim": 2}
+    half = 2 if rank == 4 else 1
+    model = dynamic_model([helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "positions"], ["y"], **attrs)],
+                          [("x", TP.FLOAT, x_dims), ("positions", TP.INT64, ["N", "S"])], [("y", TP.FLOAT, x_dims)],
+                          [("cos", randn1(rng, (8, half))), ("sin", randn1(rng, (8, half)))], opset=23)
+    feeds = [{"x": randn1(rng, [{"N": n, "S": n + 1}.get(d, d) for d in x_dims]),
+              "positions": rng.integers(0, 8, (n, n + 1)).astype(I64)} for n in (1, 2, 3)]
+    runs_like_onnxruntime(model, feeds)

@@ -14,7 +14,17 @@ from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
 from nnrt_onnx.onnx_import.handlers.control import MAX_ITERATIONS
 
-from .import_support import I64, F, check_graph, const_tensor, graph_model, ops_of, rejects_graph
+from .import_support import (
+    I64,
+    F,
+    check_graph,
+    const_tensor,
+    dynamic_model,
+    graph_model,
+    ops_of,
+    rejects_graph,
+    runs_like_onnxruntime,
+)
 
 V = helper.make_tensor_value_info
 node = helper.make_node
@@ -66,9 +76,9 @@ def test_if_on_an_unbound_input_says_which_input_to_bind():
     assert "bind input 'sr' with --constant-input sr=" in issue.message
 
 
-def test_if_on_a_dynamic_dim_folds_once_the_dim_is_pinned():
-    """cond = (dim 1 of x == 4): the then branch when x is [1, 4], the else branch for [1, 3]; unpinned, the problem
-    names the dim to pin."""
+def test_if_on_a_dynamic_dim_folds_once_the_dim_is_pinned_and_selects_when_not():
+    """cond = (dim 1 of x == 4): the then branch when x is [1, 4], the else branch for [1, 3]; unpinned, both branches
+    run and WHERE picks the one the width asks for, at every width."""
     nodes = [node("Shape", ["x"], ["s"]), node("Gather", ["s", "one"], ["d1"], axis=0),
              node("Equal", ["d1", "four"], ["c"]),
              node("If", ["c"], ["y"], name="width_if",
@@ -76,12 +86,10 @@ def test_if_on_a_dynamic_dim_folds_once_the_dim_is_pinned():
                   else_branch=_branch("e", [node("Neg", ["x"], ["ey"])], [V("ey", TP.FLOAT, None)]))]
     model = graph_model(nodes, [V("x", TP.FLOAT, [1, "width"])], [V("y", TP.FLOAT, None)], 17,
                         [const_tensor("one", np.int64(1)), const_tensor("four", np.int64(4))])
-    for width in (4, 3):
-        x = np.linspace(-1, 1, width, dtype=F).reshape(1, width)
-        check_graph(model, {"x": x}, input_shapes={"x": [1, width]})
-    with pytest.raises(ConversionError) as info:
-        from_onnx(model)
-    assert "pin input 'x' dim 1 (width): --input-shape x=1,<width> or give --input x=FILE" in str(info.value)
+    feeds = [{"x": np.linspace(-1, 1, width, dtype=F).reshape(1, width)} for width in (4, 3, 5)]
+    for feed in feeds:
+        check_graph(model, feed, input_shapes={"x": list(feed["x"].shape)})
+    assert "OH_NN_OPS_WHERE" in {op.op.name for op in runs_like_onnxruntime(model, feeds).operations}
 
 
 def test_if_outputs_take_constants_outer_tensors_and_several_values():
@@ -119,6 +127,77 @@ def test_a_problem_inside_a_branch_names_the_inner_node_and_the_branch():
     assert (first.node, first.op_type, first.reason) == ("inner_nonzero", "NonZero", "needs_constant_input")
     assert "inside outer_if.then_branch" in first.message and first.is_root
     assert [(i.node, i.depends_on) for i in rest] == [("after_if", "inner_nonzero")]
+
+
+# -- If on the model's data: both branches and a WHERE (issue 26) ------------------------------------------------------
+
+def _wake_word_model(else_source="score", else_nodes=None, switch=False):
+    """A first small network scores x ([N, 16] -> [N, 1]); when its highest score is >= 0.5 a second network scores
+    x again, else the first score is the result. ``switch``: the condition also needs a scalar input 'enabled'."""
+    rng = np.random.default_rng(26)
+    w1, w2 = rng.standard_normal((16, 1)).astype(F), rng.standard_normal((16, 1)).astype(F)
+    then_branch = _branch("second_network", [node("MatMul", ["x", "w2"], ["logit2"]),
+                                             node("Sigmoid", ["logit2"], ["score2"])],
+                          [V("score2", TP.FLOAT, ["N", 1])], [const_tensor("w2", w2)])
+    else_nodes = [node("Identity", [else_source], ["first"])] if else_nodes is None else else_nodes
+    else_branch = _branch("first_score", else_nodes, [V("first", TP.FLOAT, None)])
+    nodes = [node("MatMul", ["x", "w1"], ["logit"]), node("Sigmoid", ["logit"], ["score"]),
+             node("ReduceMax", ["score"], ["best"], keepdims=0), node("GreaterOrEqual", ["best", "half"], ["wake"])]
+    inputs = [("x", TP.FLOAT, ["N", 16])]
+    if switch:
+        nodes.append(node("And", ["wake", "enabled"], ["go"]))
+        inputs.append(("enabled", TP.BOOL, []))
+    nodes.append(node("If", ["go" if switch else "wake"], ["y"], name="wake_if", then_branch=then_branch,
+                      else_branch=else_branch))
+    return dynamic_model(nodes, inputs, [("y", TP.FLOAT, ["N", 1])],
+                         [("w1", w1), ("half", np.float32(0.5))]), w1
+
+
+def test_if_on_the_models_data_runs_both_branches_and_selects():
+    # the wake-word pattern: a condition from the model's own data (a ReduceMax of its first network's scores) was
+    # refused with advice to bind x, the only data input; now WHERE picks the branch at run time
+    model, w1 = _wake_word_model()
+    direction = np.sign(w1.T).astype(F)  # x along w1 scores high, against it low
+    feeds = []
+    for n in (1, 2, 3):
+        for sign in (1, -1):
+            x = np.random.default_rng(n).uniform(0.5, 1.0, (n, 16)).astype(F) * direction * sign
+            feeds.append({"x": x})
+    from support import ort_run
+
+    outcomes = {bool((1 / (1 + np.exp(-(f["x"] @ w1)))).max() >= 0.5) for f in feeds}
+    assert outcomes == {True, False}  # (the feeds take each branch)
+    converted = runs_like_onnxruntime(model, feeds)
+    assert "OH_NN_OPS_WHERE" in {op.op.name for op in converted.operations}
+    assert converted.tensors[converted.inputs[0]].dims[0] == -1
+    assert ort_run(model, feeds[0])  # (onnxruntime accepts the model)
+
+
+def test_if_on_data_with_branches_of_different_shapes_is_refused_without_advice_to_bind_the_data():
+    model, _ = _wake_word_model(else_source="best")  # the else branch returns the scalar best score
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    (issue,) = info.value.issues
+    assert (issue.node, issue.reason) == ("wake_if", "unsupported_op")
+    assert "depends on data" in issue.message and "output #0 differ" in issue.message
+    assert "--constant-input" not in issue.message
+
+
+def test_if_on_data_and_a_scalar_switch_suggests_binding_the_switch_only():
+    model, _ = _wake_word_model(else_source="best", switch=True)
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    (issue,) = info.value.issues
+    assert "bind input 'enabled' with --constant-input enabled=" in issue.message
+    assert "input 'x' with" not in issue.message
+
+
+def test_if_on_data_with_a_branch_drawing_random_numbers_is_refused():
+    model, _ = _wake_word_model(else_nodes=[node("RandomUniformLike", ["score"], ["first"])])
+    with pytest.raises(ConversionError) as info:
+        from_onnx(model)
+    issue = next(i for i in info.value.issues if i.node == "wake_if")
+    assert issue.reason == "unsupported_op" and "not free of side effects" in issue.message
 
 
 # -- Loop --------------------------------------------------------------------------------------------------------------

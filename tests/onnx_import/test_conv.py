@@ -5,10 +5,13 @@ refuses the case).
 from __future__ import annotations
 
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper
 from support import onnx_model
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
-from onnx_import.import_support import check_model, onnx_node, ops_of, rand_normal
+from nnrt_onnx.onnx_import import from_onnx
+from onnx_import.import_support import check_model, dynamic_model, onnx_node, ops_of, rand_normal, runs_like_onnxruntime
 
 CONV_CASES = {
     "conv_1d_same_lower_dilated": (dict(auto_pad="SAME_LOWER", strides=[2], dilations=[2]), (2, 4, 11), (6, 4, 3), 1),
@@ -49,3 +52,52 @@ def test_conv_transpose(case):
     x, w = rand_normal(7, *x_shape), rand_normal(8, *w_shape)
     b = rand_normal(9, w_shape[1] * attrs.get("group", 1))
     check_model(onnx_model(onnx_node("ConvTranspose", ["x", "w", "b"], **attrs), {"x": x}, {"w": w, "b": b}), {"x": x})
+
+
+# -- ConvTranspose SAME, dynamic spatial dims (issue 26) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("kernel,stride", [(1, 2), (2, 3), (3, 2), (4, 2)])
+def test_conv_transpose_same_over_dynamic_dims_as_onnxruntime(auto_pad, kernel, stride):
+    # SAME's padding is kernel - stride whatever the size, so the spatial dims may stay dynamic; a kernel smaller
+    # than the stride asks for negative padding: none, the output is (in - 1) * stride + kernel as onnxruntime and
+    # onnx shape inference compute it (the conversion gave in * stride and refused the valid model as invalid)
+    weight = rand_normal(7, 2, 3, kernel, kernel)
+    transposed = helper.make_node("ConvTranspose", ["x", "w"], ["c"], auto_pad=auto_pad, strides=[stride] * 2)
+    model = dynamic_model([transposed, helper.make_node("Relu", ["c"], ["y"])], [("x", TP.FLOAT, ["N", 2, "H", "W"])],
+                          [("y", TP.FLOAT, ["N", 3, None, None])], [("w", weight)])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, n + 1, n + 2)} for n in (1, 2, 3)])
+    rules = [d.rule for d in from_onnx(model).deviations]
+    assert rules == (["convtranspose-same-small-kernel"] * 2 if kernel < stride else [])
+
+
+def test_conv_transpose_same_with_a_small_kernel_on_static_dims_feeds_the_next_node():
+    # the Relu's ONNX-inferred shape (7x7) is what the conversion now computes (it said 8x8 and refused the model)
+    weight = rand_normal(8, 2, 3, 1, 1)
+    model = dynamic_model([helper.make_node("ConvTranspose", ["x", "w"], ["c"], auto_pad="SAME_UPPER", strides=[2, 2]),
+                           helper.make_node("Relu", ["c"], ["y"])],
+                          [("x", TP.FLOAT, [1, 2, 4, 4])], [("y", TP.FLOAT, [1, 3, 7, 7])], [("w", weight)])
+    runs_like_onnxruntime(model, [{"x": rand_normal(9, 1, 2, 4, 4)}])
+    (deviation,) = from_onnx(model).deviations[:1]
+    assert deviation.rule == "convtranspose-same-small-kernel" and "in * 2" in deviation.detail
+
+
+@pytest.mark.parametrize("op", ["Conv", "ConvTranspose"])
+def test_one_dimensional_convolutions_over_a_dynamic_batch_and_length(op):
+    # [N, C, L] runs as a 2-D op on [N, 1, L, C]: with N and L dynamic, UNSQUEEZE/SQUEEZE (RESHAPE takes one -1)
+    weight = rand_normal(10, 3, 2, 3) if op == "Conv" else rand_normal(10, 2, 3, 3)
+    attrs = dict(strides=[2], pads=[1, 1]) if op == "Conv" else dict(strides=[2], auto_pad="SAME_LOWER")
+    model = dynamic_model([helper.make_node(op, ["x", "w"], ["y"], **attrs)], [("x", TP.FLOAT, ["N", 2, "L"])],
+                          [("y", TP.FLOAT, ["N", 3, None])], [("w", weight)])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3 * n + 2)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("shape,weight,strides", [(["N", 2, "H", "W"], (3, 2, 3, 2), [2, 3]),
+                                                  (["N", 2, "L"], (3, 2, 4), [2])])
+def test_conv_same_lower_over_dynamic_spatial_dims(shape, weight, strides):
+    # NNRt's SAME puts the odd unit of padding at the end: SAME_LOWER is padded at run time, then convolved VALID
+    model = dynamic_model([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER", strides=strides)],
+                          [("x", TP.FLOAT, shape)], [("y", TP.FLOAT, ["N", 3] + [None] * (len(shape) - 2))],
+                          [("w", rand_normal(11, *weight))])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, *[n, 2, n + 4, n + 5][:len(shape)])} for n in (1, 2, 3)],
+                          rtol=1e-4, atol=1e-5)

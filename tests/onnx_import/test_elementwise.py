@@ -23,6 +23,7 @@ from onnx_import.import_support import (
     check_graph,
     compare,
     const_tensor,
+    dynamic_model,
     graph_model,
     node_model,
     rand_uniform,
@@ -30,6 +31,7 @@ from onnx_import.import_support import (
     rejects,
     rejects_graph,
     run_ours,
+    runs_like_onnxruntime,
 )
 
 # -- unary math --------------------------------------------------------------------------------------------------------
@@ -288,3 +290,16 @@ def test_binary_rejected(case):
     with pytest.raises(ConversionError) as info:
         from_onnx(model)
     assert words in str(info.value)
+
+
+# -- n-ary ops over inputs of mixed ranks (issue 26) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min"])
+def test_nary_ops_of_three_mixed_rank_inputs_with_a_dynamic_dim(op, rng):
+    # a partial result has the broadcast shape of the inputs added so far: Sum gave it the final shape ([4, N, 3]
+    # for [3] + [N, 1]) and refused the valid model as invalid; the Relu makes ONNX inference state the Sum's shape
+    model = dynamic_model([helper.make_node(op, ["a", "b", "c"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+                          [("a", TP.FLOAT, [3]), ("b", TP.FLOAT, ["N", 1]), ("c", TP.FLOAT, [4, 1, 1])],
+                          [("y", TP.FLOAT, [4, "N", 3])])
+    runs_like_onnxruntime(model, [{"a": randn(rng, (3,)), "b": randn(rng, (n, 1)), "c": randn(rng, (4, 1, 1))}
+                                  for n in (1, 2, 3)])

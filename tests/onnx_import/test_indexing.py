@@ -22,11 +22,13 @@ from onnx_import.import_support import (
     check_graph_ort,
     check_named,
     const_tensor,
+    dynamic_model,
     graph_model,
     randn1,
     rejects_graph,
     rejects_named,
     rng_for,
+    runs_like_onnxruntime,
     x_of,
 )
 
@@ -210,3 +212,82 @@ def test_reverse_sequence_int32(rng):
     node = helper.make_node("ReverseSequence", ["x", "L"], ["y"])
     model = graph_model([node], [V("x", INT32, [4, 3])], [V("y", INT32, None)], 10, [const_tensor("L", np.int64([4, 2, 3]))])
     check_graph(model, {"x": x})
+
+
+# -- dynamic dims kept dynamic (issue 26): each model converted with no shape pinned, run at several sizes ------------
+
+def _ints(rng, low, high, shape):
+    return rng.integers(low, high, shape).astype(np.int64)
+
+
+def test_gather_wraps_negative_constant_indices_against_a_dynamic_dim():
+    model = dynamic_model([helper.make_node("Gather", ["x", "i"], ["y"], axis=0)], [("x", FLOAT, ["N", 3])],
+                          [("y", FLOAT, [2, 3])], [("i", np.asarray([-1, 0], np.int64))])
+    rng = rng_for("gather-negative")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3)} for n in (1, 2, 3)])
+
+
+def test_gather_wraps_negative_runtime_indices_against_a_dynamic_dim():
+    # the dim was dynamic, so the negative runtime indices went unwrapped and GATHER failed at run time
+    model = dynamic_model([helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+                          [("x", FLOAT, [2, "N"]), ("i", INT64, [4])], [("y", FLOAT, [2, 4])])
+    rng = rng_for("gather-runtime-negative")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, 2, n), "i": _ints(rng, -n, n, 4)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather_elements_with_negative_indices_on_a_dynamic_batch(axis):
+    model = dynamic_model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)],
+                          [("x", FLOAT, ["N", 3]), ("i", INT64, ["N", 2])], [("y", FLOAT, ["N", 2])])
+    rng = rng_for(f"gather-elements-{axis}")
+    bound = {0: lambda n: n, 1: lambda n: 3}[axis]  # the size of the gathered axis
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3), "i": _ints(rng, -bound(n), bound(n), (n, 2))}
+                                  for n in (1, 2, 3)])
+
+
+def test_gather_nd_wraps_negative_indices_and_takes_dynamic_batch_dims():
+    nodes = [helper.make_node("GatherND", ["x", "i"], ["plain"]), helper.make_node("GatherND", ["x", "j"], ["batched"],
+                                                                                    batch_dims=1)]
+    model = dynamic_model(nodes, [("x", FLOAT, ["N", 3, 4]), ("j", INT64, ["N", 2, 1])],
+                          [("plain", FLOAT, [2, 4]), ("batched", FLOAT, ["N", 2, 4])],
+                          [("i", np.asarray([[0, -1], [-1, 2]], np.int64))])
+    rng = rng_for("gather-nd")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3, 4), "j": _ints(rng, -3, 3, (n, 2, 1))} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatters_into_data_with_a_dynamic_batch(reduction):
+    nodes = [helper.make_node("ScatterND", ["x", "i", "u"], ["nd"], reduction=reduction),
+             helper.make_node("ScatterElements", ["x", "k", "v"], ["el"], axis=1, reduction=reduction)]
+    model = dynamic_model(nodes, [("x", FLOAT, ["N", 3]), ("u", FLOAT, [1, 3]), ("k", INT64, ["N", 1]),
+                                  ("v", FLOAT, ["N", 1])],
+                          [("nd", FLOAT, ["N", 3]), ("el", FLOAT, ["N", 3])], [("i", np.asarray([[-1]], np.int64))],
+                          opset=16)
+    rng = rng_for(f"scatter-{reduction}")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3), "u": x_of(rng, 1, 3), "k": _ints(rng, -3, 3, (n, 1)),
+                                   "v": x_of(rng, n, 1)} for n in (1, 2, 3)])
+
+
+def test_compress_without_axis_flattens_a_dynamic_input():
+    model = dynamic_model([helper.make_node("Compress", ["x", "c"], ["y"])], [("x", FLOAT, ["N", 3])],
+                          [("y", FLOAT, [2])], [("c", np.asarray([0, 1, 1], np.bool_))])
+    rng = rng_for("compress")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("upper,k", [(1, 0), (1, -1), (0, 1), (0, -2)])
+def test_trilu_over_dynamic_matrix_dims(upper, k):
+    model = dynamic_model([helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)], [("x", FLOAT, [2, "R", "C"])],
+                          [("y", FLOAT, [2, "R", "C"])], [("k", np.asarray(k, np.int64))])
+    rng = rng_for(f"trilu-{upper}{k}")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, 2, n, 4 - n)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("batch_axis,dims", [(1, ["T", 3, 2]), (0, [3, "T"]), (1, ["T", "B"])])
+def test_reverse_sequence_over_a_dynamic_time_axis(batch_axis, dims):
+    # each entry's source positions from the run-time positions along time (the constant lengths give the batch)
+    model = dynamic_model([helper.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=batch_axis,
+                                            time_axis=1 - batch_axis)],
+                          [("x", FLOAT, dims)], [("y", FLOAT, dims)], [("lens", np.asarray([2, 1, 2], np.int64))])
+    rng = rng_for(f"revseq{batch_axis}{dims}")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, *[{"T": n, "B": 3}.get(d, d) for d in dims])} for n in (2, 3, 4)])

@@ -10,7 +10,19 @@ from support import onnx_model, run_imported
 
 from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
-from onnx_import.import_support import F32, F, check_n, compare, rand_uniform, randint, randn, rejects_n, rng_for
+from onnx_import.import_support import (
+    F32,
+    F,
+    check_n,
+    compare,
+    dynamic_model,
+    rand_uniform,
+    randint,
+    randn,
+    rejects_n,
+    rng_for,
+    runs_like_onnxruntime,
+)
 
 # -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
 
@@ -116,3 +128,30 @@ def test_einsum_int32():
 def test_einsum_rejects_size_one_broadcast():
     rejects_n("Einsum", {"a": np.ones((1, 2, 3), F32), "b": np.ones((4, 3, 2), F32)}, "unsupported_attribute", 12,
             {"equation": "bij,bjk->bik"}, match="broadcasting")
+
+
+# -- Einsum over dynamic dims (issue 26): a label's size read at run time ---------------------------------------------
+
+EINSUM_DYNAMIC = {
+    # equation: (operand shapes with dim names, output shape, sizes of the named dims per run)
+    "bij,jk->bik": ([["N", 3, 4], [4, 5]], ["N", 3, 5]),
+    "bij,bjk->bik": ([["N", 3, "K"], ["N", "K", 5]], ["N", 3, 5]),
+    "bii->b": ([["N", 3, 3]], ["N"]),
+    "bij->j": ([["N", 3, 4]], [4]),
+    "nii,nj->nij": ([["N", "K", "K"], ["N", 2]], ["N", "K", 2]),
+    "bi,bij,j->b": ([["N", 3], ["N", 3, "K"], ["K"]], ["N"]),
+    "...ij,...jk->...ik": ([["N", "K", 2, 3], ["N", "K", 3, 4]], ["N", "K", 2, 4]),
+    "i,i->": ([["N"], ["N"]], []),
+}
+
+
+@pytest.mark.parametrize("equation", sorted(EINSUM_DYNAMIC))
+def test_einsum_over_dynamic_dims(equation):
+    shapes, out_shape = EINSUM_DYNAMIC[equation]
+    names = [f"x{i}" for i in range(len(shapes))]
+    model = dynamic_model([helper.make_node("Einsum", names, ["y"], equation=equation)],
+                          [(n, 1, s) for n, s in zip(names, shapes)], [("y", 1, out_shape)], opset=12)
+    rng = rng_for(equation)
+    feeds = [{n: randn(rng, [{"N": size, "K": size + 1}.get(d, d) for d in s]) for n, s in zip(names, shapes)}
+             for size in (1, 2, 3)]
+    runs_like_onnxruntime(model, feeds, rtol=1e-4, atol=1e-4)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper
 from support import onnx_model, run_imported
 
 from onnx_import.import_support import (
@@ -15,6 +17,7 @@ from onnx_import.import_support import (
     F,
     check_n,
     check_named,
+    dynamic_model,
     node_model_n,
     onnx_node,
     rand_normal,
@@ -24,6 +27,7 @@ from onnx_import.import_support import (
     rejects_named,
     rng_for,
     run_ours,
+    runs_like_onnxruntime,
 )
 
 # -- BatchNormalization, LRN -------------------------------------------------------------------------------------------
@@ -183,3 +187,50 @@ def test_rms_normalization_rejects_bfloat16_stash():
     x = np.ones((2, 4), F32)
     rejects_named("RMSNormalization", {"x": x, "scale": np.ones(4, F32)}, "unsupported_attribute", 23,
             {"stash_type": 16}, match="stash_type")
+
+
+# -- dynamic dims kept dynamic (issue 26): converted with no shape pinned, run at several sizes ------------------------
+
+
+@pytest.mark.parametrize("axis,shape,param", [(0, ["N", 3], [1, 3]), (-1, [2, "T"], [1]), (0, ["N", "T"], [1])])
+@pytest.mark.parametrize("elem_type,dtype", [(TP.FLOAT, F32), (TP.FLOAT16, F16)])
+def test_layer_normalization_over_dynamic_dims(axis, shape, param, elem_type, dtype):
+    # LAYER_NORM's gamma has the normalised shape, unknown here: normalised with reductions, scale/bias broadcast
+    rng = rng_for(f"ln{axis}{shape}{dtype}")
+    model = dynamic_model([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=axis)],
+                          [("x", elem_type, shape)], [("y", elem_type, shape)],
+                          [("g", randn(rng, param, dtype)), ("b", randn(rng, param, dtype))])
+    sizes = [[n if isinstance(d, str) else d for d in shape] for n in (1, 2, 3)]
+    tolerance = 1e-5 if dtype == F32 else 2e-3
+    runs_like_onnxruntime(model, [{"x": randn(rng, s, dtype)} for s in sizes], rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("opset,groups_param", [(21, 4), (18, 2)])
+def test_group_normalization_over_dynamic_spatial_dims(opset, groups_param):
+    rng = rng_for(f"gn{opset}")
+    model = dynamic_model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                          [("x", TP.FLOAT, ["N", 4, "H", 3])], [("y", TP.FLOAT, ["N", 4, "H", 3])],
+                          [("s", randn(rng, [groups_param])), ("b", randn(rng, [groups_param]))], opset=opset,
+                          check=opset != 18)  # (onnx's checker calls GroupNormalization-18 deprecated)
+    runs_like_onnxruntime(model, [{"x": randn(rng, (n, 4, n + 1, 3))} for n in (1, 2, 3)])
+
+
+def test_rms_normalization_over_a_dynamic_batch():
+    rng = rng_for("rms")
+    nodes = [helper.make_node("RMSNormalization", ["x", "s"], ["last"]),
+             helper.make_node("RMSNormalization", ["x", "s"], ["all"], axis=0)]
+    model = dynamic_model(nodes, [("x", TP.FLOAT, ["N", 3])],
+                          [("last", TP.FLOAT, ["N", 3]), ("all", TP.FLOAT, ["N", 3])], [("s", randn(rng, [3]))],
+                          opset=23)
+    runs_like_onnxruntime(model, [{"x": randn(rng, (n, 3))} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset,axis", [(11, 1), (13, 0)])
+def test_softmax_family_over_dynamic_dims(op, opset, axis):
+    # opsets < 13 flatten at the axis: both halves hold a dynamic dim here (products read at run time); Hardmax's
+    # one-hot depth is the dynamic axis's size
+    rng = rng_for(f"{op}{opset}")
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], axis=axis)], [("x", TP.FLOAT, ["N", 4, "T"])],
+                          [("y", TP.FLOAT, ["N", 4, "T"])], opset=opset)
+    runs_like_onnxruntime(model, [{"x": randn(rng, (n, 4, n + 1))} for n in (1, 2, 3)])

@@ -5,7 +5,10 @@ ceil mode, dilations, 1-D and 3-D, repeated unpool indices.
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto as TP
+from onnx import helper
 from support import onnx_model, ort_run
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
@@ -14,6 +17,7 @@ from onnx_import.import_support import (
     I64,
     check_model,
     check_named,
+    dynamic_model,
     node_model_named,
     onnx_node,
     ops_of,
@@ -21,6 +25,7 @@ from onnx_import.import_support import (
     randn1,
     rejects_named,
     rng_for,
+    runs_like_onnxruntime,
 )
 
 # -- pooling -----------------------------------------------------------------------------------------------------------
@@ -149,3 +154,60 @@ def test_a_window_of_a_billion_taps_costs_nothing():
     from nnrt_onnx.onnx_import.handlers.pool import _tap_counts
 
     assert list(_tap_counts(4, 1 << 30, 1, 1, 0, (1 << 30) - 4, 1, False)) == [4]
+
+
+# -- ceil_mode where the last window would start in the end padding (issue 26) ----------------------------------------
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1])),  # 4: ONNX inference 3, the rule 2
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[3, 3], pads=[0, 0, 2, 2])),
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 2, 2])),
+])
+def test_ceil_mode_drops_a_last_window_starting_in_the_end_padding(op, attrs):
+    # onnx shape inference keeps that window (its value_info said [N, 2, 3, 3]), the specification, onnxruntime,
+    # onnx.reference and the kernel drop it: the conversion refused the valid model as invalid; the Relu and the
+    # Conv after it read the pooled tensor, whose ONNX-inferred shapes (from the wrong one) are not trusted either
+    weight = rand_normal(4, 3, 2, 1, 1)
+    size = {2: 4, 3: 6}[attrs["kernel_shape"][0]] if attrs["pads"][0] == 0 else 7
+    model = dynamic_model([helper.make_node(op, ["x"], ["p"], ceil_mode=1, **attrs),
+                           helper.make_node("Relu", ["p"], ["r"]), helper.make_node("Conv", ["r", "w"], ["y"])],
+                          [("x", TP.FLOAT, ["N", 2, size, size])], [("y", TP.FLOAT, ["N", 3, None, None])],
+                          [("w", weight)])
+    inferred = onnx.shape_inference.infer_shapes(model).graph.value_info
+    ours = runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, size, size)} for n in (1, 2, 3)])
+    onnx_says = next(i for i in inferred if i.name == "p").type.tensor_type.shape.dim[2].dim_value
+    assert ours.tensors[ours.outputs[0]].dims[2] < onnx_says
+
+
+def test_lp_pool_with_p_1_over_a_dynamic_batch():
+    model = dynamic_model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=1)],
+                          [("x", TP.FLOAT, ["N", 2, 4, 4])], [("y", TP.FLOAT, ["N", 2, 3, 3])])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
+
+
+# -- dynamic spatial dims (issue 26) -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 1])),
+    ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 1])),  # the padding does not count
+    ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 1], count_include_pad=1)),
+    ("LpPool", dict(kernel_shape=[3, 2], strides=[2, 1], p=2)),
+    ("MaxPool", dict(kernel_shape=[3], strides=[2])),
+])
+def test_same_lower_pooling_over_dynamic_spatial_dims(op, attrs):
+    # NNRt's SAME puts the odd unit of padding at the end: SAME_LOWER is padded at run time, then pooled VALID
+    nd = len(attrs["kernel_shape"])
+    dims = ["N", 2, "H", "W"][:2 + nd]
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], auto_pad="SAME_LOWER", **attrs)], [("x", TP.FLOAT, dims)],
+                          [("y", TP.FLOAT, ["N", 2] + [None] * nd)])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, *([n, 2, n + 2, n + 3][:2 + nd]))} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("AveragePool", dict(kernel_shape=[3, 2], pads=[1, 0, 2, 1], count_include_pad=1)),
+    ("LpPool", dict(kernel_shape=[2, 2], pads=[1, 0, 1, 1], p=3)),
+])
+def test_counted_padding_over_dynamic_spatial_dims(op, attrs):
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", TP.FLOAT, ["N", 2, "H", "W"])],
+                          [("y", TP.FLOAT, ["N", 2, None, None])])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, n + 2, n + 3)} for n in (1, 2, 3)], rtol=1e-4)

@@ -19,6 +19,7 @@ from onnx_import.import_support import (
     check_model,
     check_n,
     check_named,
+    dynamic_model,
     node_model_n,
     node_model_named,
     onnx_node,
@@ -28,6 +29,7 @@ from onnx_import.import_support import (
     rejects_named,
     rng_for,
     run_ours,
+    runs_like_onnxruntime,
 )
 
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------------------------
@@ -266,3 +268,29 @@ def test_qlinear_matmul_constant_params(dtype):
     acc = integer_oracle.matmul_accumulate(a, b, params["a_zp"], params["b_zp"])
     expected = integer_oracle.requantize(acc, params["a_s"], params["b_s"], params["y_s"], params["y_zp"])
     check_n("QLinearMatMul", inputs, 10, constants=tuple(params), expected=[expected])
+
+
+# -- dynamic dims (issue 26) -------------------------------------------------------------------------------------------
+
+def test_dynamic_quantization_and_integer_convolutions_over_a_dynamic_batch():
+    from onnx import TensorProto as TP
+    from onnx import helper
+
+    rng = np.random.default_rng(26)
+    u8 = np.uint8
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["f"], ["q", "scale", "zero"]),
+             helper.make_node("ConvInteger", ["x", "w", "xz"], ["conv"], pads=[1, 0, 0, 1]),
+             helper.make_node("ConvInteger", ["line", "w1"], ["conv1d"], strides=[2]),
+             helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["qconv"])]
+    model = dynamic_model(nodes, [("f", TP.FLOAT, ["N", 5]), ("x", TP.UINT8, ["N", 2, 4, 4]),
+                                  ("line", TP.UINT8, ["N", 2, "L"])],
+                          [("q", TP.UINT8, ["N", 5]), ("scale", TP.FLOAT, []), ("zero", TP.UINT8, []),
+                           ("conv", TP.INT32, ["N", 3, 4, 4]), ("conv1d", TP.INT32, ["N", 3, None]),
+                           ("qconv", TP.UINT8, ["N", 3, 3, 3])],
+                          [("w", rng.integers(0, 256, (3, 2, 2, 2)).astype(u8)), ("xz", np.asarray(100, u8)),
+                           ("w1", rng.integers(0, 256, (3, 2, 3)).astype(u8)), ("xs", np.asarray(0.1, np.float32)),
+                           ("ws", np.asarray(0.02, np.float32)), ("wz", np.asarray(128, u8)),
+                           ("ys", np.asarray(0.5, np.float32)), ("yz", np.asarray(20, u8))])
+    runs_like_onnxruntime(model, [{"f": rng.standard_normal((n, 5)).astype(np.float32),
+                                   "x": rng.integers(0, 256, (n, 2, 4, 4)).astype(u8),
+                                   "line": rng.integers(0, 256, (n, 2, n + 4)).astype(u8)} for n in (1, 2, 3)])

@@ -9,6 +9,8 @@ import pytest
 from onnx import helper
 from support import onnx_model
 
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
     FLOAT,
     INT32,
@@ -16,10 +18,13 @@ from onnx_import.import_support import (
     check_graph,
     check_model,
     const_tensor,
+    dynamic_model,
     graph_model,
     onnx_node,
     rand_normal,
     rejects_graph,
+    run_ours,
+    runs_like_onnxruntime,
 )
 
 # -- RNN / GRU ---------------------------------------------------------------------------------------------------------
@@ -160,3 +165,73 @@ def test_lstm(case):
     node = onnx_node("LSTM", inputs, outputs, hidden_size=4, direction=direction, layout=layout)
     oracle = "reference" if layout else "ort"  # onnxruntime has no layout=1
     check_model(onnx_model(node, feeds, weights, opset=14, outputs=[o for o in outputs if o]), feeds, oracle=oracle)
+
+
+# -- dynamic sequence and batch (issue 26) -----------------------------------------------------------------------------
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def _dynamic_recurrent_model(op, direction, x_dims, with_h0, layout=0):
+    dirs = 2 if direction == "bidirectional" else 1
+    g, hidden = GATES[op], 4
+    inputs = ["x", "w", "r", "b", "", "h0" if with_h0 else ""]
+    batch = x_dims[0] if layout else x_dims[1]
+    outputs = [("y", FLOAT, [batch, x_dims[1 - layout], dirs, hidden] if layout else [x_dims[0], dirs, batch, hidden]),
+               ("y_h", FLOAT, [batch, dirs, hidden] if layout else [dirs, batch, hidden])]
+    graph_inputs = [("x", FLOAT, x_dims)] + ([("h0", FLOAT, [batch, dirs, hidden] if layout else [dirs, batch, hidden])]
+                                             if with_h0 else [])
+    weights = [("w", rand_normal(1, dirs, g * hidden, 3)), ("r", rand_normal(2, dirs, g * hidden, hidden)),
+               ("b", rand_normal(3, dirs, 2 * g * hidden))]
+    return dynamic_model([helper.make_node(op, inputs, ["y", "y_h"], hidden_size=hidden, direction=direction,
+                                           layout=layout)], graph_inputs, outputs, weights)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_lstm_over_a_dynamic_sequence_and_batch(direction, with_h0):
+    # NNRt's LSTM takes any sequence length and batch; the zero initial states are FILLed to the run-time batch
+    model = _dynamic_recurrent_model("LSTM", direction, ["T", "N", 3], with_h0)
+    dirs = 2 if direction == "bidirectional" else 1
+    feeds = []
+    for n in (1, 2, 3):
+        feed = {"x": rand_normal(10 + n, n + 2, n, 3)}
+        if with_h0:
+            feed["h0"] = rand_normal(20 + n, dirs, n, 4)
+        feeds.append(feed)
+    runs_like_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("op", ["GRU", "RNN"])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_unrolled_recurrences_over_a_dynamic_batch(op, direction):
+    model = _dynamic_recurrent_model(op, direction, [5, "N", 3], with_h0=True)
+    dirs = 2 if direction == "bidirectional" else 1
+    runs_like_onnxruntime(model, [{"x": rand_normal(30 + n, 5, n, 3), "h0": rand_normal(40 + n, dirs, n, 4)}
+                                  for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_batch_first_layout_over_a_dynamic_batch(op):
+    # onnxruntime's CPU kernels refuse layout=1: the reference evaluator is the oracle
+    from onnx.reference import ReferenceEvaluator
+
+    model = _dynamic_recurrent_model(op, "bidirectional", ["N", 5, 3], with_h0=False, layout=1)
+    result = from_onnx(model)
+    for n in (1, 2, 3):
+        x = rand_normal(50 + n, n, 5, 3)
+        ours = run_ours(model, {"x": x})
+        for got, want in zip(ours, ReferenceEvaluator(model).run(None, {"x": x})):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert result.model.tensors[result.model.inputs[0]].dims[0] == -1
+
+
+@pytest.mark.parametrize("op", ["GRU", "RNN"])
+def test_unrolled_recurrence_over_a_dynamic_sequence_names_the_time_dim(op):
+    model = _dynamic_recurrent_model(op, "forward", ["T", "N", 3], with_h0=False)
+    with pytest.raises(ConversionError) as caught:
+        from_onnx(model)
+    (issue,) = caught.value.issues
+    assert issue.reason == "dynamic_shape" and "unrolled over its time steps" in issue.message
+    assert "pin input 'x' dim 0 (T): --input-shape x=<T>,<N>,3" in issue.message

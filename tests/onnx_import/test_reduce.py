@@ -9,7 +9,19 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from onnx_import.import_support import F16, F32, I64, check_n, randint, randn, rejects_n, rng_for, run_ours
+from onnx_import.import_support import (
+    F16,
+    F32,
+    I64,
+    check_n,
+    dynamic_model,
+    randint,
+    randn,
+    rejects_n,
+    rng_for,
+    run_ours,
+    runs_like_onnxruntime,
+)
 
 
 def axes(*values):
@@ -194,3 +206,40 @@ def test_cum_sum_middle_axis(attrs, dtype):
 
 def test_cum_sum_needs_constant_axis():
     rejects_n("CumSum", {"x": np.ones((2, 3), F32), "axis": np.asarray(1, np.int32)}, "needs_constant_input", 14)
+
+
+# -- dynamic axes (issue 26): converted with no shape pinned, run at several sizes -------------------------------------
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("elem_type,dtype", [(onnx.TensorProto.FLOAT, F32), (onnx.TensorProto.INT64, I64)])
+def test_cumsum_along_a_dynamic_axis(exclusive, reverse, elem_type, dtype):
+    # the triangle of the product compares the positions along the axis, read at run time
+    model = dynamic_model([helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+                          [("x", elem_type, [2, "T"])], [("y", elem_type, [2, "T"])], [("axis", np.asarray(1, I64))])
+    rng = rng_for(f"cumsum{exclusive}{reverse}{dtype}")
+    runs_like_onnxruntime(model, [{"x": randint(rng, (2, n), dtype) if dtype == I64 else randn(rng, (2, n))}
+                                  for n in (1, 2, 3, 6)])
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_select_last_index_along_a_dynamic_axis(op, keepdims):
+    # ties everywhere (values from {-1, 0, 1}): the last index of the extreme value, along an axis of run-time size
+    model = dynamic_model([helper.make_node(op, ["x"], ["y"], axis=0, keepdims=keepdims, select_last_index=1)],
+                          [("x", onnx.TensorProto.FLOAT, ["N", 3])],
+                          [("y", onnx.TensorProto.INT64, [1, 3] if keepdims else [3])])
+    rng = rng_for(f"{op}{keepdims}")
+    runs_like_onnxruntime(model, [{"x": rng.integers(-1, 2, (n, 3)).astype(F32)} for n in (1, 2, 3, 5)])
+
+
+@pytest.mark.parametrize("length", [6, "L"])
+@pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_carries_nan_and_infinities_only_to_the_sums_after_them(length, exclusive, reverse):
+    # a product with the 0/1 triangle spread NaN * 0 = NaN to every sum of the row (a differential fuzzer's find)
+    x = np.random.default_rng(4).standard_normal((3, 6)).astype(np.float32)
+    x[0, 2], x[1, 1], x[1, 4], x[2, 3] = np.nan, np.inf, -np.inf, np.inf
+    model = dynamic_model([helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+                          [("x", onnx.TensorProto.FLOAT, [3, length])], [("y", onnx.TensorProto.FLOAT, [3, length])],
+                          [("axis", np.array(1, np.int64))])
+    runs_like_onnxruntime(model, [{"x": x}])

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
+    BOOL,
     F32,
     FLOAT,
     INT32,
@@ -17,9 +20,10 @@ from onnx_import.import_support import (
     check,
     check_graph_ort,
     const_tensor,
+    dynamic_model,
     graph_model,
-    rejects,
     rejects_graph,
+    runs_like_onnxruntime,
     x_of,
 )
 
@@ -116,8 +120,8 @@ def test_expand(rng, x_shape, shape, dtype):
     check("Expand", {"x": x, "shape": np.asarray(shape, np.int64)}, 13, constants=("shape",))
 
 
-def test_expand_needs_a_constant_shape():
-    rejects("Expand", {"x": np.zeros((3, 1), F32), "shape": np.asarray([3, 4], np.int64)}, "needs_constant_input", 13)
+def test_expand_to_a_shape_given_at_run_time():
+    check("Expand", {"x": np.arange(3, dtype=F32).reshape(3, 1), "shape": np.asarray([2, 1, 4], np.int64)}, 13)
 
 
 # -- EyeLike, Shape, Constant ------------------------------------------------------------------------------------------
@@ -141,3 +145,76 @@ def test_sparse_constant(rng):
                                        helper.make_tensor("i", INT64, [2], [1, 5]), [2, 3])
     nodes = [helper.make_node("Constant", [], ["c"], sparse_value=sparse), helper.make_node("Add", ["x", "c"], ["y"])]
     check_graph_ort(graph_model(nodes, [V("x", FLOAT, [2, 3])], [V("y", FLOAT, None)], 13), {"x": x})
+
+
+# -- dynamic dims kept dynamic (issue 26): each model converted with no shape pinned, run at several sizes ------------
+
+def _rng(name):
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def test_reshape_whose_zeros_copy_dynamic_dims():
+    # [0, -1] of [N, 3, 4] read as two unknowns; the copied N cancels, leaving RESHAPE [-1, 12]; [0, 0, 2, -1] keeps
+    # its zeros (RESHAPE copies them at run time)
+    model = dynamic_model([helper.make_node("Reshape", ["x", "flat"], ["y"]),
+                           helper.make_node("Reshape", ["z", "t"], ["w"])],
+                          [("x", FLOAT, ["N", 3, 4]), ("z", FLOAT, ["N", "T", 4])],
+                          [("y", FLOAT, ["N", 12]), ("w", FLOAT, ["N", "T", 2, 2])],
+                          [("flat", np.asarray([0, -1], np.int64)), ("t", np.asarray([0, 0, 2, -1], np.int64))])
+    rng = _rng("reshape")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3, 4), "z": x_of(rng, n, n + 1, 4)} for n in (1, 2, 3)])
+
+
+def test_split_into_num_outputs_of_a_dynamic_dim_that_does_not_divide():
+    # SPLIT takes equal pieces: 5, 7 or 8 rows into 3 failed at run time; ceil(d / 3) each, the last what is left
+    nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=0, num_outputs=3),
+             helper.make_node("Split", ["x"], ["d", "e"], axis=1, num_outputs=2)]
+    model = dynamic_model(nodes, [("x", FLOAT, ["N", "M"])], [(o, FLOAT, [None, None]) for o in "abcde"], opset=18)
+    rng = _rng("split")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, m)} for n, m in ((5, 3), (6, 4), (7, 5), (8, 2))])
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap", "reflect"])
+@pytest.mark.parametrize("pads", [[1, 0, 2, 0], [-1, 1, 2, 1], [2, 0, -1, 0]])
+def test_pad_along_a_dynamic_dim(mode, pads):
+    model = dynamic_model([helper.make_node("Pad", ["x", "p"], ["y"], mode=mode)], [("x", FLOAT, ["N", 4])],
+                          [("y", FLOAT, [None, None])], [("p", np.asarray(pads, np.int64))], opset=19)
+    rng = _rng(f"pad{mode}{pads}")
+    # (onnxruntime refuses reflect pads beyond the cropped dim - 1: the sizes keep them within)
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 4)} for n in (4, 5, 6)])
+
+
+def test_expand_to_the_shape_of_a_dynamic_tensor():
+    model = dynamic_model([helper.make_node("Shape", ["z"], ["s"]), helper.make_node("Expand", ["x", "s"], ["y"])],
+                          [("x", FLOAT, [1, 4]), ("z", FLOAT, ["N", 4])], [("y", FLOAT, ["N", 4])])
+    rng = _rng("expand")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, 1, 4), "z": x_of(rng, n, 4)} for n in (1, 2, 3)])
+
+
+def test_shape_derived_values_of_a_dynamic_tensor():
+    # Dropout's mask, Size, Range(0, N) and EyeLike were refused for the dynamic N
+    nodes = [helper.make_node("Dropout", ["x"], ["dropped", "mask"]), helper.make_node("Size", ["x"], ["size"]),
+             helper.make_node("Shape", ["x"], ["s"], end=1), helper.make_node("Squeeze", ["s"], ["n"]),
+             helper.make_node("Range", ["zero", "n", "one"], ["positions"]),
+             helper.make_node("EyeLike", ["x"], ["eye"], k=1), helper.make_node("Cast", ["n"], ["nf"], to=FLOAT),
+             helper.make_node("Range", ["half", "nf", "step"], ["steps"])]
+    model = dynamic_model(nodes, [("x", FLOAT, ["N", 3])],
+                          [("dropped", FLOAT, ["N", 3]), ("mask", BOOL, ["N", 3]), ("size", INT64, []),
+                           ("positions", INT64, ["N"]), ("eye", FLOAT, ["N", 3]), ("steps", FLOAT, [None])],
+                          [("zero", np.asarray(0, np.int64)), ("one", np.asarray(1, np.int64)),
+                           ("half", np.asarray(0.5, np.float32)), ("step", np.asarray(0.7, np.float32))], opset=17)
+    rng = _rng("derived")
+    runs_like_onnxruntime(model, [{"x": x_of(rng, n, 3)} for n in (1, 2, 3, 5)])
+
+
+def test_squeeze_without_axes_on_a_dynamic_dim_names_the_dim_to_pin():
+    # whether N is 1 decides the output's rank (onnxruntime gives [3] at N = 1, [2, 3] at N = 2)
+    model = dynamic_model([helper.make_node("Squeeze", ["x"], ["y"])], [("x", FLOAT, ["N", 1, 3])],
+                          [("y", FLOAT, [None, None])])
+    with pytest.raises(ConversionError) as caught:
+        from_onnx(model)
+    (issue,) = caught.value.issues
+    assert issue.reason == "dynamic_shape" and "decides the output's rank" in issue.message
+    assert "pin input 'x' dim 0 (N)" in issue.message

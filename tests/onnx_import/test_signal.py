@@ -16,9 +16,11 @@ from onnx_import.import_support import (
     V,
     check_graph,
     const_tensor,
+    dynamic_model,
     graph_model,
     native,
     rejects_graph,
+    runs_like_onnxruntime,
 )
 
 # -- DFT / STFT --------------------------------------------------------------------------------------------------------
@@ -118,3 +120,22 @@ def test_mel_weight_matrix(args, dtype):
     model = graph_model([node, helper.make_node("Identity", ["x"], ["x_out"])], [V("x", FLOAT, [1])],
                    [V("y", dtype, None), V("x_out", FLOAT, None)], 17, inits)
     check_graph(model, {"x": np.ones(1, np.float32)}, rtol=1e-6, atol=1e-7, reference=True)
+
+
+# -- dynamic dims (issue 26): the transformed axis stays static, the others may not ------------------------------------
+
+def test_dft_and_stft_over_dynamic_batches():
+    rng = np.random.default_rng(26)
+    nodes = [helper.make_node("DFT", ["x", "", "axis"], ["spectrum"], onesided=1),
+             helper.make_node("DFT", ["z", "", "one"], ["inverse"], inverse=1),
+             helper.make_node("STFT", ["s", "step", "window"], ["stft"])]
+    model = dynamic_model(nodes, [("x", TP.FLOAT, ["N", "T", 8, 1]), ("z", TP.FLOAT, ["N", 6, "T", 2]),
+                                  ("s", TP.FLOAT, ["N", 16, 1])],
+                          [("spectrum", TP.FLOAT, ["N", "T", 5, 2]), ("inverse", TP.FLOAT, ["N", 6, "T", 2]),
+                           ("stft", TP.FLOAT, ["N", None, None, 2])],
+                          [("axis", np.asarray(-2, np.int64)), ("one", np.asarray(1, np.int64)),
+                           ("step", np.asarray(4, np.int64)), ("window", np.hanning(8).astype(np.float32))], opset=20)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, n + 1, 8, 1)).astype(np.float32),
+                                   "z": rng.standard_normal((n, 6, n + 1, 2)).astype(np.float32),
+                                   "s": rng.standard_normal((n, 16, 1)).astype(np.float32)} for n in (1, 2, 3)],
+                          rtol=1e-4, atol=1e-4)

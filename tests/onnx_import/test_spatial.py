@@ -9,6 +9,8 @@ from onnx import helper
 from support import onnx_model
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
     FLOAT,
     INT64,
@@ -18,11 +20,14 @@ from onnx_import.import_support import (
     check_graph_ort,
     check_model,
     const_tensor,
+    dynamic_model,
     graph_model,
     onnx_node,
     ops_of,
     rand_normal,
     rejects_graph,
+    run_ours,
+    runs_like_onnxruntime,
     x_of,
 )
 
@@ -128,3 +133,129 @@ def test_affine_grid_rejects_ambiguous_unit_size():
     model = graph_model([node], [V("theta", FLOAT, [1, 2, 3])], [V("grid", FLOAT, None)], 20,
                    [const_tensor("size", np.int64([1, 1, 1, 5]))])
     rejects_graph(model, "unsupported_attribute", "align_corners=1 with a spatial size of 1")
+
+
+# -- Resize: valid models once refused or read otherwise than onnxruntime (issue 26) -----------------------------------
+
+def _resize_model(shape, attrs, scales=None, sizes=None, out_shape=None, opset=19):
+    inputs = ["x", "", "scales"] if scales is not None else ["x", "", "", "sizes"]
+    inits = [("scales", np.asarray(scales, F))] if scales is not None else [("sizes", np.asarray(sizes, np.int64))]
+    return dynamic_model([helper.make_node("Resize", inputs, ["y"], **attrs)], [("x", FLOAT, list(shape))],
+                         [("y", FLOAT, out_shape or [None] * len(shape))], inits, opset)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_tf_crop_and_resize_extrapolates_in_every_mode(mode):
+    # nearest with positions outside the roi was an internal error reported as invalid_model
+    model = dynamic_model(
+        [helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode=mode,
+                          coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0)],
+        [("x", FLOAT, [1, 1, 4, 4])], [("y", FLOAT, [1, 1, 3, 5])],
+        [("roi", np.asarray([0, 0, -0.2, 0.1, 1, 1, 0.9, 1.3], F)), ("sizes", np.asarray([1, 1, 3, 5], np.int64))])
+    runs_like_onnxruntime(model, [{"x": rand_normal(3, 1, 1, 4, 4)}])
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_keeps_a_dynamic_batch_dynamic(mode):
+    model = _resize_model(["N", 2, 4, 5], dict(mode=mode), scales=[1, 1, 2, 1.5], out_shape=["N", 2, 8, 7])
+    converted = runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 5)} for n in (1, 2, 3)])
+    assert converted.tensors[converted.inputs[0]].dims[0] == -1
+
+
+def test_resize_with_axes_keeps_a_dynamic_batch_dynamic():
+    model = _resize_model(["N", 2, 4, 4], dict(mode="nearest", axes=[2, 3]), scales=[1.5, 0.5],
+                          out_shape=["N", 2, 6, 2])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
+
+
+def test_resize_sizes_computed_from_the_input_shape_keep_the_batch():
+    # sizes = Concat(Shape(x)[:2], [6, 7]): the batch entry is the input's own dynamic dim, so that axis keeps it
+    model = dynamic_model(
+        [helper.make_node("Shape", ["x"], ["shape"], end=2),
+         helper.make_node("Concat", ["shape", "hw"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic")],
+        [("x", FLOAT, ["N", 2, 4, 4])], [("y", FLOAT, ["N", 2, 6, 7])], [("hw", np.asarray([6, 7], np.int64))])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
+
+
+def test_resize_of_a_dynamic_resized_dim_names_the_dim_to_pin():
+    model = _resize_model([1, 2, "H", 4], dict(mode="nearest"), scales=[1, 1, 2, 2])
+    with pytest.raises(ConversionError) as caught:
+        from_onnx(model)
+    (issue,) = caught.value.issues
+    assert issue.reason == "dynamic_shape"
+    assert "resized dims [2]" in issue.message and "pin input 'x' dim 2 (H)" in issue.message
+
+
+@pytest.mark.parametrize("ctm,scale", [("align_corners", 0.5), ("align_corners", 1.7), ("pytorch_half_pixel", 0.3),
+                                       ("half_pixel_symmetric", 0.5), ("tf_crop_and_resize", 0.6)])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_length_resized_is_the_integer_output_length(ctm, scale, mode):
+    # onnxruntime's reading (rule resize-length-resized): onnx.reference uses scale x length (2.5 for 5 x 0.5);
+    # the conversion follows onnxruntime and records the node where the two differ
+    attrs = dict(mode=mode, coordinate_transformation_mode=ctm)
+    inputs, inits = ["x", "", "scales"], [("scales", np.asarray([1, 1, scale, scale], F))]
+    if ctm == "tf_crop_and_resize":
+        inputs[1] = "roi"
+        inits.append(("roi", np.asarray([0, 0, 0.1, 0.2, 1, 1, 0.9, 1.0], F)))
+    model = dynamic_model([helper.make_node("Resize", inputs, ["y"], **attrs)], [("x", FLOAT, ["N", 1, 5, 7])],
+                          [("y", FLOAT, [None] * 4)], inits, 19)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 1, 5, 7)} for n in (1, 2)])
+    rules = {d.rule for d in from_onnx(model).deviations}
+    # (nearest may pick the same sources under both readings: then nothing differs and nothing is recorded)
+    assert rules == {"resize-length-resized"} or mode == "nearest" and not rules
+
+
+def test_resize_with_an_integer_length_records_no_deviation():
+    model = _resize_model([1, 1, 4, 6], dict(mode="linear", coordinate_transformation_mode="align_corners"),
+                          scales=[1, 1, 2, 0.5])
+    runs_like_onnxruntime(model, [{"x": rand_normal(1, 1, 1, 4, 6)}])
+    assert from_onnx(model).deviations == []
+
+
+def test_resize_output_length_is_the_floor_of_the_exact_product():
+    # float32(0.7) x 10 = 6.99999988: floor 6 (the spec, onnx shape inference and onnx.reference); onnxruntime's
+    # float32 product rounds to 7 (rule resize-output-size, recorded)
+    from onnx.reference import ReferenceEvaluator
+
+    model = _resize_model([1, 1, 3, 10], dict(mode="linear"), scales=[1, 1, 1, 0.7])
+    x = rand_normal(5, 1, 1, 3, 10)
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    result = from_onnx(model)
+    (got,) = run_ours(model, {"x": x})
+    assert got.shape == expected.shape == (1, 1, 3, 6)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    (deviation,) = result.deviations
+    assert deviation.rule == "resize-output-size" and deviation.node == "y" and "gives 7" in deviation.detail
+    assert result.stats["deviations"][0]["rule"] == "resize-output-size"
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample_keeps_a_dynamic_batch_dynamic(mode):
+    model = dynamic_model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)],
+                          [("x", FLOAT, ["N", 2, 3, 3])],
+                          [("y", FLOAT, ["N", 2, 6, 9])], [("scales", np.asarray([1, 1, 2, 3], F))], opset=9)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3, 3)} for n in (1, 2, 3)])
+
+
+def test_center_crop_pad_of_dynamic_axes():
+    # each dynamic axis cropped and padded by amounts computed at run time (2 -> pad, 4 -> as is, 6 -> crop)
+    model = dynamic_model([helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[0, 1])],
+                          [("x", FLOAT, ["N", "M", 2])], [("y", FLOAT, [4, 3, 2])],
+                          [("s", np.asarray([4, 3], np.int64))],
+                          opset=18)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, 2 * n, 7 - 2 * n, 2)} for n in (1, 2, 3)])
+
+
+def test_affine_grid_of_a_theta_whose_batch_is_dynamic():
+    model = dynamic_model([helper.make_node("AffineGrid", ["theta", "size"], ["y"])], [("theta", FLOAT, ["N", 2, 3])],
+                          [("y", FLOAT, [2, 3, 4, 2])], [("size", np.asarray([2, 1, 3, 4], np.int64))], opset=20)
+    runs_like_onnxruntime(model, [{"theta": rand_normal(seed, 2, 2, 3)} for seed in (1, 2)])
+
+
+def test_space_to_depth_crd_with_dynamic_channels():
+    # the DCR channels regrouped as [b*b, C] -> [C, b*b] by reshapes of run-time shapes (the constant GATHER of the
+    # static case needs C)
+    model = dynamic_model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")],
+                          [("x", FLOAT, ["N", "C", 4, 6])], [("y", FLOAT, ["N", None, 2, 3])], opset=28)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, n + 1, 4, 6)} for n in (1, 2, 3)])

@@ -24,6 +24,7 @@ from ._common import (
     _in_shape,
     _index_vector,
     _norm,
+    _rank,
     _scalar,
     _widen,
     _work,
@@ -226,9 +227,9 @@ def arg_max(ctx: ExportContext) -> None:
 @_export("OH_NN_OPS_TOP_K")
 def top_k(ctx: ExportContext) -> None:
     """TopK largest, sorted; ``sorted=false`` gives the same k in ascending order (a second TopK, smallest first,
-    over the k values keeps equal values in ascending index order)."""
-    shape = _in_shape(ctx)
-    axis = _norm(_scalar(ctx.args["axis"]), len(shape))
+    over the k values keeps equal values in ascending index order). The input may have dynamic dims (the positions
+    0..n-1 of a run-time n that the importer computes with TOP_K)."""
+    axis = _norm(_scalar(ctx.args["axis"]), _rank(ctx, ctx.input(0)))
     ordered = bool(_scalar(ctx.args["sorted"]))
     dtype = _dtype(ctx, ctx.input(0))
     index_out = _dtype(ctx, ctx.output(1))

@@ -29,7 +29,8 @@ Decisions (also stated where they are made):
   consecutive NHWC ops). 1-D ops ([N, C, L]) run as 2-D ops on [N, 1, L, C]; 3-D convolutions have no NNRt op and
   are rejected.
 * Pads are computed explicitly (ONNX ``auto_pad`` included) whenever the spatial dims are static; otherwise
-  SAME_UPPER/VALID use the NNRt pad modes (identical semantics) and SAME_LOWER is rejected.
+  SAME_UPPER/VALID use the NNRt pad modes (identical semantics) and SAME_LOWER is padded at run time (PAD with
+  paddings computed from the run-time dims, then VALID: ``_same_lower_pad``).
 """
 from __future__ import annotations
 
@@ -419,9 +420,9 @@ def _cast(ctx: NodeContext, name: str, dtype, hint: str | None = None, output: s
 
 
 def _concat(ctx: NodeContext, parts: Sequence[str], axis: int, hint: str, output: str | None = None) -> str:
-    shapes = [_shape(ctx, p) for p in parts]
-    shape = list(shapes[0])
-    shape[axis] = sum(s[axis] for s in shapes)
+    shapes = [_ranked_shape(ctx, p) for p in parts]
+    shape = [max(s[d] for s in shapes) for d in range(len(shapes[0]))]  # (a known dim wins over -1)
+    shape[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
     return ctx.emit_to(OP.OH_NN_OPS_CONCAT, list(parts), ctx.value(parts[0]).dtype, shape, hint,
                  {"OH_NN_CONCAT_AXIS": axis}, output)
 
@@ -437,7 +438,9 @@ def _reduce(ctx: NodeContext, kind: str, x: str, axes: Sequence[int], keep: bool
 
 
 def _where(ctx: NodeContext, cond: str, a: str, b: str, hint: str, output: str | None = None) -> str:
-    shape = _broadcast(ctx.value(cond).shape, ctx.value(a).shape, ctx.value(b).shape)
+    shapes = [ctx.value(n).shape for n in (cond, a, b)]
+    known = all(s is not None and all(d >= 0 for d in s) for s in shapes)
+    shape = _broadcast(*shapes) if known else bshape(*shapes)  # (-1 for a dynamic dim)
     dtype = ctx.value(a).dtype
     return ctx.emit_to(OP.OH_NN_OPS_WHERE, [cond, a, b], dtype, shape, hint, output=output)
 
@@ -446,7 +449,7 @@ def _matmul(ctx: NodeContext, a: str, b: str, hint: str, transpose_b: bool = Fal
     va, vb = ctx.value(a), ctx.value(b)
     bs = list(vb.shape)
     n = bs[-2] if transpose_b else bs[-1]
-    batch = tuple(np.broadcast_shapes(tuple(va.shape[:-2]), tuple(bs[:-2])))
+    batch = bshape(tuple(va.shape[:-2]), tuple(bs[:-2]))  # (-1 for a dynamic dim)
     shape = (*batch, va.shape[-2], n) if len(va.shape) >= 2 else (*batch, n)
     params = {"OH_NN_MATMUL_TRANSPOSE_B": True} if transpose_b else {}
     return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a, b], va.dtype, shape, hint, params)
@@ -530,9 +533,46 @@ def _onnx_pads(ctx: NodeContext, nd: int, kernel, strides, dilations, in_sizes, 
     if auto_pad != "VALID" and not _known(in_sizes):
         if auto_pad == "SAME_UPPER" and allow_modes:
             return ("mode", geometry.AUTO_PAD_PAD_MODES[auto_pad])
+        if allow_modes:  # SAME_LOWER: NNRt's SAME puts the odd unit at the end; padded at run time (_same_lower_pad)
+            return ("lower", None)
         raise ConversionIssue(DYNAMIC_SHAPE, f"auto_pad={auto_pad} needs static spatial dims, got {list(in_sizes)}")
     return [geometry.auto_pad_padding(auto_pad, size, geometry.effective_extent(k, d), s)
             for size, k, s, d in zip(in_sizes, kernel, strides, dilations)]
+
+
+def _same_lower_pad(ctx: NodeContext, x: str, kernel, strides, dilations, fill: float) -> str:
+    """``x`` padded for auto_pad=SAME_LOWER over dynamic spatial dims, the padding computed at run time per axis:
+    total = max((ceil(in / stride) - 1) * stride + extent - in, 0), the odd unit at the beginning; the operation
+    then runs VALID."""
+    from ._dims import dims_tensor
+
+    i64 = np.int64
+    rank = ctx.rank(x)
+    shape = list(ctx.value(x).shape)
+    pieces = [ctx.constant(np.zeros(4, i64), f"{x}.no_pad")]
+    for i, (k, s, d) in enumerate(zip(kernel, strides, dilations)):
+        axis = 2 + i
+        size = dims_tensor(ctx, x, [axis])
+        extent = geometry.effective_extent(k, d)
+
+        def const(v):
+            return ctx.constant(np.asarray([v], i64))
+
+        out = _binary(ctx, OP.OH_NN_OPS_DIV, _binary(ctx, OP.OH_NN_OPS_ADD, size, const(s - 1), f"{x}.up{axis}"),
+                      const(s), f"{x}.windows{axis}")
+        span = _binary(ctx, OP.OH_NN_OPS_MUL, _binary(ctx, OP.OH_NN_OPS_SUB, out, const(1), f"{x}.last{axis}"),
+                       const(s), f"{x}.span{axis}")
+        total = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _binary(ctx, OP.OH_NN_OPS_SUB, _binary(
+            ctx, OP.OH_NN_OPS_ADD, span, const(extent), f"{x}.reach{axis}"), size, f"{x}.missing{axis}"), const(0),
+            f"{x}.total{axis}")
+        begin = _binary(ctx, OP.OH_NN_OPS_DIV, _binary(ctx, OP.OH_NN_OPS_ADD, total, const(1), f"{x}.odd{axis}"),
+                        const(2), f"{x}.begin{axis}")
+        pieces += [begin, _binary(ctx, OP.OH_NN_OPS_SUB, total, begin, f"{x}.end{axis}")]
+        shape[axis] = -1
+    flat = ctx.emit_to(OP.OH_NN_OPS_CONCAT, pieces, i64, (2 * rank,), f"{x}.same_lower", {"OH_NN_CONCAT_AXIS": 0})
+    paddings = ctx.reshape(flat, [rank, 2])
+    return ctx.emit_to(OP.OH_NN_OPS_PAD, [x, paddings], ctx.value(x).dtype, shape, f"{x}.same_lower_padded",
+                       {"OH_NN_PAD_CONSTANT_VALUE": float(fill)})
 
 
 def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:
@@ -540,7 +580,11 @@ def _into_nhwc(ctx: NodeContext, x: str, nd: int) -> str:
     if nd == 2:
         return ctx.transpose(x, NCHW_TO_NHWC)
     n, c, length = ctx.value(x).shape
-    return _reshape(ctx, ctx.transpose(x, (0, 2, 1)), [n, 1, length, c])
+    moved = ctx.transpose(x, (0, 2, 1))
+    if sum(d < 0 for d in (n, c, length)) <= 1:
+        return _reshape(ctx, moved, [n, 1, length, c])
+    return ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [moved], ctx.value(x).dtype, [n, 1, length, c], f"{x}.nhwc",
+                       {"OH_NN_UNSQUEEZE_AXIS": 1})  # (several dynamic dims: RESHAPE takes one -1)
 
 
 def _nhwc_shape(nd: int, out_shape) -> tuple[int, ...] | None:
@@ -556,7 +600,12 @@ def _out_of_nhwc(ctx: NodeContext, y: str, nd: int, out: str) -> None:
         ctx.transpose(y, NHWC_TO_NCHW, output=out)
         return
     n, _, length, c = ctx.value(y).shape
-    ctx.transpose(_reshape(ctx, y, [n, length, c]), (0, 2, 1), output=out)
+    if sum(d < 0 for d in (n, c, length)) <= 1:
+        squeezed = _reshape(ctx, y, [n, length, c])
+    else:
+        squeezed = ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [y], ctx.value(y).dtype, [n, length, c], f"{y}.1d",
+                               {"OH_NN_SQUEEZE_AXIS": [1]})
+    ctx.transpose(squeezed, (0, 2, 1), output=out)
 
 
 # -- integer arithmetic shared by the quantization and recurrent families ----------------------------------------------
@@ -572,9 +621,9 @@ def _dynamic_quantize(ctx: NodeContext, x: str, hint: str, output: str | None = 
     onnxruntime), zero point = round(clip(-min / scale, 0, 255)), q = clip(round(x / scale) + zero point, 0, 255).
 
     Returns (q as uint8 into ``output`` or a new tensor, scale (1,) float32, zero point (1,) float32)."""
-    shape = _shape(ctx, x, "the dynamically quantized input")
+    shape = _ranked_shape(ctx, x)
     f32 = np.float32
-    flat = _reshape(ctx, x, (int(np.prod(shape)),)) if len(shape) != 1 else x
+    flat = _reshape(ctx, x, (int(np.prod(shape)) if _known(shape) else -1,)) if len(shape) != 1 else x
     high = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, _reduce(ctx, "MAX", flat, [0], True, f"{hint}.max"),
                    _const(ctx, 0, f32, "zero"), f"{hint}.max0")
     low = _binary(ctx, OP.OH_NN_OPS_MINIMUM, _reduce(ctx, "MIN", flat, [0], True, f"{hint}.min"),

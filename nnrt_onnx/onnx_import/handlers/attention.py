@@ -24,13 +24,12 @@ import math
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (
     _ONNX_FLOAT_TYPES,
     _binary,
-    _broadcast,
     _cast,
     _compare,
     _concat,
@@ -38,6 +37,7 @@ from ._common import (
     _float_input,
     _integer_product,
     _matmul,
+    _ranked_shape,
     _reduce,
     _reshape,
     _shape,
@@ -46,14 +46,15 @@ from ._common import (
     _wanted,
     _where,
 )
+from ._dims import axis_iota, dims_tensor, reshape_to, shape_tensor
 
 # -- RotaryEmbedding ---------------------------------------------------------------------------------------------------
 
 def _slice(ctx: NodeContext, x: str, axis: int, start: int, length: int, hint: str) -> str:
     """x[..., start:start + length, ...] along ``axis`` (SLICE with full-rank begin/size)."""
-    shape = list(_shape(ctx, x))
+    shape = list(_ranked_shape(ctx, x))
     begin = [0] * len(shape)
-    size = list(shape)
+    size = [-1] * len(shape)  # (-1: the whole dim, known or not)
     begin[axis], size[axis] = start, length
     out_shape = list(shape)
     out_shape[axis] = length
@@ -72,26 +73,26 @@ def rotary_embedding(ctx: NodeContext) -> None:
     for name in (cos_cache, sin_cache):
         if ctx.value(name).dtype != dtype:
             raise ConversionIssue(INVALID_MODEL, f"cache {name!r} has dtype {ctx.value(name).dtype}, the input {dtype}")
-    shape = _shape(ctx, x, "the RotaryEmbedding input")
+    shape = _ranked_shape(ctx, x)  # (the batch and the sequence may be dynamic)
     interleaved = bool(int(ctx.attr("interleaved", 0)))
     rotary_dim = int(ctx.attr("rotary_embedding_dim", 0))
     num_heads = ctx.attr("num_heads")
     if len(shape) == 4:  # (B, H, S, D): work there, caches as (B, 1, S, rd/2)
         batch, heads, seq, head_size = shape
+        _static_dims(ctx, x, (1, 3), "its heads and head size")
         if num_heads is not None and int(num_heads) != heads:
             raise ConversionIssue(INVALID_MODEL, f"num_heads={num_heads} disagrees with the input's {heads} heads")
         work = x
-        cache_4d = (batch, 1, seq)
     elif len(shape) == 3:  # (B, S, H * D) -> (B, S, H, D), caches as (B, S, 1, rd/2)
         batch, seq, hidden = shape
+        _static_dims(ctx, x, (2,), "its hidden size")
         if num_heads is None or int(num_heads) <= 0:
             raise ConversionIssue(INVALID_MODEL, "RotaryEmbedding with a 3-D input needs num_heads")
         heads = int(num_heads)
         if hidden % heads:
             raise ConversionIssue(INVALID_MODEL, f"hidden size {hidden} is not a multiple of num_heads={heads}")
         head_size = hidden // heads
-        work = _reshape(ctx, x, (batch, seq, heads, head_size))
-        cache_4d = (batch, seq, 1)
+        work = reshape_to(ctx, x, [_part(ctx, x, 0), _part(ctx, x, 1), heads, head_size], f"{out}.heads")
     else:
         raise ConversionIssue(INVALID_MODEL, f"RotaryEmbedding needs a 3-D or 4-D input, got rank {len(shape)}")
     if rotary_dim == 0:
@@ -102,14 +103,14 @@ def rotary_embedding(ctx: NodeContext) -> None:
     half = rotary_dim // 2
     caches = []
     for name in (cos_cache, sin_cache):
-        cache_shape = _shape(ctx, name, "the cos/sin cache")
+        cache_shape = _ranked_shape(ctx, name)
         if ctx.has_input(3):
             positions = ctx.input(3)
             if len(cache_shape) != 2:
                 raise ConversionIssue(INVALID_MODEL, f"with position_ids the cache must be 2-D, got "
                                                      f"{list(cache_shape)}")
-            pos_shape = _shape(ctx, positions, "position_ids")
-            if tuple(pos_shape) != (batch, seq):
+            pos_shape = _ranked_shape(ctx, positions)
+            if not _fits(pos_shape, (batch, seq)):
                 raise ConversionIssue(INVALID_MODEL, f"position_ids shape {list(pos_shape)} is not ({batch}, {seq})")
             data = ctx.value(positions).data
             if data is not None and ((data < 0) | (data >= cache_shape[0])).any():
@@ -120,19 +121,20 @@ def rotary_embedding(ctx: NodeContext) -> None:
             cache_shape = (batch, seq, cache_shape[1])
         else:
             gathered = name
-            if len(cache_shape) != 3 or tuple(cache_shape[:2]) != (batch, seq):
+            if len(cache_shape) != 3 or not _fits(cache_shape[:2], (batch, seq)):
                 raise ConversionIssue(INVALID_MODEL, f"without position_ids the cache must be ({batch}, {seq}, "
                                                      f"{half}), got {list(cache_shape)}")
         if cache_shape[-1] != half:
             raise ConversionIssue(INVALID_MODEL, f"the cache's last dim {cache_shape[-1]} is not rotary_embedding_dim"
                                                  f"/2 = {half}")
-        target = (*cache_4d, half, 1) if interleaved else (*cache_4d, half)
-        caches.append(_reshape(ctx, gathered, target))
+        lead = [_part(ctx, gathered, 0), 1, _part(ctx, gathered, 1)] if len(shape) == 4 else \
+            [_part(ctx, gathered, 0), _part(ctx, gathered, 1), 1]
+        caches.append(reshape_to(ctx, gathered, [*lead, half, 1] if interleaved else [*lead, half], f"{name}.4d"))
     cos, sin = caches
-    work_shape = _shape(ctx, work)
+    work_lead = [_part(ctx, work, a) for a in range(3)]
     rotated_part = work if rotary_dim == head_size else _slice(ctx, work, 3, 0, rotary_dim, f"{out}.rot")
     if interleaved:  # (..., rd) -> (..., rd/2, 2): pairs along the last axis
-        pairs = _reshape(ctx, rotated_part, (*work_shape[:3], half, 2))
+        pairs = reshape_to(ctx, rotated_part, [*work_lead, half, 2], f"{out}.pairs")
         x1 = _slice(ctx, pairs, 4, 0, 1, f"{out}.x1")
         x2 = _slice(ctx, pairs, 4, 1, 1, f"{out}.x2")
         axis = 4
@@ -149,32 +151,52 @@ def rotary_embedding(ctx: NodeContext) -> None:
     direct = out if final_4d and not partial else None  # the last op writes the ONNX output itself
     if interleaved:
         joined = _concat(ctx, [real, imag], axis, f"{out}.pairs")
-        rotated = _reshape(ctx, joined, (*work_shape[:3], rotary_dim), output=direct)
+        rotated = reshape_to(ctx, joined, [*work_lead, rotary_dim], f"{out}.rotated", output=direct)
     else:
         rotated = _concat(ctx, [real, imag], axis, f"{out}.rotated", output=direct)
     if partial:
         kept = _slice(ctx, work, 3, rotary_dim, head_size - rotary_dim, f"{out}.pass")
         rotated = _concat(ctx, [rotated, kept], 3, f"{out}.joined", output=out if final_4d else None)
     if not final_4d:
-        _reshape(ctx, rotated, shape, output=out)
+        reshape_to(ctx, rotated, [_part(ctx, x, 0), _part(ctx, x, 1), shape[2]], f"{out}.tokens", output=out)
+
+
+def _part(ctx: NodeContext, x: str, axis: int):
+    """Dim ``axis`` of ``x`` for reshape_to: its size when known, else a [1] tensor read at run time."""
+    size = ctx.value(x).shape[axis]
+    return size if size >= 0 else dims_tensor(ctx, x, [axis])
+
+
+def _fits(shape, expected) -> bool:
+    """Whether ``shape`` is ``expected`` where both dims are known (a dynamic dim is checked at run time)."""
+    return len(shape) == len(expected) and all(a == b or a < 0 or b < 0 for a, b in zip(shape, expected))
+
+
+def _static_dims(ctx: NodeContext, x: str, axes, what: str) -> None:
+    shape = ctx.value(x).shape
+    if any(shape[a] < 0 for a in axes):
+        raise ConversionIssue(DYNAMIC_SHAPE, f"{ctx.node.op_type} needs {what} of {x!r} static, got {list(shape)}",
+                              tensor=x, axes=tuple(a for a in axes if shape[a] < 0))
 
 
 # -- Attention ---------------------------------------------------------------------------------------------------------
 
 def _to_heads(ctx: NodeContext, x: str, heads: int | None, what: str, attr: str) -> tuple[str, tuple[int, ...]]:
     """A 3-D (B, S, H * D) input as (B, H, S, D); a 4-D one as it is."""
-    shape = _shape(ctx, x, f"the Attention {what}")
+    shape = _ranked_shape(ctx, x)  # (the batch and the sequence may be dynamic)
     if len(shape) == 4:
+        _static_dims(ctx, x, (1, 3), f"the heads and head size of the {what}")
         if heads is not None and int(heads) != shape[1]:
             raise ConversionIssue(INVALID_MODEL, f"{attr}={heads} disagrees with the {what}'s {shape[1]} heads")
         return x, shape
     if heads is None or int(heads) <= 0:
         raise ConversionIssue(INVALID_MODEL, f"3-D Attention inputs need {attr}")
+    _static_dims(ctx, x, (2,), f"the hidden size of the {what}")
     batch, seq, hidden = shape
     heads = int(heads)
     if hidden % heads:
         raise ConversionIssue(INVALID_MODEL, f"the {what}'s hidden size {hidden} is not a multiple of {attr}={heads}")
-    split = _reshape(ctx, x, (batch, seq, heads, hidden // heads))
+    split = reshape_to(ctx, x, [_part(ctx, x, 0), _part(ctx, x, 1), heads, hidden // heads], f"{x}.heads")
     return _transpose(ctx, split, (0, 2, 1, 3)), (batch, heads, seq, hidden // heads)
 
 
@@ -184,15 +206,18 @@ def _mask_bias(ctx: NodeContext, dtype: np.dtype, total: int) -> str | None:
         return None
     mask = ctx.input(3)
     value = ctx.value(mask)
-    shape = _shape(ctx, mask, "attn_mask")
+    shape = _ranked_shape(ctx, mask)
     if not 1 <= len(shape) <= 4:
         raise ConversionIssue(INVALID_MODEL, f"attn_mask must have rank 1..4, got shape {list(shape)}")
     is_bool = value.dtype == np.bool_
     if not is_bool and value.dtype.kind not in "fiu":
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"attn_mask of dtype {value.dtype} is not supported")
-    if shape[-1] > total:
+    if total >= 0 and shape[-1] > total:
         raise ConversionIssue(INVALID_MODEL, f"attn_mask has {shape[-1]} keys, more than the {total} of K")
-    if shape[-1] < total:  # a short mask: the missing keys are masked out
+    if (total < 0) != (shape[-1] < 0):  # (whether the mask is short would be known at run time only)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"attn_mask has {shape[-1]} keys for a total sequence of {total}: a "
+                                             f"dynamic one of the two must be the other", tensor=mask)
+    if 0 <= shape[-1] < total:  # a short mask: the missing keys are masked out
         fill_shape = (*shape[:-1], total - shape[-1])
         fill = np.zeros(fill_shape, np.bool_) if is_bool else np.full(fill_shape, -np.inf, value.dtype)
         mask = _concat(ctx, [mask, ctx.constant(fill, f"{mask}.pad")], len(shape) - 1, f"{mask}.padded")
@@ -202,19 +227,21 @@ def _mask_bias(ctx: NodeContext, dtype: np.dtype, total: int) -> str | None:
     return _cast(ctx, mask, dtype, f"{mask}.bias")
 
 
-def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, total: int, past: int,
-                     nonpad: str | None, causal: bool, left: int, right: int) -> str | None:
+def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, total: int, past, nonpad: str | None,
+                     causal: bool, left: int, right: int, q4: str, k4: str) -> str | None:
     """0 / -inf for the causal frontier, the sliding window and the nonpad_kv_seqlen padding, composed.
 
     offset = past length (or 0), or nonpad_kv_seqlen[b] - q_len per batch: query i attends key j iff
-    j <= i + offset (causal), i + offset - left <= j <= i + offset + right (window), j < nonpad[b] (padding)."""
+    j <= i + offset (causal), i + offset - left <= j <= i + offset + right (window), j < nonpad[b] (padding).
+    Positions and lengths that are dynamic (``q4`` / ``k4`` dim 2, ``past`` a [1] tensor) are read at run time."""
     windowed = left >= 0 or right >= 0
     if not (causal or windowed or nonpad is not None):
         return None
     out = ctx.output(0)
-    i = np.arange(q_len).reshape(q_len, 1)
-    j = np.arange(total).reshape(1, total)
-    if nonpad is None:  # everything is known now
+    static = q_len >= 0 and total >= 0 and not isinstance(past, str)
+    i = np.arange(q_len).reshape(q_len, 1) if q_len >= 0 else None
+    j = np.arange(total).reshape(1, total) if total >= 0 else None
+    if nonpad is None and static:  # everything is known now
         diff = i + past - j  # (q, kv)
         allowed = np.ones((q_len, total), np.bool_)
         if causal:
@@ -224,15 +251,22 @@ def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, 
         if right >= 0:
             allowed &= -diff <= right
         return ctx.constant(np.where(allowed, 0, -np.inf).astype(dtype), f"{ctx.name}.structural_bias")
-    # per batch: offset[b] = nonpad[b] - q_len; conditions on i - j + offset[b] (B, 1, q, kv) and j < nonpad[b]
-    lengths = _reshape(ctx, nonpad, (batch, 1, 1, 1))
-    offset = _binary(ctx, OP.OH_NN_OPS_SUB, lengths, _const(ctx, q_len, np.int64, "q_len"), f"{out}.offset")
-    diff = _binary(ctx, OP.OH_NN_OPS_ADD, ctx.constant((i - j).astype(np.int64), f"{ctx.name}.i_minus_j"), offset,
-                   f"{out}.diff")
+    rows = ctx.constant(i.astype(np.int64), f"{ctx.name}.query_positions") if i is not None else \
+        axis_iota(ctx, q4, 2, 2, position=0)
+    keys = ctx.constant(j.astype(np.int64), f"{ctx.name}.key_positions") if j is not None else \
+        axis_iota(ctx, k4, 2, 2, position=1)
+    i_minus_j = _binary(ctx, OP.OH_NN_OPS_SUB, rows, keys, f"{out}.i_minus_j")  # (q, kv)
     zero64 = _const(ctx, 0, np.int64, "zero_i64")
-    allowed = _compare(ctx, OP.OH_NN_OPS_LESS, ctx.constant(j.reshape(1, 1, 1, total).astype(np.int64),
-                                                            f"{ctx.name}.key_positions"), lengths, f"{out}.nonpad")
-    conditions = []
+    if nonpad is None:  # offset = past
+        offset = past if isinstance(past, str) else _const(ctx, past, np.int64, "past")
+        allowed = None
+    else:  # per batch: offset[b] = nonpad[b] - q_len; conditions on i - j + offset[b] (B, 1, q, kv), j < nonpad[b]
+        lengths = _reshape(ctx, nonpad, (batch, 1, 1, 1))
+        q_size = _const(ctx, q_len, np.int64, "q_len") if q_len >= 0 else dims_tensor(ctx, q4, [2])
+        offset = _binary(ctx, OP.OH_NN_OPS_SUB, lengths, q_size, f"{out}.offset")
+        allowed = _compare(ctx, OP.OH_NN_OPS_LESS, keys, lengths, f"{out}.nonpad")
+    diff = _binary(ctx, OP.OH_NN_OPS_ADD, i_minus_j, offset, f"{out}.diff")
+    conditions = [] if allowed is None else [allowed]
     if causal:
         conditions.append(_compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, diff, zero64, f"{out}.causal"))
     if left >= 0:
@@ -241,7 +275,8 @@ def _structural_bias(ctx: NodeContext, dtype: np.dtype, batch: int, q_len: int, 
     if right >= 0:
         conditions.append(_compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, diff, _const(ctx, -right, np.int64, "right"),
                                    f"{out}.right_window"))
-    for condition in conditions:
+    allowed = conditions[0]
+    for condition in conditions[1:]:
         allowed = _compare(ctx, OP.OH_NN_OPS_LOGICAL_AND, allowed, condition, f"{out}.allowed")
     return _where(ctx, allowed, _const(ctx, 0, dtype, "zero"), _const(ctx, -np.inf, dtype, "neg_inf"),
                   f"{out}.structural_bias")
@@ -277,15 +312,16 @@ def attention(ctx: NodeContext) -> None:
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"softmax_precision={precision} is not supported (1 = float32, "
                                                      "10 = float16, 11 = float64)")
         work = np.dtype(_ONNX_FLOAT_TYPES[precision])
-    rank = len(_shape(ctx, q, "the Attention Q"))
-    if rank not in (3, 4) or any(len(_shape(ctx, n)) != rank for n in (k, v)):
+    rank = len(_ranked_shape(ctx, q))  # (the batch and the sequences may be dynamic)
+    if rank not in (3, 4) or any(len(_ranked_shape(ctx, n)) != rank for n in (k, v)):
         raise ConversionIssue(INVALID_MODEL, "Q, K and V must all be 3-D or all 4-D")
     q4, (batch, q_heads, q_len, head) = _to_heads(ctx, q, q_heads_attr, "Q", "q_num_heads")
     k4, (_, kv_heads, kv_len, k_head) = _to_heads(ctx, k, kv_heads_attr, "K", "kv_num_heads")
     v4, (_, v_heads, _, v_head) = _to_heads(ctx, v, kv_heads_attr, "V", "kv_num_heads")
-    if k_head != head or v_heads != kv_heads or _shape(ctx, k4)[2] != _shape(ctx, v4)[2]:
-        raise ConversionIssue(INVALID_MODEL, f"K {list(_shape(ctx, k4))} and V {list(_shape(ctx, v4))} do not fit "
-                                             f"Q {list(_shape(ctx, q4))}")
+    k_len, v_len = _ranked_shape(ctx, k4)[2], _ranked_shape(ctx, v4)[2]
+    if k_head != head or v_heads != kv_heads or k_len != v_len and k_len >= 0 and v_len >= 0:
+        raise ConversionIssue(INVALID_MODEL, f"K {list(_ranked_shape(ctx, k4))} and V {list(_ranked_shape(ctx, v4))} "
+                                             f"do not fit Q {list(_ranked_shape(ctx, q4))}")
     if q_heads % kv_heads:
         raise ConversionIssue(INVALID_MODEL, f"q_num_heads={q_heads} is not a multiple of kv_num_heads={kv_heads}")
     groups = q_heads // kv_heads
@@ -299,21 +335,21 @@ def attention(ctx: NodeContext) -> None:
         if nonpad is not None:
             raise ConversionIssue(INVALID_MODEL, "nonpad_kv_seqlen cannot be combined with past_key/past_value")
         past_k, past_v = ctx.input(4), ctx.input(5)
-        pk, pv = _shape(ctx, past_k, "past_key"), _shape(ctx, past_v, "past_value")
-        if pk[:2] != (batch, kv_heads) or pk[3] != head or pv[:2] != (batch, kv_heads) or pv[3] != v_head or \
-                pk[2] != pv[2]:
+        pk, pv = _ranked_shape(ctx, past_k), _ranked_shape(ctx, past_v)
+        if len(pk) != 4 or len(pv) != 4 or not (_fits(pk[:2], (batch, kv_heads)) and pk[3] == head and _fits(
+                pv[:2], (batch, kv_heads)) and pv[3] == v_head and _fits(pk[2:3], pv[2:3])):
             raise ConversionIssue(INVALID_MODEL, f"past_key {list(pk)} / past_value {list(pv)} do not fit K and V")
-        past = pk[2]
+        past = pk[2] if pk[2] >= 0 else dims_tensor(ctx, past_k, [2])  # (a [1] tensor when dynamic)
         k4 = _concat(ctx, [past_k, k4], 2, f"{out}.present_key", output=ctx.output(1) if _wanted(ctx, 1) else None)
         v4 = _concat(ctx, [past_v, v4], 2, f"{out}.present_value", output=ctx.output(2) if _wanted(ctx, 2) else None)
     else:
         for position, name in ((1, k4), (2, v4)):
             if _wanted(ctx, position):
-                ctx.settle(ctx.output(position), _shape(ctx, name), dtype)
+                ctx.settle(ctx.output(position), _ranked_shape(ctx, name), dtype)
                 ctx.alias(name, ctx.output(position))
-    total = past + kv_len
+    total = past + kv_len if not isinstance(past, str) and kv_len >= 0 else -1
     if nonpad is not None:
-        if ctx.value(nonpad).dtype != np.int64 or _shape(ctx, nonpad, "nonpad_kv_seqlen") != (batch,):
+        if ctx.value(nonpad).dtype != np.int64 or not _fits(_ranked_shape(ctx, nonpad), (batch,)):
             raise ConversionIssue(INVALID_MODEL, f"nonpad_kv_seqlen must be int64 of shape ({batch},)")
         data = ctx.value(nonpad).data
         if data is not None and ((data < 0) | (data > total)).any():
@@ -327,11 +363,12 @@ def attention(ctx: NodeContext) -> None:
     ks = _binary(ctx, OP.OH_NN_OPS_MUL, k4, root, f"{out}.k_scaled")
     scores_shape = (batch, q_heads, q_len, total)
     if groups > 1:
-        qs = _reshape(ctx, qs, (batch, kv_heads, groups, q_len, head))
-        ks = _reshape(ctx, ks, (batch, kv_heads, 1, total, head))
+        qs = reshape_to(ctx, qs, [_part(ctx, qs, 0), kv_heads, groups, _part(ctx, qs, 2), head], f"{out}.q_grouped")
+        ks = reshape_to(ctx, ks, [_part(ctx, ks, 0), kv_heads, 1, _part(ctx, ks, 2), head], f"{out}.k_grouped")
         grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, (batch, kv_heads, groups, q_len, total),
                         f"{out}.scores_grouped", {"OH_NN_MATMUL_TRANSPOSE_B": True})
-        scores = _reshape(ctx, grouped, scores_shape)
+        scores = reshape_to(ctx, grouped, [_part(ctx, qs, 0), q_heads, _part(ctx, qs, 3), _part(ctx, ks, 3)],
+                            f"{out}.scores")
     else:
         scores = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [qs, ks], dtype, scores_shape, f"{out}.scores",
                        {"OH_NN_MATMUL_TRANSPOSE_B": True})
@@ -344,7 +381,7 @@ def attention(ctx: NodeContext) -> None:
 
     # bias: mask (+) structural 0/-inf terms
     bias = _mask_bias(ctx, dtype, total)
-    structural = _structural_bias(ctx, dtype, batch, q_len, total, past, nonpad, causal, left, right)
+    structural = _structural_bias(ctx, dtype, batch, q_len, total, past, nonpad, causal, left, right, q4, k4)
     if bias is not None and structural is not None:
         bias = _binary(ctx, OP.OH_NN_OPS_ADD, bias, structural, f"{out}.bias")
     elif structural is not None:
@@ -354,8 +391,9 @@ def attention(ctx: NodeContext) -> None:
     row_mask = None
     with_bias = scores
     if bias is not None:
-        bias_shape = _shape(ctx, bias)
-        if _broadcast(scores_shape, bias_shape) != scores_shape:
+        bias_shape = _ranked_shape(ctx, bias)
+        if len(bias_shape) > len(scores_shape) or not all(
+                b in (1, s, -1) or s < 0 for b, s in zip(reversed(bias_shape), reversed(scores_shape))):
             raise ConversionIssue(INVALID_MODEL, f"the attention bias of shape {list(bias_shape)} (attn_mask) "
                                                  f"does not broadcast to {list(scores_shape)}")
         bias_data = ctx.value(bias).data
@@ -395,22 +433,26 @@ def attention(ctx: NodeContext) -> None:
         if ctx.value(chosen).data is None and chosen not in ctx.graph.inputs:
             ctx.alias(chosen, ctx.output(3))
         else:
-            _reshape(ctx, chosen, scores_shape, output=ctx.output(3))
+            reshape_to(ctx, chosen, [shape_tensor(ctx, chosen)], f"{out}.qk", output=ctx.output(3))
 
     # Y = probs V
     final_4d = rank == 4
     y_shape = (batch, q_heads, q_len, v_head)
     if groups > 1:
-        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [_reshape(ctx, probs, (batch, kv_heads, groups, q_len, total)),
-                                                   _reshape(ctx, v4, (batch, kv_heads, 1, total, v_head))],
-                        dtype, (batch, kv_heads, groups, q_len, v_head), f"{out}.y_grouped")
-        y = _reshape(ctx, grouped, y_shape, output=out if final_4d else None)
+        probs5 = reshape_to(ctx, probs, [_part(ctx, probs, 0), kv_heads, groups, _part(ctx, probs, 2),
+                                         _part(ctx, probs, 3)], f"{out}.probs_grouped")
+        v5 = reshape_to(ctx, v4, [_part(ctx, v4, 0), kv_heads, 1, _part(ctx, v4, 2), v_head], f"{out}.v_grouped")
+        grouped = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs5, v5], dtype, (batch, kv_heads, groups, q_len, v_head),
+                              f"{out}.y_grouped")
+        y = reshape_to(ctx, grouped, [_part(ctx, probs, 0), q_heads, _part(ctx, probs, 2), v_head], f"{out}.y",
+                       output=out if final_4d else None)
     else:
         y = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [probs, v4], dtype, y_shape, f"{out}.y4",
                   output=out if final_4d else None)
     if not final_4d:
         per_token = _transpose(ctx, y, (0, 2, 1, 3))
-        _reshape(ctx, per_token, (batch, q_len, q_heads * v_head), output=out)
+        reshape_to(ctx, per_token, [_part(ctx, per_token, 0), _part(ctx, per_token, 1), q_heads * v_head],
+                   f"{out}.tokens", output=out)
 
 
 # -- onnxruntime's contrib Attention (com.microsoft) -------------------------------------------------------------------

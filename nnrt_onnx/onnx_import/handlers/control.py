@@ -2,7 +2,8 @@
 
 * **If** whose condition folds to a constant (once the user's inputs are pinned or bound) is replaced by the taken
   branch, converted inline through the normal machinery (nested subgraphs, outer-scope names); the branch's outputs
-  become the If's outputs.
+  become the If's outputs. A condition computed from the model's data (or dynamic dims) converts both branches and
+  picks each output with WHERE, when both are free of side effects and agree in dtype and shape.
 * **Loop** with a constant trip count (or a constant initial condition) and an exit condition that folds to a
   constant in every iteration is unrolled: the body is converted once per iteration with the iteration number, the
   condition and the loop-carried values bound; scan outputs are stacked along a new first axis.
@@ -27,7 +28,8 @@ from ...ir.issues import (
     ConversionIssue,
 )
 from ..context import NodeContext
-from ..subgraph import subgraphs
+from ..diagnosis import input_dependencies
+from ..subgraph import SEPARATOR, defined_names, subgraphs
 from . import converts
 
 MAX_ITERATIONS = 64
@@ -108,14 +110,122 @@ def _unstack(ctx: NodeContext, name: str, axis: int, hint: str) -> list[str]:
 
 @converts("If")
 def if_(ctx: NodeContext) -> None:
-    taken = bool(_constant_scalar(ctx, 0, "the If condition"))
+    """The taken branch when the condition folds. Else, when it depends on the model's data (or on dynamic dims),
+    both branches are converted and WHERE picks each output: both must be free of side effects and give outputs of
+    the same dtype and shape. A condition read from a scalar model input (a switch such as a sample rate) is a
+    choice the user makes once: bind it."""
     then_branch, else_branch = ctx.subgraph("then_branch"), ctx.subgraph("else_branch")
-    branch = then_branch if taken else else_branch
-    if len(branch.output) != len(ctx.node.output):
-        raise ConversionIssue(INVALID_MODEL, f"the {'then' if taken else 'else'} branch has {len(branch.output)} "
-                                             f"outputs, the If {len(ctx.node.output)}")
-    sources = ctx.inline(branch, {}, "then_branch" if taken else "else_branch")
-    _bind_outputs(ctx, ctx.node.output, sources)
+    for branch, which in ((then_branch, "then"), (else_branch, "else")):
+        if len(branch.output) != len(ctx.node.output):
+            raise ConversionIssue(INVALID_MODEL, f"the {which} branch has {len(branch.output)} outputs, the If "
+                                                 f"{len(ctx.node.output)}")
+    if ctx.input_value(0).data is not None or _switches_only(ctx):
+        taken = bool(_constant_scalar(ctx, 0, "the If condition"))  # (NEEDS_CONSTANT with the bind hint when not)
+        branch = then_branch if taken else else_branch
+        sources = ctx.inline(branch, {}, "then_branch" if taken else "else_branch")
+        _bind_outputs(ctx, ctx.node.output, sources)
+        return
+    _select_branches(ctx, then_branch, else_branch)
+
+
+# random sampling: evaluating the branch that is not taken would draw numbers the model does not draw
+_NOT_SIDE_EFFECT_FREE = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
+                         "Multinomial"}
+
+
+def _condition_inputs(ctx: NodeContext) -> tuple[list[str], list[str]]:
+    """(scalar model inputs whose values reach the condition: switches, the other model inputs it depends on)."""
+    conversion = ctx.conversion
+    if conversion is None:
+        return [], []
+    by_value, by_shape = input_dependencies([ctx.node.input[0]], conversion.producers, conversion.inputs)
+    switches = [n for n in by_value if conversion.inputs[n].dims is not None
+                and all(d >= 0 for d in conversion.inputs[n].dims) and int(np.prod(conversion.inputs[n].dims)) <= 1]
+    return switches, [n for n in by_value + by_shape if n not in switches]
+
+
+def _switches_only(ctx: NodeContext) -> bool:
+    switches, others = _condition_inputs(ctx)
+    return bool(switches) and not others
+
+
+def _switch_advice(ctx: NodeContext) -> str:
+    switches, _ = _condition_inputs(ctx)
+    return "".join(f"; or bind input {n!r} with --constant-input {n}=VALUE (or FILE) to keep one branch"
+                   for n in switches)
+
+
+def _side_effects(graph: onnx.GraphProto) -> list[str]:
+    found = [f"{n.name or n.output[0] if n.output else n.op_type} ({n.op_type})" for n in graph.node
+             if n.op_type in _NOT_SIDE_EFFECT_FREE]
+    for n in graph.node:
+        for nested in subgraphs(n):
+            found += _side_effects(nested)
+    return found
+
+
+def _dims(ctx: NodeContext, branch: onnx.GraphProto, output: onnx.ValueInfoProto, where: str, source: str):
+    """The dims of a branch output: known sizes, else the name of the dynamic dim (its dim_param)."""
+    name = f"{ctx.name}.{where}{SEPARATOR}{output.name}" if output.name in defined_names(branch) else output.name
+    reader = ctx.shape_values()
+    if ctx.value(source).shape is None or reader is None:
+        return None
+    dims = []
+    for axis, d in enumerate(ctx.value(source).shape):
+        symbol = d if d >= 0 else reader.dim(name, axis)
+        dims.append(symbol if d >= 0 or "#" not in str(symbol) else None)  # (None: an unnamed dynamic dim)
+    return dims
+
+
+def _select_branches(ctx: NodeContext, then_branch: onnx.GraphProto, else_branch: onnx.GraphProto) -> None:
+    cond_name = ctx.node.input[0]
+    for branch, which in ((then_branch, "then"), (else_branch, "else")):
+        effects = _side_effects(branch)
+        if effects:
+            raise ConversionIssue(UNSUPPORTED_OP, f"the If condition ({cond_name!r}) depends on data and the {which} "
+                                                  f"branch is not free of side effects ({', '.join(effects[:3])}): "
+                                                  f"NNRt has no control flow, and evaluating both branches would draw "
+                                                  f"what the model does not" + _switch_advice(ctx), tensor=cond_name)
+    then_sources = ctx.inline(then_branch, {}, "then_branch")
+    else_sources = ctx.inline(else_branch, {}, "else_branch")
+    if any(s is None for s in then_sources + else_sources):
+        return  # a branch node could not be converted: reported inside
+    cond = ctx.input(0)
+    cond_value = ctx.value(cond)
+    if cond_value.dtype != np.bool_ or (cond_value.shape is not None and int(np.prod(cond_value.shape)) != 1):
+        raise ConversionIssue(INVALID_MODEL, f"the If condition {cond_name!r} must be one bool, got "
+                                             f"{cond_value.dtype} of shape {cond_value.shape}", tensor=cond_name)
+    for position, (output, a, b) in enumerate(zip(ctx.node.output, then_sources, else_sources)):
+        va, vb = ctx.value(a), ctx.value(b)
+        da = _dims(ctx, then_branch, then_branch.output[position], "then_branch", a)
+        db = _dims(ctx, else_branch, else_branch.output[position], "else_branch", b)
+        if va.dtype != vb.dtype or da is None or da != db or None in da:
+            shown = [["?" if d is None else d for d in dims] if dims is not None else "unknown rank"
+                     for dims in (da, db)]
+            raise ConversionIssue(UNSUPPORTED_OP, f"the If condition ({cond_name!r}) depends on data and the branches' "
+                                                  f"output #{position} differ (then {va.dtype} {shown[0]}, else "
+                                                  f"{vb.dtype} {shown[1]}): NNRt has no control flow, and a WHERE of "
+                                                  f"both branches needs outputs of one dtype and shape"
+                                  + _switch_advice(ctx), tensor=cond_name)
+    rank_cond: dict[int, str] = {}
+    for output, a, b in zip(ctx.node.output, then_sources, else_sources):
+        if not output:
+            continue
+        a, b = ctx.graph.resolve(a), ctx.graph.resolve(b)
+        if a == b:
+            ctx.adopt(a, output)
+            continue
+        rank = len(ctx.value(a).shape)
+        if rank not in rank_cond:  # the one-value condition with the output's rank (numpy broadcasting)
+            rank_cond[rank] = ctx.reshape(cond, [1] * rank) if rank else _scalar_of(ctx, cond)
+        ctx.settle(output, ctx.value(a).shape, ctx.value(a).dtype)
+        ctx.emit(OP.OH_NN_OPS_WHERE, [rank_cond[rank], a, b], [output])
+
+
+def _scalar_of(ctx: NodeContext, name: str) -> str:
+    if ctx.value(name).shape == ():
+        return name
+    return ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [name], ctx.value(name).dtype, (), f"{name}.scalar")
 
 
 # -- Loop --------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ._common import (
     _onnx_pads,
     _out_of_nhwc,
     _reshape,
+    _same_lower_pad,
     _set_shape,
     _spatial_rank,
     _unsupported,
@@ -60,6 +61,10 @@ def conv(ctx: NodeContext) -> None:
     dilations = _ints_attr(ctx, "dilations", nd, 1)
     x_shape = ctx.value(x).shape
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, x_shape[2:])
+    if pads[0] == "lower":  # SAME_LOWER over dynamic dims: zeros padded at run time, then VALID
+        x = _same_lower_pad(ctx, x, kernel, strides, dilations, 0.0)
+        x_shape = ctx.value(x).shape
+        pads = [(0, 0)] * nd
     if group < 1 or out_c % group:
         raise ConversionIssue(INVALID_MODEL, f"group={group} does not divide the {out_c} output channels")
     if x_shape[1] >= 0 and x_shape[1] != in_per_group * group:
@@ -119,16 +124,24 @@ def conv_transpose(ctx: NodeContext) -> None:
     full = [geometry.transposed_full_size(s, geometry.effective_extent(k, d), st)
             for s, st, k, d in zip(in_sizes, strides, kernel, dilations)]
     if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        if not _known(in_sizes):
-            raise ConversionIssue(DYNAMIC_SHAPE, f"output_shape/auto_pad need static spatial dims, got {in_sizes}")
-        if output_shape is not None:
-            wanted = [int(v) for v in output_shape][-nd:]
-        else:
-            wanted = [s * st for s, st in zip(in_sizes, strides)]
+        if output_shape is not None and not _known(in_sizes):
+            raise ConversionIssue(DYNAMIC_SHAPE, f"output_shape needs static spatial dims (the padding depends on "
+                                                 f"them), got {in_sizes}")
+        wanted = [int(v) for v in output_shape][-nd:] if output_shape is not None else None
         pads = []
         for i in range(nd):
-            total = full[i] + out_pad[i] - wanted[i]
-            if total < 0:  # a bigger output than the full result: more output padding (bias-only cells)
+            extent = geometry.effective_extent(kernel[i], dilations[i])
+            # SAME: in * stride, i.e. a total padding of extent - stride (+ output padding) whatever the size
+            total = full[i] + out_pad[i] - wanted[i] if wanted is not None else extent - strides[i] + out_pad[i]
+            if total < 0 and output_shape is None:
+                # SAME with a kernel smaller than the stride asks for negative padding; pads are >= 0, so none:
+                # the full (in - 1) * stride + kernel, as onnxruntime and onnx shape inference (rule
+                # convtranspose-same-small-kernel; onnx.reference pads the output to in * stride)
+                ctx.deviation("convtranspose-same-small-kernel",
+                              f"axis {i}: stride {strides[i]}, kernel extent {extent}: (in - 1) * {strides[i]} + "
+                              f"{extent + out_pad[i]} (onnx.reference: in * {strides[i]})")
+                pads.append((0, 0))
+            elif total < 0:  # an output_shape bigger than the full result: more output padding (bias-only cells)
                 out_pad[i] -= total
                 pads.append((0, 0))
             elif auto_pad == "SAME_UPPER":

@@ -22,7 +22,7 @@ from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
-from ..generic import check_dtype, check_op_dtype
+from ..generic import bshape, check_dtype, check_op_dtype
 from . import converts
 from ._common import FLOAT, NUMERIC, SIGNED, UNSIGNED, _align, _binary, _Builder, _delegate, _read_consumed_inputs
 
@@ -193,7 +193,9 @@ def sum_(ctx: NodeContext) -> None:
     acc = inputs[0]
     out_value = ctx.value(out)
     for position, other in enumerate(inputs[1:], start=1):
-        target = out if position == len(inputs) - 1 else ctx.new_value(out_value.dtype, out_value.shape, f"{out}.partial")
+        # a partial sum has the broadcast shape of what it added so far, not the final one (mixed ranks)
+        partial = bshape(ctx.value(acc).shape, ctx.value(other).shape)
+        target = out if position == len(inputs) - 1 else ctx.new_value(out_value.dtype, partial, f"{out}.partial")
         ctx.emit(OP.OH_NN_OPS_ADD, [acc, other], [target])
         acc = target
 

@@ -7,7 +7,8 @@ Decisions (also in the mapping rows' notes):
   time when the indices are constant, else by ``WHERE(indices < 0, indices + dim, indices)``; NNRt's gathers
   and scatters take indices >= 0 only.
 * GatherElements and ScatterElements become GATHER_ND / SCATTER_ND with full coordinate tuples: the coordinates
-  of the other axes are constant index grids (the indices' shape must be static), the indexed axis is the input.
+  of the other axes are index grids (constants, or positions read at run time along dynamic dims), the indexed
+  axis is the input. Negative indices against a dynamic dim are wrapped with that dim read at run time.
 * ScatterND (reduction none) is ``WHERE(written, SCATTER_ND(indices, updates), data)`` where ``written`` marks
   the addressed elements; reduction add is ``data + SCATTER_ND(...)`` (NNRt's SCATTER_ND accumulates).
 * TensorScatter writes the update with SCATTER_ND into zeros and picks it with WHERE over a mask of the written
@@ -29,6 +30,7 @@ from . import converts
 from ._common import (
     _axis,
     _binary,
+    _cast,
     _compare,
     _concat,
     _const,
@@ -42,26 +44,59 @@ from ._common import (
     _where,
     fold_constant_node,
 )
+from ._dims import axis_iota, dims_tensor, known, shape_tensor
 
 # -- helpers -----------------------------------------------------------------------------------------------------------
 
 def _wrap_negative(ctx: NodeContext, indices: str, dims) -> str:
-    """indices + dims where indices < 0 (``dims`` a scalar or a vector over the last axis of the indices)."""
+    """indices + dims where indices < 0 (``dims`` a scalar or a vector over the last axis of the indices; or the name
+    of a tensor holding them, computed at run time: a dynamic dim)."""
     value = ctx.value(indices)
     if value.dtype.kind == "u":
         return indices
-    dims = np.asarray(dims, value.dtype)
-    if value.data is not None:
-        if not (value.data < 0).any():
+    if isinstance(dims, str):
+        if value.data is not None and not (value.data < 0).any():
             return indices
-        return ctx.constant(np.where(value.data < 0, value.data + dims, value.data).astype(value.dtype),
-                            f"{indices}.wrapped")
+        dims = _cast(ctx, dims, value.dtype)
+    else:
+        dims = np.asarray(dims, value.dtype)
+        if value.data is not None:
+            if not (value.data < 0).any():
+                return indices
+            return ctx.constant(np.where(value.data < 0, value.data + dims, value.data).astype(value.dtype),
+                                f"{indices}.wrapped")
+        dims = ctx.constant(dims, f"{indices}.dims")
     negative = ctx.emit_to(OP.OH_NN_OPS_LESS, [indices, ctx.constant(np.zeros((), value.dtype))], np.bool_,
                       value.shape, f"{indices}.negative")
-    shifted = ctx.emit_to(OP.OH_NN_OPS_ADD, [indices, ctx.constant(dims, f"{indices}.dims")], value.dtype,
-                     value.shape, f"{indices}.shifted")
+    shifted = ctx.emit_to(OP.OH_NN_OPS_ADD, [indices, dims], value.dtype, value.shape, f"{indices}.shifted")
     return ctx.emit_to(OP.OH_NN_OPS_WHERE, [negative, shifted, indices], value.dtype, value.shape,
                   f"{indices}.wrapped")
+
+
+def _shape_of(ctx: NodeContext, name: str, what: str) -> tuple[int, ...]:
+    """The shape of ``name``, -1 for a dynamic dim (its rank must be known)."""
+    shape = ctx.value(name).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {what} {name!r} is unknown", tensor=name)
+    return tuple(shape)
+
+
+def _wrap_negative_of(ctx: NodeContext, indices: str, data: str, axes) -> str:
+    """``_wrap_negative`` against dims ``axes`` of ``data`` (one axis: a scalar dim), read at run time when dynamic."""
+    value = ctx.value(indices)
+    if value.dtype.kind == "u" or value.data is not None and not (value.data < 0).any():
+        return indices
+    dims = _data_dims(ctx, data, axes)
+    return _wrap_negative(ctx, indices, dims if isinstance(dims, str) or len(axes) > 1 else dims[0])
+
+
+def _data_dims(ctx: NodeContext, data: str, axes) -> list[int] | str:
+    """The dims ``axes`` of ``data``: a list when known, else a tensor computed at run time (a scalar for one axis)."""
+    shape = ctx.value(data).shape
+    if known(shape, axes):
+        return [shape[a] for a in axes]
+    dims = dims_tensor(ctx, data, axes)
+    return ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [dims], np.int64, (), f"{data}.dim") if len(axes) == 1 else dims
 
 
 def _index_dtype(ctx: NodeContext, name: str, what: str) -> np.dtype:
@@ -75,9 +110,13 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
     """GatherElements/ScatterElements indices (shape S) as GATHER_ND/SCATTER_ND coordinates (shape S + [rank]):
     the index grid of S on every axis but ``axis``, where the indices themselves stand."""
     value = ctx.value(indices)
-    shape = ctx.static_shape(indices, "the indices")
+    shape = ctx.value(indices).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of the indices {indices!r} is unknown")
     if len(shape) != rank:
         raise ConversionIssue(INVALID_MODEL, f"indices rank {len(shape)} differs from the data rank {rank}")
+    if not known(shape):
+        return _runtime_coordinates(ctx, indices, axis, rank)
     limits.require_shape([rank, *shape], value.dtype, "the coordinates of the indices")
     grids = np.indices(shape, dtype=value.dtype)  # [rank] + S
     if value.data is not None:
@@ -96,6 +135,27 @@ def _coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
                   {"OH_NN_CONCAT_AXIS": len(shape)})
 
 
+def _runtime_coordinates(ctx: NodeContext, indices: str, axis: int, rank: int) -> str:
+    """``_coordinates`` for indices of a dynamic shape S: the grid of each other axis is its positions (read at run
+    time along a dynamic dim) broadcast over S."""
+    value = ctx.value(indices)
+    shape = tuple(value.shape)
+    column_shape = (*shape, 1)
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [indices, ctx.constant(np.zeros((), value.dtype))], value.dtype, shape,
+                        f"{indices}.zeros")
+    parts = []
+    for d in range(rank):
+        grid = indices if d == axis else ctx.emit_to(
+            OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype), zeros], value.dtype, shape,
+            f"{indices}.grid{d}")
+        parts.append(ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [grid], value.dtype, column_shape, f"{indices}.column{d}",
+                                 {"OH_NN_UNSQUEEZE_AXIS": rank}))
+    if len(parts) == 1:
+        return parts[0]
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, parts, value.dtype, [*shape, rank], f"{indices}.coords",
+                       {"OH_NN_CONCAT_AXIS": rank})
+
+
 # -- Gathers -----------------------------------------------------------------------------------------------------------
 
 @converts("Gather")
@@ -107,13 +167,9 @@ def gather(ctx: NodeContext) -> None:
     axis = int(ctx.attr("axis", 0))
     axis = axis + rank if axis < 0 else axis
     index_value = ctx.value(indices)
-    dim = ctx.value(x).shape[axis]
-    if index_value.data is not None and (index_value.data < 0).any():
-        dim = ctx.static_shape(x)[axis]
-        fixed = np.where(index_value.data < 0, index_value.data + dim, index_value.data).astype(index_value.data.dtype)
-        indices = ctx.constant(fixed, f"{indices}.positive")
-    elif index_value.data is None and ctx.opset >= 11 and dim >= 0:
-        indices = _wrap_negative(ctx, indices, dim)  # indices + dim where indices < 0 (negative indices since opset 11)
+    if ctx.opset >= 11 or index_value.data is not None and (index_value.data < 0).any():
+        # indices + dim where indices < 0 (negative indices since opset 11); a dynamic dim is read at run time
+        indices = _wrap_negative_of(ctx, indices, x, [axis])
     index_shape = ctx.value(indices).shape
     if index_shape is not None:
         shape = ctx.value(x).shape
@@ -137,19 +193,16 @@ def gather_nd(ctx: NodeContext) -> None:
     k = index_shape[-1]
     if b < 0 or b + k > rank or b >= len(index_shape):
         raise ConversionIssue(INVALID_MODEL, f"batch_dims={b} with {k}-tuples does not fit data rank {rank}")
-    dims = data_shape[b:b + k]
-    if all(d >= 0 for d in dims):
-        indices = _wrap_negative(ctx, indices, list(dims))
-    # (else negative indices cannot be wrapped: GATHER_ND rejects them at run time)
+    indices = _wrap_negative_of(ctx, indices, data, list(range(b, b + k)))
     if b:
         batch = index_shape[:-1]
-        if any(d < 0 for d in batch):
-            raise ConversionIssue(DYNAMIC_SHAPE, f"batch_dims={b} needs the static shape of the indices, "
-                                                 f"got {list(index_shape)}")
-        grid = np.moveaxis(np.indices(batch, dtype=dtype)[:b], 0, -1)
-        indices = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [ctx.constant(np.ascontiguousarray(grid), f"{indices}.batch"),
-                                                    indices], dtype, [*batch, b + k], f"{indices}.full",
-                         {"OH_NN_CONCAT_AXIS": len(batch)})
+        if known(batch):
+            grid = ctx.constant(np.ascontiguousarray(np.moveaxis(np.indices(batch, dtype=dtype)[:b], 0, -1)),
+                                f"{indices}.batch")
+        else:  # the positions along each batch dim (read at run time), broadcast over the indices' leading dims
+            grid = _batch_positions(ctx, indices, b)
+        indices = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [grid, indices], dtype, [*batch, b + k], f"{indices}.full",
+                              {"OH_NN_CONCAT_AXIS": len(batch)})
     out_shape = [*index_shape[:-1], *data_shape[b + k:]]
     out = ctx.output(0)
     if _empty_result(ctx, out, out_shape, ctx.value(data).dtype):
@@ -158,17 +211,33 @@ def gather_nd(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_GATHER_ND, [data, indices], [out])
 
 
+def _batch_positions(ctx: NodeContext, indices: str, b: int) -> str:
+    """[*S, b] for indices of shape [*S, k]: at every index tuple, its position along each of the first b dims."""
+    value = ctx.value(indices)
+    shape = tuple(value.shape)
+    rank = len(shape)
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [indices, ctx.constant(np.zeros((), value.dtype))], value.dtype, shape,
+                        f"{indices}.zeros")
+    first = ctx.emit_to(OP.OH_NN_OPS_SLICE, [zeros, ctx.constant(np.asarray([0], np.int64)),
+                                             ctx.constant(np.asarray([1], np.int64))], value.dtype, (*shape[:-1], 1),
+                        f"{indices}.zero_column", {"OH_NN_SLICE_AXES": [rank - 1]})
+    columns = [ctx.emit_to(OP.OH_NN_OPS_ADD, [axis_iota(ctx, indices, d, rank, value.dtype), first], value.dtype,
+                           (*shape[:-1], 1), f"{indices}.batch{d}") for d in range(b)]
+    if len(columns) == 1:
+        return columns[0]
+    return ctx.emit_to(OP.OH_NN_OPS_CONCAT, columns, value.dtype, (*shape[:-1], b), f"{indices}.batch",
+                       {"OH_NN_CONCAT_AXIS": rank - 1})
+
+
 @converts("GatherElements")
 def gather_elements(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices = ctx.input(0), ctx.input(1)
-    data_shape = ctx.value(data).shape
     rank = ctx.rank(data)
     axis = _axis(ctx, int(ctx.attr("axis", 0)), rank)
     _index_dtype(ctx, indices, "GatherElements indices")
-    if data_shape[axis] >= 0:
-        indices = _wrap_negative(ctx, indices, data_shape[axis])
+    indices = _wrap_negative_of(ctx, indices, data, [axis])
     coords = _coordinates(ctx, indices, axis, rank)
     out = ctx.output(0)
     ctx.settle(out, ctx.value(indices).shape)
@@ -180,7 +249,7 @@ def gather_elements(ctx: NodeContext) -> None:
 def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: str) -> None:
     """data with ``updates`` written (none) or added (add) at the coordinate tuples ``coords``."""
     value = ctx.value(data)
-    shape = ctx.static_shape(data, "the scatter data")
+    shape = _shape_of(ctx, data, "the scatter data")
     out = ctx.output(0)
     ctx.settle(out, shape)
     if reduction not in ("none", "add"):
@@ -188,7 +257,7 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
                                                      f"SCATTER_ND only sums")
     if reduction == "add" and value.dtype == np.bool_:
         raise ConversionIssue(UNSUPPORTED_DTYPE, "reduction='add' on a bool tensor is not supported")
-    shape_const = ctx.constant(np.asarray(shape, np.int64), f"{out}.shape")
+    shape_const = shape_tensor(ctx, data)  # (SHAPE at run time when a dim is dynamic)
     scattered = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, updates, shape_const], value.dtype, shape,
                        f"{out}.scattered")
     if reduction == "add":
@@ -196,7 +265,7 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         return
     coord_value = ctx.value(coords)
     k = coord_value.shape[-1]
-    if coord_value.data is not None:
+    if coord_value.data is not None and known(shape):
         tuples = coord_value.data.reshape(-1, k)
         if len({tuple(t) for t in tuples.tolist()}) != len(tuples):
             raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, "reduction='none' with repeated indices (ONNX leaves the "
@@ -207,9 +276,11 @@ def _scatter(ctx: NodeContext, data: str, coords: str, updates: str, reduction: 
         written[tuple(coord_value.data[..., i] for i in range(k))] = True
         mask = ctx.constant(written, f"{out}.written")
     else:
-        update_shape = ctx.static_shape(updates, "the scatter updates")
-        counts = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, ctx.constant(np.ones(update_shape, np.float32)),
-                                                       shape_const], np.float32, shape, f"{out}.counts")
+        update_shape = ctx.value(updates).shape
+        ones = ctx.constant(np.ones(update_shape, np.float32)) if known(update_shape) else ctx.emit_to(
+            OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(1, np.float32)), shape_tensor(ctx, updates)], np.float32,
+            update_shape, f"{out}.ones")
+        counts = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [coords, ones, shape_const], np.float32, shape, f"{out}.counts")
         mask = ctx.emit_to(OP.OH_NN_OPS_GREATER, [counts, ctx.constant(np.zeros((), np.float32))], np.bool_, shape,
                       f"{out}.written")
     ctx.emit(OP.OH_NN_OPS_WHERE, [mask, scattered, data], [out])
@@ -220,7 +291,7 @@ def scatter_nd(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
-    shape = ctx.static_shape(data, "the ScatterND data")
+    shape = _shape_of(ctx, data, "the ScatterND data")
     reduction = ctx.attr("reduction", "none") if ctx.opset >= 16 else "none"
     index_shape = ctx.value(indices).shape
     if index_shape is None or not index_shape or index_shape[-1] < 0:
@@ -234,8 +305,9 @@ def scatter_nd(ctx: NodeContext) -> None:
         update_shape = ctx.value(updates).shape
         if update_shape is None:
             raise ConversionIssue(DYNAMIC_SHAPE, "ScatterND needs the rank of the updates")
-        updates = ctx.reshape(updates, [1, *update_shape])
-    indices = _wrap_negative(ctx, indices, list(shape[:k]))
+        updates = ctx.emit_to(OP.OH_NN_OPS_UNSQUEEZE, [updates], ctx.value(updates).dtype, [1, *update_shape],
+                              f"{updates}.one", {"OH_NN_UNSQUEEZE_AXIS": 0})
+    indices = _wrap_negative_of(ctx, indices, data, list(range(k)))
     _scatter(ctx, data, indices, updates, reduction)
 
 
@@ -245,12 +317,12 @@ def scatter_elements(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
         return
     data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
-    shape = ctx.static_shape(data, "the scatter data")
+    shape = _shape_of(ctx, data, "the scatter data")
     rank = len(shape)
     axis = _axis(ctx, int(ctx.attr("axis", 0)), rank)
     reduction = ctx.attr("reduction", "none") if ctx.node.op_type == "ScatterElements" and ctx.opset >= 16 else "none"
     _index_dtype(ctx, indices, f"{ctx.node.op_type} indices")
-    indices = _wrap_negative(ctx, indices, shape[axis])
+    indices = _wrap_negative_of(ctx, indices, data, [axis])
     coords = _coordinates(ctx, indices, axis, rank)
     _scatter(ctx, data, coords, updates, reduction)
 
@@ -494,8 +566,7 @@ def compress(ctx: NodeContext) -> None:
     if axis is None:
         source = x
         if rank != 1:
-            total = math.prod(ctx.static_shape(x, "Compress's input (no axis: flattened)"))
-            source = ctx.reshape(x, [total])
+            source = ctx.reshape(x, [math.prod(shape) if known(shape) else -1])
         axis = 0
         limit = ctx.value(source).shape[0]
     else:
@@ -526,12 +597,19 @@ def trilu(ctx: NodeContext) -> None:
     if ctx.rank(x) < 2:
         raise ConversionIssue(INVALID_MODEL, f"Trilu needs rank >= 2, {x!r} has shape {list(shape)}")
     rows, cols = shape[-2:]
-    if rows < 0 or cols < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"Trilu needs the static sizes of the last two dims, got {list(shape)} "
-                                             f"(-1: unknown or 0)")
     k = int(_scalar(ctx.constant_input(1, "the Trilu k"), "k")) if ctx.has_input(1) else 0
-    k = min(max(k, -rows), cols)  # a diagonal beyond the matrix selects what the edge one does
     upper = int(ctx.attr("upper", 1))
+    if rows < 0 or cols < 0:  # the mask from the positions along the two dims, read at run time
+        rank = len(shape)
+        columns, rows_at = axis_iota(ctx, x, rank - 1, 2, position=1), axis_iota(ctx, x, rank - 2, 2, position=0)
+        diagonal = ctx.emit_to(OP.OH_NN_OPS_SUB, [columns, rows_at], np.int64, (rows, cols), f"{ctx.name}.diagonal")
+        mask = ctx.emit_to(OP.OH_NN_OPS_GREATER_EQUAL if upper else OP.OH_NN_OPS_LESS_EQUAL,
+                           [diagonal, ctx.constant(np.asarray(k, np.int64))], np.bool_, (rows, cols),
+                           f"{ctx.name}.mask")
+        ctx.settle(ctx.output(0), shape)
+        ctx.emit(OP.OH_NN_OPS_WHERE, [mask, x, ctx.constant(np.zeros((), value.dtype))], [ctx.output(0)])
+        return
+    k = min(max(k, -rows), cols)  # a diagonal beyond the matrix selects what the edge one does
     ones = np.ones((rows, cols), np.bool_)
     mask = np.triu(ones, k) if upper else np.tril(ones, k)
     out = ctx.output(0)
@@ -545,6 +623,27 @@ def trilu(ctx: NodeContext) -> None:
 
 # -- ReverseSequence ---------------------------------------------------------------------------------------------------
 
+def _reverse_sequence_at_run_time(ctx: NodeContext, x: str, lens: np.ndarray, batch_axis: int) -> None:
+    """GATHER_ND coordinates (batch, source time) of every (batch, time) position: the source is len - 1 - t within
+    the entry's length, t past it."""
+    i64 = np.int64
+    t = axis_iota(ctx, x, 1 - batch_axis, 2, position=1)  # [1, T]
+    lengths = ctx.constant(lens.reshape(-1, 1).astype(i64), f"{ctx.name}.lengths")  # [B, 1]
+    within = ctx.emit_to(OP.OH_NN_OPS_LESS, [t, lengths], np.bool_, (len(lens), -1), f"{ctx.name}.within")
+    mirrored = ctx.emit_to(OP.OH_NN_OPS_SUB, [ctx.constant((lens.reshape(-1, 1) - 1).astype(i64)), t], i64,
+                           (len(lens), -1), f"{ctx.name}.mirrored")
+    source = ctx.emit_to(OP.OH_NN_OPS_WHERE, [within, mirrored, t], i64, (len(lens), -1), f"{ctx.name}.source")
+    zeros = ctx.emit_to(OP.OH_NN_OPS_MUL, [source, ctx.constant(np.zeros((), i64))], i64, (len(lens), -1),
+                        f"{ctx.name}.zeros")
+    batches = ctx.emit_to(OP.OH_NN_OPS_ADD, [ctx.constant(np.arange(len(lens), dtype=i64).reshape(-1, 1)), zeros],
+                          i64, (len(lens), -1), f"{ctx.name}.batches")
+    coords = ctx.emit_to(OP.OH_NN_OPS_STACK, [batches, source] if batch_axis == 0 else [source, batches], i64,
+                         (len(lens), -1, 2), f"{ctx.name}.coords", {"OH_NN_STACK_AXIS": 2})
+    if batch_axis == 1:  # (time, batch) positions
+        coords = ctx.transpose(coords, (1, 0, 2))
+    ctx.emit(OP.OH_NN_OPS_GATHER_ND, [x, coords], [ctx.output(0)])
+
+
 @converts("ReverseSequence")
 def reverse_sequence(ctx: NodeContext) -> None:
     x = ctx.input(0)
@@ -554,15 +653,17 @@ def reverse_sequence(ctx: NodeContext) -> None:
         raise ConversionIssue(INVALID_MODEL, f"batch_axis={batch_axis} / time_axis={time_axis} must be 0 and 1 (in "
                                              f"either order) of an input of rank >= 2 (rank {rank})")
     shape = ctx.value(x).shape
-    if shape[0] < 0 or shape[1] < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"ReverseSequence needs static batch and time dims, got {list(shape)}")
     lens = np.asarray(ctx.constant_input(1, "sequence_lens")).astype(np.int64).reshape(-1)
     batch, time = shape[batch_axis], shape[time_axis]
-    if lens.size != batch or np.any(lens < 0) or np.any(lens > time):
+    batch = lens.size if batch < 0 else batch  # (the constant lengths give the batch)
+    if lens.size != batch or np.any(lens < 0) or time >= 0 and np.any(lens > time):
         raise ConversionIssue(INVALID_MODEL, f"sequence_lens {lens.tolist()} must hold {batch} values in [0, {time}]")
     ctx.settle(ctx.output(0), shape)
     if np.all(lens <= 1):
         ctx.alias(x, ctx.output(0))
+        return
+    if time < 0:  # a dynamic time axis: each entry's source positions from the run-time positions along it
+        _reverse_sequence_at_run_time(ctx, x, lens, batch_axis)
         return
     source = np.tile(np.arange(time), (batch, 1))
     for b, length in enumerate(lens):

@@ -14,7 +14,8 @@ from ...ir.quantized import derive
 from ..context import NodeContext
 from ..generic import emit_row
 from . import converts
-from ._common import _matmul_shape, _reduce, _reshape, _transpose
+from ._common import _matmul_shape, _reduce, _transpose
+from ._dims import dims_tensor, iota, reshape_to
 
 # -- MatMul, Gemm ------------------------------------------------------------------------------------------------------
 
@@ -151,7 +152,46 @@ def _einsum_terms(ctx: NodeContext, equation: str, ranks: list[int]) -> tuple[li
     return labels, output
 
 
-def _take_diagonals(ctx: NodeContext, name: str, labels: list[str], sizes: dict[str, int],
+class _Sizes:
+    """The size of every Einsum label: known, or read at run time from an operand dim carrying it."""
+
+    def __init__(self, ctx: NodeContext):
+        self.ctx = ctx
+        self.known: dict[str, int] = {}
+        self.source: dict[str, tuple[str, int]] = {}  # label -> (operand, axis) of a dynamic size
+
+    def add(self, label: str, size: int, operand: str, axis: int, equation: str) -> None:
+        if size < 0:
+            self.source.setdefault(label, (operand, axis))
+            return
+        if self.known.setdefault(label, size) != size:
+            raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"equation {equation!r}: label {label!r} has sizes "
+                                                         f"{self.known[label]} and {size} (broadcasting a size-1 "
+                                                         "dim is not supported)")
+
+    def __getitem__(self, label: str) -> int:
+        return self.known.get(label, -1)
+
+    def part(self, labels, hint: str):
+        """The product of the labels' sizes: an int when known, else a [1] int64 tensor computed at run time."""
+        labels = list(labels)
+        static = int(prod(self.known[label] for label in labels if label in self.known))
+        dynamic = [self.source[label] for label in labels if label not in self.known]
+        if not dynamic:
+            return static
+        ctx = self.ctx
+        operand, axis = dynamic[0]
+        total = dims_tensor(ctx, operand, [axis])
+        for operand, axis in dynamic[1:]:
+            total = ctx.emit_to(OP.OH_NN_OPS_MUL, [total, dims_tensor(ctx, operand, [axis])], np.int64, (1,),
+                                f"{hint}.size")
+        if static != 1:
+            total = ctx.emit_to(OP.OH_NN_OPS_MUL, [total, ctx.constant(np.asarray([static], np.int64))], np.int64,
+                                (1,), f"{hint}.size")
+        return total
+
+
+def _take_diagonals(ctx: NodeContext, name: str, labels: list[str], sizes: _Sizes,
                     hint: str) -> tuple[str, list[str]]:
     """A label repeated within one term selects a diagonal: move its axes to the front and GATHER_ND the
     (i, i, ...) coordinates (exact for every value, unlike a multiplication by an identity mask)."""
@@ -161,11 +201,16 @@ def _take_diagonals(ctx: NodeContext, name: str, labels: list[str], sizes: dict[
         rest = [i for i in range(len(labels)) if i not in positions]
         moved = name if positions + rest == list(range(len(labels))) else ctx.transpose(name, positions + rest)
         n = sizes[label]
-        coordinates = ctx.constant(np.repeat(np.arange(n, dtype=np.int32)[:, None], len(positions), axis=1),
-                                   f"{hint}.diagonal")
+        if n >= 0:
+            coordinates = ctx.constant(np.repeat(np.arange(n, dtype=np.int32)[:, None], len(positions), axis=1),
+                                       f"{hint}.diagonal")
+        else:  # (i, i, ...) for i in 0..n-1 of a run-time n
+            column = ctx.reshape(iota(ctx, sizes.part([label], hint), np.int32, "diagonal"), [-1, 1])
+            coordinates = ctx.emit_to(OP.OH_NN_OPS_CONCAT, [column] * len(positions), np.int32,
+                                      (-1, len(positions)), f"{hint}.diagonal", {"OH_NN_CONCAT_AXIS": 1})
         rest_labels = [labels[i] for i in rest]
         name = ctx.emit_to(OP.OH_NN_OPS_GATHER_ND, [moved, coordinates], ctx.value(name).dtype,
-                     [n, *(sizes[other] for other in rest_labels)], f"{hint}.diagonal")
+                           [n, *(sizes[other] for other in rest_labels)], f"{hint}.diagonal")
         labels = [label, *rest_labels]
     return name, labels
 
@@ -184,8 +229,9 @@ def _sum_out(ctx: NodeContext, name: str, labels: list[str], keep: set[str], hin
 
 
 def _contract(ctx: NodeContext, a: tuple[str, list[str]], b: tuple[str, list[str]], keep: set[str],
-              sizes: dict[str, int], order: list[str], hint: str) -> tuple[str, list[str]]:
-    """One MATMUL: [batch, a-free, contracted] x [batch, contracted, b-free]."""
+              sizes: _Sizes, order: list[str], hint: str) -> tuple[str, list[str]]:
+    """One MATMUL: [batch, a-free, contracted] x [batch, contracted, b-free] (reshaped to shapes read at run time
+    where a label's size is dynamic)."""
     (a_name, a_labels), (b_name, b_labels) = a, b
     a_name, a_labels = _sum_out(ctx, a_name, a_labels, keep | set(b_labels), f"{hint}.a_summed")
     b_name, b_labels = _sum_out(ctx, b_name, b_labels, keep | set(a_labels), f"{hint}.b_summed")
@@ -195,39 +241,41 @@ def _contract(ctx: NodeContext, a: tuple[str, list[str]], b: tuple[str, list[str
     contracted = [label for label in shared if label not in keep]
     a_free = sorted((label for label in a_labels if label not in b_labels), key=rank_of.get)
     b_free = sorted((label for label in b_labels if label not in a_labels), key=rank_of.get)
-    dims = [sizes[label] for label in batch]
-    m = int(prod(sizes[label] for label in a_free))
-    k = int(prod(sizes[label] for label in contracted))
-    n = int(prod(sizes[label] for label in b_free))
-    lead = [int(prod(dims))] if batch else []
-    a_mat = _reshape(ctx, _transpose_to(ctx, a_name, a_labels, batch + a_free + contracted), lead + [m, k])
-    b_mat = _reshape(ctx, _transpose_to(ctx, b_name, b_labels, batch + contracted + b_free), lead + [k, n])
+    m, k, n = (sizes.part(group, hint) for group in (a_free, contracted, b_free))
+    lead = [sizes.part(batch, hint)] if batch else []
+    a_mat = reshape_to(ctx, _transpose_to(ctx, a_name, a_labels, batch + a_free + contracted), lead + [m, k],
+                       f"{hint}.a")
+    b_mat = reshape_to(ctx, _transpose_to(ctx, b_name, b_labels, batch + contracted + b_free), lead + [k, n],
+                       f"{hint}.b")
     dtype = ctx.value(a_name).dtype
     if ctx.value(b_name).dtype != dtype:
         raise ConversionIssue(INVALID_MODEL, f"Einsum operands differ in dtype ({dtype}, {ctx.value(b_name).dtype})")
-    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a_mat, b_mat], dtype, lead + [m, n], f"{hint}.matmul")
+    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [a_mat, b_mat], dtype, _matmul_shape(ctx.value(a_mat).shape,
+                                                                                     ctx.value(b_mat).shape),
+                          f"{hint}.matmul")
     labels = batch + a_free + b_free
-    return _reshape(ctx, product, [sizes[label] for label in labels]), labels
+    return reshape_to(ctx, product, [sizes.part([label], hint) for label in labels], f"{hint}.product"), labels
 
 
 @converts("Einsum")
 def einsum(ctx: NodeContext) -> None:
-    """Einsum without diagonals: operands summed over private labels, multiplied pairwise with MATMUL
-    (batch labels first), then summed and transposed to the output order."""
+    """Einsum: operands' diagonals taken, summed over private labels, multiplied pairwise with MATMUL (batch labels
+    first), then summed and transposed to the output order. A dynamic label's size is read at run time."""
     operands = [ctx.input(i) for i in range(len(ctx.node.input))]
     out = ctx.output(0)
     equation = ctx.attr("equation")
     if equation is None:
         raise ConversionIssue(INVALID_MODEL, "Einsum needs an equation")
-    shapes = [tuple(ctx.static_shape(o, "Einsum operand")) for o in operands]
+    shapes = []
+    for operand in operands:
+        if ctx.value(operand).shape is None:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of Einsum operand {operand!r} is unknown", tensor=operand)
+        shapes.append(tuple(ctx.value(operand).shape))
     labels, output = _einsum_terms(ctx, equation, [len(s) for s in shapes])
-    sizes: dict[str, int] = {}
+    sizes = _Sizes(ctx)
     for name, term, shape in zip(operands, labels, shapes):
-        for label, size in zip(term, shape):
-            if sizes.setdefault(label, size) != size:
-                raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"equation {equation!r}: label {label!r} has sizes "
-                                                             f"{sizes[label]} and {size} (broadcasting a size-1 "
-                                                             "dim is not supported)")
+        for axis, (label, size) in enumerate(zip(term, shape)):
+            sizes.add(label, size, name, axis, equation)
     terms = [_take_diagonals(ctx, name, term, sizes, f"{out}.{position}")
              for position, (name, term) in enumerate(zip(operands, labels))]
     current = terms[0]
@@ -242,4 +290,4 @@ def einsum(ctx: NodeContext) -> None:
     elif name in operands or ctx.value(name).data is not None:
         ctx.alias(name, out)
     else:
-        _reshape(ctx, name, [sizes[label] for label in output], output=out)
+        reshape_to(ctx, name, [sizes.part([label], f"{out}.out") for label in output], f"{out}.out", output=out)

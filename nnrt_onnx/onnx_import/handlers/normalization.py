@@ -28,7 +28,6 @@ from ._common import (
     _ONNX_FLOAT_TYPES,
     _arg_max,
     _binary,
-    _broadcast,
     _cast,
     _compare,
     _const,
@@ -44,6 +43,7 @@ from ._common import (
     _unary,
     _unsupported,
 )
+from ._dims import dim_product, dims_tensor, known, reshape_to, shape_tensor
 
 # float32 smallest normal: a norm floor that only differs from "no floor" for denormal norms
 _TINY = float(np.finfo(np.float32).tiny)
@@ -170,17 +170,17 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
     value = ctx.value(x)
     shape = _ranked_shape(ctx, x)
     norm_shape = tuple(shape[axis:])
-    if any(d < 0 for d in norm_shape):
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the normalised dims {list(norm_shape)} of {x!r} must be static")
+    if any(d < 0 for d in norm_shape):  # LAYER_NORM's gamma has the normalised shape: decomposed instead
+        _layer_norm_decomposed(ctx, x, axis, eps, out)
+        return
     gamma, late_scale = _affine_operand(ctx, 1, norm_shape, 1.0, value.dtype, "scale")
-    beta, late_bias = _affine_operand(ctx, 2, norm_shape, 0.0, value.dtype, "bias")
+    # an absent bias adds -0.0, the identity of IEEE addition (+0.0 would turn a -0.0 result into +0.0)
+    beta, late_bias = _affine_operand(ctx, 2, norm_shape, -0.0, value.dtype, "bias")
     if late_scale is not None and late_bias is None and ctx.has_input(2):
         # the scale is applied after LAYER_NORM, so the bias must be too: (x_hat + b) * s is not x_hat * s + b
-        beta, late_bias = ctx.constant(np.zeros(norm_shape, value.dtype), f"{ctx.name}.bias"), beta
+        beta, late_bias = ctx.constant(np.full(norm_shape, -0.0, value.dtype), f"{ctx.name}.bias"), beta
     source, begin = x, axis
     if axis == 0:
-        if sum(d < 0 for d in shape) > 0:
-            raise ConversionIssue(DYNAMIC_SHAPE, "LayerNormalization over every axis needs a static shape")
         source, begin = ctx.reshape(x, (1, *shape)), 1
     last = late_scale is None and late_bias is None and axis != 0
     y = out if last else ctx.new_value(value.dtype, _ranked_shape(ctx, source), f"{out}.normalized")
@@ -194,6 +194,33 @@ def _layer_norm_core(ctx: NodeContext, x: str, axis: int, eps: float, out: str) 
         y = _binary(ctx, OP.OH_NN_OPS_MUL, y, late_scale, f"{out}.scaled", output=None if late_bias else out)
     if late_bias is not None:
         _binary(ctx, OP.OH_NN_OPS_ADD, y, late_bias, out, output=out)
+
+
+def _normalized(ctx: NodeContext, x: str, axes, eps: float, hint: str) -> str:
+    """(x - mean) / sqrt(var + eps) over ``axes`` (var the centred mean square), in float32 for float16 input (the
+    stash type) and back."""
+    dtype = ctx.value(x).dtype
+    work = np.dtype(np.float32) if dtype == np.float16 else dtype
+    xs = _cast(ctx, x, work, f"{hint}.stash")
+    mean = _reduce(ctx, "MEAN", xs, axes, True, f"{hint}.mean")
+    centred = _binary(ctx, OP.OH_NN_OPS_SUB, xs, mean, f"{hint}.centred")
+    var = _reduce(ctx, "MEAN", _binary(ctx, OP.OH_NN_OPS_MUL, centred, centred, f"{hint}.sq"), axes, True,
+                  f"{hint}.var")
+    shifted = _binary(ctx, OP.OH_NN_OPS_ADD, var, _const(ctx, eps, work, "eps"), f"{hint}.var_eps")
+    inverse = _unary(ctx, OP.OH_NN_OPS_RSQRT, shifted, f"{hint}.inv_std")
+    return _cast(ctx, _binary(ctx, OP.OH_NN_OPS_MUL, centred, inverse, f"{hint}.normalized"), dtype, f"{hint}.back")
+
+
+def _layer_norm_decomposed(ctx: NodeContext, x: str, axis: int, eps: float, out: str) -> None:
+    """LayerNormalization over dims of which some are dynamic: the normalisation, then scale and bias broadcast
+    (they have the normalised shape, or broadcast to it)."""
+    rank = ctx.rank(x)
+    y = _normalized(ctx, x, list(range(axis, rank)), eps, out)
+    scale = ctx.input(1)
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    y = _binary(ctx, OP.OH_NN_OPS_MUL, y, scale, f"{out}.scaled", output=None if bias else out)
+    if bias is not None:
+        _binary(ctx, OP.OH_NN_OPS_ADD, y, bias, out, output=out)
 
 
 @converts("LayerNormalization")
@@ -273,19 +300,27 @@ def group_normalization(ctx: NodeContext) -> None:
     shape = _ranked_shape(ctx, x)
     if len(shape) < 2:
         raise ConversionIssue(INVALID_MODEL, f"GroupNormalization needs an (N, C, ...) input, got rank {len(shape)}")
-    if any(d < 0 for d in shape[1:]):
-        raise ConversionIssue(DYNAMIC_SHAPE, f"GroupNormalization needs static C and spatial dims, got {list(shape)}")
     n, c = shape[0], shape[1]
+    if c < 0:  # (the channels come from the scale's length then)
+        scale_shape = ctx.value(ctx.input(1)).shape
+        c = scale_shape[0] if ctx.opset >= 21 and scale_shape and scale_shape[0] >= 0 else -1
+    if c < 0:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"GroupNormalization needs the number of channels, got {list(shape)}")
     if groups <= 0 or c % groups:
         raise ConversionIssue(INVALID_MODEL, f"num_groups={groups} does not divide the {c} channels")
-    m = c // groups * int(prod(shape[2:]))
-    limits.require_shape([2, m], value.dtype, "GroupNormalization's unit scale and zero bias")  # built below
-    grouped = ctx.reshape(x, (n, groups, m))
-    normalized = ctx.new_value(value.dtype, (n, groups, m), f"{out}.grouped")
-    ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [grouped, ctx.constant(np.ones((m,), value.dtype), f"{ctx.name}.ones"),
-                                       ctx.constant(np.zeros((m,), value.dtype), f"{ctx.name}.zeros")],
-             [normalized], {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": 2, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": 2,
-                            "OH_NN_LAYER_NORM_EPSILON": eps})
+    if known(shape[1:]):
+        m = c // groups * int(prod(shape[2:]))
+        limits.require_shape([2, m], value.dtype, "GroupNormalization's unit scale and zero bias")  # built below
+        grouped = ctx.reshape(x, (n, groups, m))
+        normalized = ctx.new_value(value.dtype, (n, groups, m), f"{out}.grouped")
+        ctx.emit(OP.OH_NN_OPS_LAYER_NORM, [grouped, ctx.constant(np.ones((m,), value.dtype), f"{ctx.name}.ones"),
+                                           ctx.constant(np.zeros((m,), value.dtype), f"{ctx.name}.zeros")],
+                 [normalized], {"OH_NN_LAYER_NORM_BEGIN_NORM_AXIS": 2, "OH_NN_LAYER_NORM_BEGIN_PARAM_AXIS": 2,
+                                "OH_NN_LAYER_NORM_EPSILON": eps})
+    else:  # dynamic spatial dims: [N, G, -1] (its shape read at run time when N is dynamic too), decomposed
+        batch = n if n >= 0 else dims_tensor(ctx, x, [0])
+        grouped = reshape_to(ctx, x, [batch, groups, -1], f"{out}.grouped")
+        normalized = _normalized(ctx, grouped, [2], eps, f"{out}.grouped")
     scale, bias = ctx.input(1), ctx.input(2)
     per_channel = ctx.opset >= 21
     if not per_channel:
@@ -295,7 +330,7 @@ def group_normalization(ctx: NodeContext) -> None:
             bias = ctx.constant(np.repeat(bias_data.reshape(-1), c // groups), f"{bias}.channels")
             per_channel = True
     if per_channel:
-        y = ctx.reshape(normalized, shape)
+        y = reshape_to(ctx, normalized, [shape_tensor(ctx, x)], f"{out}.ungrouped")
         affine_shape = (c, *([1] * (len(shape) - 2)))
     else:
         y = normalized
@@ -305,7 +340,7 @@ def group_normalization(ctx: NodeContext) -> None:
         _binary(ctx, OP.OH_NN_OPS_ADD, scaled, ctx.reshape(bias, affine_shape), out, output=out)
     else:
         shifted = _binary(ctx, OP.OH_NN_OPS_ADD, scaled, ctx.reshape(bias, affine_shape), f"{out}.shifted")
-        _reshape(ctx, shifted, shape, output=out)
+        reshape_to(ctx, shifted, [shape_tensor(ctx, x)], f"{out}.ungrouped", output=out)
 
 
 # -- LpNormalization, MeanVarianceNormalization, RMSNormalization ------------------------------------------------------
@@ -358,7 +393,7 @@ def rms_normalization(ctx: NodeContext) -> None:
     out = ctx.output(0)
     dtype = _float_input(ctx, x)
     scale_dtype = _float_input(ctx, scale)
-    shape = _shape(ctx, x, "the RMSNormalization input")
+    shape = _ranked_shape(ctx, x)
     rank = len(shape)
     if rank == 0:
         raise ConversionIssue(INVALID_MODEL, "RMSNormalization of a scalar")
@@ -379,9 +414,10 @@ def rms_normalization(ctx: NodeContext) -> None:
     normalized = _binary(ctx, OP.OH_NN_OPS_DIV, xs, rms, f"{out}.normalized")
     normalized = _cast(ctx, normalized, dtype, f"{out}.normalized_back")
     normalized = _cast(ctx, normalized, scale_dtype, f"{out}.normalized_v")
-    y_shape = _broadcast(shape, _shape(ctx, scale))
-    if y_shape != shape:
-        raise ConversionIssue(INVALID_MODEL, f"scale shape {list(_shape(ctx, scale))} does not broadcast to the "
+    scale_shape = _ranked_shape(ctx, scale)
+    if len(scale_shape) > rank or any(s not in (1, d) and s >= 0 and d >= 0
+                                      for s, d in zip(reversed(scale_shape), reversed(shape))):
+        raise ConversionIssue(INVALID_MODEL, f"scale shape {list(scale_shape)} does not broadcast to the "
                                              f"input shape {list(shape)}")
     _binary(ctx, OP.OH_NN_OPS_MUL, normalized, scale, out, output=out)
 
@@ -401,22 +437,18 @@ def softmax(ctx: NodeContext) -> None:
     if ctx.opset >= 13 or axis == rank - 1:
         ctx.emit(op, [x], [ctx.output(0)], {key: axis})
         return
-    shape, flat_shape = _flattened_at(ctx, x, axis, f"{ctx.node.op_type} input (flattened before opset 13)")
-    flat = ctx.reshape(x, flat_shape)
+    flat = _flattened(ctx, x, axis, f"{ctx.output(0)}.flat")
     out_value = ctx.value(ctx.output(0))
     flat_out = ctx.new_value(out_value.dtype, ctx.value(flat).shape, f"{ctx.output(0)}.flat")
     ctx.emit(op, [flat], [flat_out], {key: 1})
-    ctx.reshape(flat_out, shape, output=ctx.output(0))
+    reshape_to(ctx, flat_out, [shape_tensor(ctx, x)], f"{ctx.output(0)}.unflat", output=ctx.output(0))
 
 
-def _flattened_at(ctx: NodeContext, x: str, axis: int, what: str) -> tuple[list[int], list[int]]:
-    """The shape of ``x`` and the 2-D shape it flattens to at ``axis`` (the pre-opset-13 softmax family), as RESHAPE
-    targets: one dynamic dim before ``axis`` (a batch) becomes -1 in both; the dims from ``axis`` on must be static."""
-    shape = list(_ranked_shape(ctx, x))
-    if sum(d < 0 for d in shape[:axis]) > 1 or any(d < 0 for d in shape[axis:]):
-        ctx.static_shape(x, what)  # (raises, naming the tensor)
-    rows = -1 if any(d < 0 for d in shape[:axis]) else int(prod(shape[:axis]))
-    return shape, [rows, int(prod(shape[axis:]))]
+def _flattened(ctx: NodeContext, x: str, axis: int, hint: str) -> str:
+    """``x`` as [prod(dims before axis), prod(dims from axis)] (opsets < 13), products read at run time when
+    dynamic."""
+    rank = ctx.rank(x)
+    return reshape_to(ctx, x, [dim_product(ctx, x, range(axis)), dim_product(ctx, x, range(axis, rank))], hint)
 
 
 @converts("Hardmax")
@@ -431,22 +463,22 @@ def hardmax(ctx: NodeContext) -> None:
     if rank == 0:
         raise ConversionIssue(INVALID_MODEL, "Hardmax of a scalar")
     axis = _norm_axis(ctx, ctx.attr("axis", -1 if ctx.opset >= 13 else 1), rank)
-    shape = _ranked_shape(ctx, x)
     source, target = x, out
     if ctx.opset < 13 and axis != rank - 1:
-        shape, flat = _flattened_at(ctx, x, axis, "Hardmax input (flattened before opset 13)")
-        source = ctx.reshape(x, flat)
-        target = ctx.new_value(dtype, flat, f"{out}.flat")
+        source = _flattened(ctx, x, axis, f"{out}.flat")
+        target = ctx.new_value(dtype, ctx.value(source).shape, f"{out}.flat")
         axis = 1
     n = _ranked_shape(ctx, source)[axis]
-    if n < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"Hardmax needs a static size of axis {axis}")
+    # ONE_HOT's depth: the axis's size, read at run time when dynamic
+    depth = _const(ctx, n, np.int32, "depth") if n >= 0 else ctx.emit_to(
+        OP.OH_NN_OPS_SQUEEZE, [_cast(ctx, dims_tensor(ctx, source, [axis]), np.int32, f"{out}.depth")], np.int32, (),
+        f"{out}.depth_scalar")
     idx = _arg_max(ctx, source, axis, False, np.int32, f"{out}.index")
     ctx.settle(target, _ranked_shape(ctx, source), dtype)
-    ctx.emit(OP.OH_NN_OPS_ONE_HOT, [idx, _const(ctx, n, np.int32, "depth"), _const(ctx, 1, dtype, "on"),
-                                    _const(ctx, 0, dtype, "off")], [target], {"OH_NN_ONE_HOT_AXIS": axis})
+    ctx.emit(OP.OH_NN_OPS_ONE_HOT, [idx, depth, _const(ctx, 1, dtype, "on"), _const(ctx, 0, dtype, "off")], [target],
+             {"OH_NN_ONE_HOT_AXIS": axis})
     if target != out:
-        _reshape(ctx, target, shape, output=out)
+        reshape_to(ctx, target, [shape_tensor(ctx, x)], f"{out}.unflat", output=out)
 
 
 # -- onnxruntime's contrib normalizations: SkipLayerNormalization, SkipSimplifiedLayerNormalization,

@@ -36,11 +36,13 @@ from ._common import (
     _onnx_pads,
     _out_of_nhwc,
     _reshape,
+    _same_lower_pad,
     _set_shape,
     _shape,
     _spatial_rank,
     _unsupported,
 )
+from ._dims import shape_tensor
 
 
 def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[int]:
@@ -147,6 +149,13 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
     if kind != "max" and x_value.dtype.kind != "f":
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} of {x_value.dtype} is not supported")
+    if pads[0] == "lower":  # SAME_LOWER over dynamic dims: padded at run time, then VALID
+        if nd > 2 or any(d != 1 for d in dilations):
+            raise ConversionIssue(DYNAMIC_SHAPE, f"auto_pad=SAME_LOWER with dynamic spatial dims is only supported for "
+                                                 f"undilated 1-D/2-D pooling, got {in_sizes}",
+                                  tensor=x, axes=tuple(2 + i for i, d in enumerate(in_sizes) if d < 0))
+        _same_lower_pool(ctx, kind, x, out, nd, kernel, strides, include_pad)
+        return
     static = _known(in_sizes)
     if pads[0] == "mode":  # dynamic dims, SAME_UPPER: only the native op can do it
         if nd > 2 or any(d != 1 for d in dilations) or kind == "sum" or include_pad:
@@ -155,13 +164,27 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
         _native_pool(ctx, kind, x, out, nd, kernel, strides, None, ceil_mode, pad_mode=0)
         return
     if not static:
-        if nd > 2 or any(d != 1 for d in dilations) or include_pad or kind == "sum" \
-                or any(p0 >= k or p1 >= k for (p0, p1), k in zip(pads, kernel)):
-            raise ConversionIssue(DYNAMIC_SHAPE, f"this pooling needs static spatial dims, got {in_sizes}")
-        _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
+        counted = include_pad or kind == "sum"  # (the padding counts: zeros padded, then windows all inside)
+        if nd > 2 or any(d != 1 for d in dilations) or (counted and ceil_mode) \
+                or any(p0 >= k or p1 >= k for (p0, p1), k in zip(pads, kernel)) and not counted:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"this pooling (dilations, pads as large as the kernel, 3-D, or a "
+                                                 f"counted padding with ceil_mode) needs static spatial dims, got "
+                                                 f"{in_sizes}", tensor=x,
+                                  axes=tuple(2 + i for i, d in enumerate(in_sizes) if d < 0))
+        if not counted:
+            _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
+            return
+        padded = _pad_values(ctx, x, [(0, 0), (0, 0), *pads], 0.0) if any(p0 or p1 for p0, p1 in pads) else x
+        mean = out if kind == "avg" else ctx.new_value(x_value.dtype, ctx.value(out).shape, f"{out}.mean")
+        _native_pool(ctx, "avg", padded, mean, nd, kernel, strides, [(0, 0)] * nd, 0)
+        if kind == "sum":
+            ctx.emit(OP.OH_NN_OPS_MUL, [mean, ctx.constant(np.asarray(np.prod(kernel), x_value.dtype))], [out])
         return
     out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
-    _set_shape(ctx, out, [shape[0], shape[1], *out_sizes])
+    # onnx shape inference keeps a last ceil-mode window that starts in the end padding, which the specification
+    # ignores ("sliding windows that would start in the right padded region are ignored"), as onnxruntime and
+    # onnx.reference do: the rule's size wins
+    ctx.override_shape(out, [shape[0], shape[1], *out_sizes])
     if kind == "max" or (kind == "avg" and not include_pad):
         if _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, False).min() == 0:
             raise _unsupported(f"pads {[list(p) for p in pads]} leave a window entirely in the padding (no value)")
@@ -188,6 +211,34 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
     counts = _count_map(padded_sizes, kernel, strides, [1] * nd, [(0, 0)] * nd, out_sizes, False)
     factor = counts.reshape(-1)[0] if np.all(counts == counts.reshape(-1)[0]) else counts.reshape((1, 1, *out_sizes))
     ctx.emit(OP.OH_NN_OPS_MUL, [mean, ctx.constant(np.asarray(factor, x_value.dtype))], [out])
+
+
+def _same_lower_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel, strides,
+                     include_pad: bool) -> None:
+    """SAME_LOWER pooling over dynamic dims on the input padded at run time: a max ignores the lowest value it is
+    padded with; an average of the zero-padded input is divided by the average of zero-padded ones (the share of
+    each window inside the input) unless the padding counts; a sum is the average times the window size."""
+    dtype = ctx.value(x).dtype
+    ones = [1] * nd
+    padded = _same_lower_pad(ctx, x, kernel, strides, ones, _lowest(dtype) if kind == "max" else 0.0)
+    if kind == "max":
+        _native_pool(ctx, kind, padded, out, nd, kernel, strides, [(0, 0)] * nd, 0)
+        return
+    shape = ctx.value(out).shape
+    mean = ctx.new_value(dtype, shape, f"{out}.mean")
+    _native_pool(ctx, "avg", padded, mean, nd, kernel, strides, [(0, 0)] * nd, 0)
+    if kind == "sum":
+        ctx.emit(OP.OH_NN_OPS_MUL, [mean, ctx.constant(np.asarray(np.prod(kernel), dtype))], [out])
+        return
+    if include_pad:
+        ctx.alias(mean, out)
+        return
+    everywhere = ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(1, dtype)), shape_tensor(ctx, x)], dtype,
+                             ctx.value(x).shape, f"{out}.ones")
+    share = ctx.new_value(dtype, shape, f"{out}.share")
+    _native_pool(ctx, "avg", _same_lower_pad(ctx, everywhere, kernel, strides, ones, 0.0), share, nd, kernel, strides,
+                 [(0, 0)] * nd, 0)
+    ctx.emit(OP.OH_NN_OPS_DIV, [mean, share], [out])
 
 
 def _native_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel, strides, pads, ceil_mode,
@@ -255,7 +306,7 @@ def _abs_pow(ctx: NodeContext, x: str, p: float, hint: str) -> str:
 def _root(ctx: NodeContext, summed: str, p: float, out: str) -> None:
     dtype = ctx.value(summed).dtype
     if p == 1:
-        ctx.reshape(summed, ctx.static_shape(summed), output=out)
+        ctx.alias(summed, out)
     elif p == 2:
         ctx.emit(OP.OH_NN_OPS_SQRT, [summed], [out])
     else:

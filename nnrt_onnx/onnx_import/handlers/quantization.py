@@ -47,8 +47,10 @@ from ._common import (
     _const,
     _dynamic_quantize,
     _integer_product,
+    _into_nhwc,
     _ints_attr,
     _onnx_pads,
+    _out_of_nhwc,
     _ranked_shape,
     _reshape,
     _shape,
@@ -332,7 +334,6 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
     y = ctx.output(0)
     if ctx.value(x).dtype != np.float32:
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"DynamicQuantizeLinear takes float32, got {ctx.value(x).dtype}")
-    _shape(ctx, x, "the DynamicQuantizeLinear input")
     _, scale, zero_point = _dynamic_quantize(ctx, x, y, output=y)
     if _wanted(ctx, 1):
         _reshape(ctx, scale, (), output=ctx.output(1))
@@ -369,7 +370,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
     for name in (x, w):
         if ctx.value(name).dtype not in (np.int8, np.uint8):
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"{name!r} has dtype {ctx.value(name).dtype} (int8/uint8 only)")
-    x_shape = _shape(ctx, x, "the convolution input")
+    x_shape = _ranked_shape(ctx, x)  # (the batch and, with explicit pads, the spatial dims may be dynamic)
     w_shape = _shape(ctx, w, "the convolution weight")
     nd = len(x_shape) - 2
     if nd < 1 or len(w_shape) != len(x_shape):
@@ -384,7 +385,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
         raise ConversionIssue(INVALID_MODEL, f"kernel_shape {list(kernel_attr)} disagrees with the weight "
                                              f"{list(w_shape)}")
     group = int(ctx.attr("group", 1))
-    if group < 1 or out_c % group or x_shape[1] != in_per_group * group:
+    if group < 1 or out_c % group or x_shape[1] not in (in_per_group * group, -1):
         raise ConversionIssue(INVALID_MODEL, f"group={group} does not fit {x_shape[1]} input / {out_c} output "
                                              f"channels with weight {list(w_shape)}")
     strides = _ints_attr(ctx, "strides", nd, 1)
@@ -392,7 +393,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, x_shape[2:], allow_modes=False)
     spatial = [geometry.window_output_size(s, geometry.effective_extent(k, d), st, p0, p1)
                for s, k, st, d, (p0, p1) in zip(x_shape[2:], kernel, strides, dilations, pads)]
-    if any(n < 1 for n in spatial):
+    if any(n == 0 for n in spatial):
         raise ConversionIssue(INVALID_MODEL, f"the convolution output would be empty ({spatial})")
     out_shape = (x_shape[0], out_c, *spatial)
 
@@ -447,8 +448,7 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
 
     # NCHW -> NHWC (1-D: [N, C, L] as [N, 1, L, C]), CONV2D / DEPTHWISE_CONV2D_NATIVE, back
     if nd == 1:
-        n, c, length = _shape(ctx, xf)
-        x_nhwc = _reshape(ctx, _transpose(ctx, xf, (0, 2, 1)), (n, 1, length, c))
+        x_nhwc = _into_nhwc(ctx, xf, 1)
         kernel, strides, dilations, pads = [1] + kernel, [1] + strides, [1] + dilations, [(0, 0)] + pads
         y_nhwc_shape = (out_shape[0], 1, out_shape[2], out_c)
     else:
@@ -463,7 +463,9 @@ def _integer_conv(ctx: NodeContext, x: str, x_zp, w: str, w_zp, bias: str | None
     y_nhwc = ctx.emit_to(OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE if depthwise else OP.OH_NN_OPS_CONV2D,
                    [x_nhwc, w_ohwi, b], f64, y_nhwc_shape, f"{out}.acc_nhwc", params)
     if nd == 1:
-        return _transpose(ctx, _reshape(ctx, y_nhwc, (out_shape[0], out_shape[2], out_c)), (0, 2, 1))
+        y = ctx.new_value(f64, out_shape, f"{out}.acc")
+        _out_of_nhwc(ctx, y_nhwc, 1, y)
+        return y
     return _transpose(ctx, y_nhwc, NHWC_TO_NCHW)
 
 

@@ -23,7 +23,14 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ...ir.budget import MAX_OPERATIONS_PER_NODE
-from ...ir.issues import INVALID_MODEL, TOO_LARGE, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    TOO_LARGE,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
 from ..context import NodeContext
 from . import converts
 from ._common import (
@@ -38,6 +45,7 @@ from ._common import (
     _transpose,
     _unsupported,
 )
+from ._dims import dims_tensor, reshape_to, shape_of_parts
 
 MAX_IO = 200  # AddOperation caps an input/output index list at 200
 
@@ -188,10 +196,15 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"direction={direction!r} is not supported")
     directions = 2 if direction == "bidirectional" else 1
     ctx.attr("output_sequence")  # (RNN-1/GRU-1) whether Y is required: Y is produced whenever the node lists it
-    x_shape = ctx.static_shape(x, "input X")
-    if len(x_shape) != 3:
-        raise ConversionIssue(INVALID_MODEL, f"X must have rank 3, got shape {list(x_shape)}")
+    x_shape = ctx.value(x).shape
+    if x_shape is None or len(x_shape) != 3:
+        raise ConversionIssue(INVALID_MODEL, f"X must have rank 3, got shape {x_shape}")
     seq, batch = (x_shape[1], x_shape[0]) if layout else (x_shape[0], x_shape[1])
+    if seq < 0 or x_shape[2] < 0:  # (the batch may stay dynamic)
+        axis = [1 if layout else 0, 2][x_shape[2] < 0 <= seq]
+        raise ConversionIssue(DYNAMIC_SHAPE, f"{kind} is unrolled over its time steps (NNRt has no loops and no "
+                                             f"{kind} operation): the sequence length and input size of X "
+                                             f"(shape {list(x_shape)}) must be static", tensor=x, axes=(axis,))
     if seq * directions * 2 > MAX_OPERATIONS_PER_NODE:  # each unrolled step emits at least two operations
         raise ConversionIssue(TOO_LARGE, f"{kind} over {seq} time steps would unroll into more than "
                                          f"{MAX_OPERATIONS_PER_NODE} NNRt operations")
@@ -209,6 +222,7 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
     masks = None  # per step: which batch entries are still within their sequence (None: all, always)
     if ctx.has_input(4):
         lens = np.asarray(ctx.constant_input(4, "sequence_lens")).astype(np.int64).reshape(-1)
+        batch = lens.size if batch < 0 else batch  # (constant masks: the batch is that of sequence_lens)
         if lens.size != batch or np.any(lens < 1) or np.any(lens > seq):
             raise ConversionIssue(INVALID_MODEL, f"sequence_lens {lens.tolist()} must hold {batch} values in "
                                                  f"[1, {seq}]")
@@ -221,9 +235,10 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
     h0 = ctx.input(5) if ctx.has_input(5) else None
     if h0 is not None:
         expected = (batch, directions, hidden) if layout else (directions, batch, hidden)
-        if ctx.static_shape(h0, "initial_h") != expected:
-            raise ConversionIssue(INVALID_MODEL, f"initial_h has shape {list(ctx.value(h0).shape)}, expected "
-                                                 f"{list(expected)}")
+        h0_shape = ctx.value(h0).shape
+        if h0_shape is None or len(h0_shape) != 3 or any(a != b and a >= 0 and b >= 0 for a, b in zip(h0_shape,
+                                                                                                       expected)):
+            raise ConversionIssue(INVALID_MODEL, f"initial_h has shape {h0_shape}, expected {list(expected)}")
         if _is_zero(ctx, h0):
             h0 = None
         elif layout:
@@ -271,7 +286,7 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
             weight, transposed = r_gates[g]
             return _matmul(ctx, h_prev, weight, f"{hint}.{tag}", transpose_b=transposed)
 
-        h = None if h0 is None else _slice_rows(ctx, h0, d, 0, batch, f"{hint}.h0")
+        h = None if h0 is None else _slice_rows(ctx, h0, d, 0, ctx.value(h0).shape[1], f"{hint}.h0")
         outputs = [None] * seq
         for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
             tag = f"t{t}"
@@ -361,11 +376,30 @@ def _zeros_or_input(ctx: NodeContext, position: int, shape, dtype, hint: str) ->
 
 
 def _time_reverse(ctx: NodeContext, name: str, steps: int) -> str:
+    """``name`` reversed along axis 0 (a stride -1 over the whole axis when its length is dynamic)."""
     value = ctx.value(name)
     out = ctx.new_value(value.dtype, value.shape, f"{name}.reversed")
-    ctx.emit(OP.OH_NN_OPS_GATHER, [name, ctx.constant(np.arange(steps - 1, -1, -1, dtype=np.int32)),
-                                   ctx.constant(np.asarray([0], np.int64))], [out])
+    if steps >= 0:
+        ctx.emit(OP.OH_NN_OPS_GATHER, [name, ctx.constant(np.arange(steps - 1, -1, -1, dtype=np.int32)),
+                                       ctx.constant(np.asarray([0], np.int64))], [out])
+        return out
+    rank = len(value.shape)
+    every = (1 << rank) - 1
+    ctx.emit(OP.OH_NN_OPS_STRIDED_SLICE, [name, ctx.constant(np.zeros(rank, np.int64)),
+                                          ctx.constant(np.zeros(rank, np.int64)),
+                                          ctx.constant(np.asarray([-1] + [1] * (rank - 1), np.int64))], [out],
+             {"OH_NN_STRIDED_SLICE_BEGIN_MASK": every, "OH_NN_STRIDED_SLICE_END_MASK": every})
     return out
+
+
+def _state_zeros(ctx: NodeContext, x: str, batch_axis: int, state_shape, dtype, hint: str) -> str:
+    """Zeros of the state shape [dirs, batch, hidden] (a FILL of the batch read at run time when dynamic)."""
+    if state_shape[1] >= 0:
+        return ctx.constant(np.zeros(state_shape, dtype), f"{ctx.name}.{hint}")
+    shape = shape_of_parts(ctx, [state_shape[0], dims_tensor(ctx, x, [batch_axis]), state_shape[2]],
+                           f"{ctx.name}.{hint}")
+    return ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(0, dtype)), shape], dtype, state_shape,
+                       f"{ctx.name}.{hint}")
 
 
 @converts("LSTM")
@@ -393,10 +427,13 @@ def lstm(ctx: NodeContext) -> None:
     if layout not in (0, 1):
         raise _unsupported(f"layout={layout} is not supported")
     x = ctx.input(0)
-    x_shape = ctx.static_shape(x, "the LSTM input")
-    if len(x_shape) != 3:
-        raise ConversionIssue(INVALID_MODEL, f"the LSTM input must be 3-D, got {list(x_shape)}")
+    x_shape = ctx.value(x).shape
+    if x_shape is None or len(x_shape) != 3:
+        raise ConversionIssue(INVALID_MODEL, f"the LSTM input must be 3-D, got {x_shape}")
     steps, batch, features = (x_shape[1], x_shape[0], x_shape[2]) if layout else x_shape
+    if features < 0:  # (steps and batch may stay dynamic: NNRt's LSTM takes any)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the input size of the LSTM input {x!r} (shape {list(x_shape)}) must be "
+                                             f"static (it is the NNRt LSTM's input_size)", tensor=x, axes=(2,))
     w_shape = ctx.static_shape(ctx.input(1), "W")
     hidden = w_shape[1] // 4
     hidden_attr = ctx.attr("hidden_size")
@@ -407,6 +444,9 @@ def lstm(ctx: NodeContext) -> None:
     dtype = ctx.value(x).dtype
     if ctx.has_input(4):
         lens = ctx.constant_input(4, "sequence_lens")
+        if steps < 0:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"sequence_lens {lens.tolist()} is given: the sequence length must be "
+                                                 "static to tell it runs whole", tensor=x, axes=(1 if layout else 0,))
         if not np.all(lens == steps):
             raise _unsupported(f"sequence_lens {lens.tolist()} shorter than the sequence ({steps}) are not supported")
     if ctx.has_input(7):
@@ -420,8 +460,8 @@ def lstm(ctx: NodeContext) -> None:
     w, r = ctx.input(1), ctx.input(2)
     b = _zeros_or_input(ctx, 3, (dirs, 8 * hidden), dtype, "B")
     state_shape = (dirs, batch, hidden)
-    h0 = _zeros_or_input(ctx, 5, state_shape, dtype, "initial_h")
-    c0 = _zeros_or_input(ctx, 6, state_shape, dtype, "initial_c")
+    h0 = ctx.input(5) if ctx.has_input(5) else _state_zeros(ctx, x, 1, state_shape, dtype, "initial_h")
+    c0 = ctx.input(6) if ctx.has_input(6) else _state_zeros(ctx, x, 1, state_shape, dtype, "initial_c")
     if layout:
         h0 = ctx.transpose(h0, (1, 0, 2)) if ctx.has_input(5) else h0
         c0 = ctx.transpose(c0, (1, 0, 2)) if ctx.has_input(6) else c0
@@ -439,11 +479,13 @@ def lstm(ctx: NodeContext) -> None:
     ctx.emit(OP.OH_NN_OPS_LSTM, [x, w, r, b, h0, c0], [y_seq, hy, cy], params)
     if outputs[0]:
         y = y_seq if direction != "reverse" else _time_reverse(ctx, y_seq, steps)
-        y4 = _reshape(ctx, y, [steps, batch, dirs, hidden])
+        # (dims read at run time where the steps and the batch are both dynamic)
+        lead = [steps if steps >= 0 else dims_tensor(ctx, y, [0]), batch if batch >= 0 else dims_tensor(ctx, y, [1])]
+        y4 = reshape_to(ctx, y, [*lead, dirs, hidden], f"{ctx.name}.y4")
         if layout:  # [batch, seq, dirs, hidden]
             ctx.transpose(y4, (1, 0, 2, 3), output=outputs[0])
         elif dirs == 1:
-            _reshape(ctx, y, [steps, 1, batch, hidden], output=outputs[0])
+            reshape_to(ctx, y, [lead[0], 1, lead[1], hidden], f"{ctx.name}.y", output=outputs[0])
         else:
             ctx.transpose(y4, (0, 2, 1, 3), output=outputs[0])
         _set_shape(ctx, outputs[0], [batch, steps, dirs, hidden] if layout else [steps, dirs, batch, hidden])

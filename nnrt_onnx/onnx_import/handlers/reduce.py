@@ -15,12 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
-from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
 from ..context import NodeContext
 from . import converts
 from ._common import (
     _arg_max,
     _binary,
+    _cast,
+    _compare,
     _const,
     _float_only,
     _norm_axes,
@@ -31,6 +33,7 @@ from ._common import (
     _unary,
     axes_from,
 )
+from ._dims import axis_iota, dims_tensor
 
 
 def _reverse_order(ctx: NodeContext, x: str, hint: str, output: str | None = None) -> str:
@@ -143,14 +146,24 @@ def arg_max(ctx: NodeContext) -> None:
         _arg_max(ctx, x, axis, keep, index_dtype, out, output=out)
         return
     n = _ranked_shape(ctx, x)[axis]
-    if n < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"select_last_index=1 needs a static size of axis {axis}")
     flipped_shape = _ranked_shape(ctx, x)
-    backwards = ctx.constant(np.arange(n - 1, -1, -1, dtype=np.int32), f"{ctx.name}.backwards")
-    flipped = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
-                    ctx.value(x).dtype, flipped_shape, f"{out}.flipped")
+    if n >= 0:
+        backwards = ctx.constant(np.arange(n - 1, -1, -1, dtype=np.int32), f"{ctx.name}.backwards")
+        flipped = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, backwards, ctx.constant(np.asarray([axis], np.int64))],
+                              ctx.value(x).dtype, flipped_shape, f"{out}.flipped")
+        last_index = _const(ctx, n - 1, index_dtype, "last")
+    else:  # a dynamic axis: reversed by a stride -1 over its whole length, n - 1 read at run time
+        every = (1 << rank) - 1
+        flipped = ctx.emit_to(OP.OH_NN_OPS_STRIDED_SLICE,
+                              [x, ctx.constant(np.zeros(rank, np.int64)), ctx.constant(np.zeros(rank, np.int64)),
+                               ctx.constant(np.asarray([-1 if d == axis else 1 for d in range(rank)], np.int64))],
+                              ctx.value(x).dtype, flipped_shape, f"{out}.flipped",
+                              {"OH_NN_STRIDED_SLICE_BEGIN_MASK": every, "OH_NN_STRIDED_SLICE_END_MASK": every})
+        dim = _cast(ctx, dims_tensor(ctx, x, [axis]), index_dtype)
+        top = _binary(ctx, OP.OH_NN_OPS_SUB, dim, _const(ctx, 1, index_dtype, "one"), f"{out}.top")
+        last_index = ctx.emit_to(OP.OH_NN_OPS_SQUEEZE, [top], index_dtype, (), f"{out}.last")
     idx = _arg_max(ctx, flipped, axis, keep, index_dtype, f"{out}.flipped_index")
-    _binary(ctx, OP.OH_NN_OPS_SUB, _const(ctx, n - 1, index_dtype, "last"), idx, out, output=out)
+    _binary(ctx, OP.OH_NN_OPS_SUB, last_index, idx, out, output=out)
 
 
 @converts("TopK")
@@ -217,8 +230,8 @@ _CUMSUM_MAX = 4096  # the triangle has n * n elements
 
 @converts("CumSum")
 def cum_sum(ctx: NodeContext) -> None:
-    """Cumulative sum along a constant axis as a MATMUL with a constant 0/1 triangle (exact for integers;
-    exclusive/reverse pick the triangle)."""
+    """Cumulative sum along a constant axis as a MATMUL with a 0/1 triangle (exact for integers; exclusive/reverse
+    pick the triangle; floats: NaN and infinities reach only the sums after them, :func:`_running_sums_of_floats`)."""
     x = ctx.input(0)
     out = ctx.output(0)
     dtype = ctx.value(x).dtype
@@ -235,24 +248,60 @@ def cum_sum(ctx: NodeContext) -> None:
     exclusive = bool(int(ctx.attr("exclusive", 0)))
     reverse = bool(int(ctx.attr("reverse", 0)))
     n = shape[axis]
-    if n < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"CumSum needs a static size of axis {axis}")
     if n > _CUMSUM_MAX:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"CumSum along an axis of {n} > {_CUMSUM_MAX} elements is not "
                                                      "supported (it runs as a product with an n x n triangle)")
-    j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")  # y[i] = sum_j x[j] * T[j, i]
-    if reverse:
-        triangle = j > i if exclusive else j >= i
-    else:
-        triangle = j < i if exclusive else j <= i
-    weights = ctx.constant(triangle.astype(dtype), f"{ctx.name}.triangle")
+    compare = (OP.OH_NN_OPS_GREATER if exclusive else OP.OH_NN_OPS_GREATER_EQUAL) if reverse else \
+        (OP.OH_NN_OPS_LESS if exclusive else OP.OH_NN_OPS_LESS_EQUAL)
+    if n >= 0:
+        j, i = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")  # y[i] = sum_j x[j] * T[j, i]
+        triangle = {OP.OH_NN_OPS_GREATER: j > i, OP.OH_NN_OPS_GREATER_EQUAL: j >= i, OP.OH_NN_OPS_LESS: j < i,
+                    OP.OH_NN_OPS_LESS_EQUAL: j <= i}[compare]
+        weights = ctx.constant(triangle.astype(dtype), f"{ctx.name}.triangle")
+    else:  # a dynamic axis: the triangle compares the positions along it, read at run time
+        rows = axis_iota(ctx, x, axis, 2, position=0)
+        columns = axis_iota(ctx, x, axis, 2, position=1)
+        mask = ctx.emit_to(compare, [rows, columns], np.bool_, (-1, -1), f"{ctx.name}.triangle_mask")
+        weights = _cast(ctx, mask, dtype, f"{ctx.name}.triangle")
     last = list(range(rank))
     last.append(last.pop(axis))
     moved = x if axis == rank - 1 else ctx.transpose(x, last)
     moved_shape = _ranked_shape(ctx, moved)
-    if axis == rank - 1:
-        ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, out, output=out)
-        return
-    product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved")
-    back = [last.index(d) for d in range(rank)]
-    _transpose(ctx, product, back, output=out)
+    target = out if axis == rank - 1 else None
+    if dtype.kind == "f":
+        product = _running_sums_of_floats(ctx, moved, weights, dtype, moved_shape, target)
+    else:
+        product = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [moved, weights], dtype, moved_shape, f"{out}.moved",
+                              output=target)
+    if target is None:
+        _transpose(ctx, product, [last.index(d) for d in range(rank)], output=out)
+
+
+def _running_sums_of_floats(ctx: NodeContext, x: str, triangle: str, dtype, shape, output: str | None) -> str:
+    """The running sums of ``x`` along its last axis as a product with ``triangle`` -- of its finite values only, so
+    that a NaN or an infinity reaches only the sums after it, as in a running sum (a product spreads NaN * 0 = NaN
+    to every sum): each sum then becomes NaN after a NaN (or after both infinities), +-inf after one of them."""
+    def counts(mask: str, hint: str) -> str:  # how many of the masked elements each sum has seen
+        return ctx.emit_to(OP.OH_NN_OPS_MATMUL, [_cast(ctx, mask, dtype, f"{x}.{hint}"), triangle], dtype, shape,
+                           f"{x}.{hint}_seen")
+
+    def positive(name: str) -> str:
+        return _compare(ctx, OP.OH_NN_OPS_GREATER, name, _const(ctx, 0, dtype, "zero"), f"{name}.any")
+
+    def where(condition: str, value: str, otherwise: str, hint: str, target: str | None = None) -> str:
+        return ctx.emit_to(OP.OH_NN_OPS_WHERE, [condition, value, otherwise], dtype, shape, hint, output=target)
+
+    zero = _const(ctx, 0, dtype, "zero")
+    finite = _compare(ctx, OP.OH_NN_OPS_EQUAL, _binary(ctx, OP.OH_NN_OPS_SUB, x, x, f"{x}.minus_itself"), zero,
+                      f"{x}.finite")  # x - x is 0 unless x is NaN or +-inf
+    sums = ctx.emit_to(OP.OH_NN_OPS_MATMUL, [where(finite, x, zero, f"{x}.finite_values"), triangle], dtype, shape,
+                       f"{x}.finite_sums")
+    nan = counts(_compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, x, x, f"{x}.nan"), "nan")
+    up = counts(_compare(ctx, OP.OH_NN_OPS_EQUAL, x, _const(ctx, np.inf, dtype, "inf"), f"{x}.up"), "up")
+    down = counts(_compare(ctx, OP.OH_NN_OPS_EQUAL, x, _const(ctx, -np.inf, dtype, "minus_inf"), f"{x}.down"), "down")
+    sums = where(positive(up), _const(ctx, np.inf, dtype, "inf"), sums, f"{x}.with_up")
+    sums = where(positive(down), _const(ctx, -np.inf, dtype, "minus_inf"), sums, f"{x}.with_down")
+    undefined = _binary(ctx, OP.OH_NN_OPS_LOGICAL_OR, positive(nan), _binary(
+        ctx, OP.OH_NN_OPS_LOGICAL_AND, positive(up), positive(down), f"{x}.both", dtype=np.bool_),
+        f"{x}.undefined", dtype=np.bool_)
+    return where(undefined, _const(ctx, np.nan, dtype, "nan"), sums, f"{x}.running_sums", output)

@@ -36,6 +36,7 @@ from ._common import (
     fold_constant_node,
     normalize_axes,
 )
+from ._dims import axis_iota, dim_product, dims_tensor, iota, known
 
 # -- constants, shapes, no-ops -----------------------------------------------------------------------------------------
 
@@ -130,8 +131,17 @@ def shape(ctx: NodeContext) -> None:
 
 @converts("Size")
 def size(ctx: NodeContext) -> None:
-    dims = ctx.static_shape(ctx.input(0))
-    ctx.graph.add_value(Value(ctx.output(0), np.dtype(np.int64), (), np.asarray(int(np.prod(dims)), np.int64)))
+    """A constant when the shape is static; else the product of SHAPE (a rank-0 int64)."""
+    x = ctx.input(0)
+    dims = ctx.value(x).shape
+    if known(dims):
+        ctx.graph.add_value(Value(ctx.output(0), np.dtype(np.int64), (), np.asarray(int(np.prod(dims)), np.int64)))
+        return
+    if dims is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {x!r} is unknown")
+    product = dim_product(ctx, x, range(len(dims)))
+    ctx.settle(ctx.output(0), (), np.int64)
+    ctx.emit(OP.OH_NN_OPS_SQUEEZE, [product], [ctx.output(0)])
 
 
 @converts("ConstantOfShape")
@@ -158,7 +168,11 @@ def constant_of_shape(ctx: NodeContext) -> None:
 
 @converts("Range")
 def range_(ctx: NodeContext) -> None:
-    """A constant: the output length depends on the values, so start/limit/delta must be constants."""
+    """A constant when start/limit/delta are; else computed at run time: max(ceil((limit - start) / delta), 0)
+    positions (``_dims.iota``) times delta plus start. Its length is then dynamic."""
+    if any(ctx.input_value(i).data is None for i in range(3)):
+        _range_at_run_time(ctx)
+        return
     start, limit, delta = (_scalar(ctx.constant_input(i, what), what)
                            for i, what in enumerate(("Range start", "Range limit", "Range delta")))
     dtype = np.asarray(start).dtype
@@ -185,12 +199,39 @@ def range_(ctx: NodeContext) -> None:
     ctx.graph.add_value(_constant_value(ctx.output(0), values))
 
 
+def _range_at_run_time(ctx: NodeContext) -> None:
+    start, limit, delta = (ctx.input(i) for i in range(3))
+    dtype = ctx.value(start).dtype
+    stash = ctx.opset >= 27 and int(ctx.attr("stash_type", 1)) and dtype == np.float16
+    compute = np.dtype(np.float32) if stash else dtype  # (float16 values computed in float32, then rounded)
+    f64, i64 = np.dtype(np.float64), np.dtype(np.int64)
+
+    def as_(name, target):
+        return name if ctx.value(name).dtype == target else ctx.emit_to(
+            OP.OH_NN_OPS_CAST, [name, ctx.constant(np.asarray(int(from_numpy(target)), np.int32))], target,
+            ctx.value(name).shape, f"{name}.{target.name}")
+
+    span = ctx.emit_to(OP.OH_NN_OPS_SUB, [as_(limit, f64), as_(start, f64)], f64, (), f"{ctx.name}.span")
+    steps = ctx.emit_to(OP.OH_NN_OPS_CEIL, [ctx.emit_to(OP.OH_NN_OPS_DIV, [span, as_(delta, f64)], f64, (),
+                                                        f"{ctx.name}.steps")], f64, (), f"{ctx.name}.ceil")
+    count = ctx.emit_to(OP.OH_NN_OPS_MAXIMUM, [steps, ctx.constant(np.asarray(0, f64))], f64, (), f"{ctx.name}.count")
+    length = ctx.reshape(as_(count, i64), [1])
+    positions = as_(iota(ctx, length, i64, "positions"), compute)
+    scaled = ctx.emit_to(OP.OH_NN_OPS_MUL, [positions, as_(delta, compute)], compute, (-1,), f"{ctx.name}.scaled")
+    ctx.settle(ctx.output(0), (-1,), dtype)
+    if compute == dtype:
+        ctx.emit(OP.OH_NN_OPS_ADD, [scaled, start], [ctx.output(0)])
+        return
+    values = ctx.emit_to(OP.OH_NN_OPS_ADD, [scaled, as_(start, compute)], compute, (-1,), f"{ctx.name}.values")
+    ctx.emit(OP.OH_NN_OPS_CAST, [values, ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32))], [ctx.output(0)])
+
+
 @converts("EyeLike")
 def eye_like(ctx: NodeContext) -> None:
     x = ctx.input(0)
-    shape = ctx.static_shape(x, "EyeLike's input")
-    if len(shape) != 2:
-        raise ConversionIssue(INVALID_MODEL, f"EyeLike needs a 2-D input, got shape {list(shape)}")
+    shape = ctx.value(x).shape
+    if shape is None or len(shape) != 2:
+        raise ConversionIssue(INVALID_MODEL, f"EyeLike needs a 2-D input, got shape {shape}")
     dtype_code = ctx.attr("dtype")
     dtype = ctx.value(x).dtype
     if dtype_code is not None:
@@ -200,6 +241,14 @@ def eye_like(ctx: NodeContext) -> None:
         except (KeyError, TypeError, ValueError):
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"dtype={dtype_code} has no NNRt data type") from None
     k = int(ctx.attr("k", 0))
+    if not known(shape):  # ones where column - row == k, from the positions along both dims (read at run time)
+        diagonal = ctx.emit_to(OP.OH_NN_OPS_SUB, [axis_iota(ctx, x, 1, 2), axis_iota(ctx, x, 0, 2)], np.int64, shape,
+                               f"{ctx.name}.diagonal")
+        on = ctx.emit_to(OP.OH_NN_OPS_EQUAL, [diagonal, ctx.constant(np.asarray(k, np.int64))], np.bool_, shape,
+                         f"{ctx.name}.on")
+        ctx.settle(ctx.output(0), shape, dtype)
+        ctx.emit(OP.OH_NN_OPS_CAST, [on, ctx.constant(np.asarray(int(from_numpy(dtype)), np.int32))], [ctx.output(0)])
+        return
     limits.require_shape(shape, dtype, "EyeLike's output")
     ctx.graph.add_value(_constant_value(ctx.output(0), np.eye(shape[0], shape[1], k, dtype=dtype)))
 
@@ -239,6 +288,22 @@ def _runtime_target(ctx: NodeContext) -> list[int] | None:
     return reshape_target(dims, requested, bool(ctx.attr("allowzero", 0)))
 
 
+def _symbolic_target(ctx: NodeContext, x: str, requested) -> list[int] | None:
+    """A constant target whose 0s copy dynamic dims (``[0, -1]`` of ``[N, 3, 4]``): the copied dims cancel against the
+    input's (symbol.py), leaving RESHAPE one -1; else the 0s themselves, which RESHAPE copies at run time too."""
+    allowzero = bool(ctx.attr("allowzero", 0))
+    values = ctx.shape_values()
+    dims = values.dims(ctx.node.input[0]) if values is not None else None
+    if dims is None or allowzero:
+        return None
+    resolved = reshape_target(dims, [int(d) for d in requested], allowzero)
+    if resolved is not None:
+        return resolved
+    kept = [0 if d == 0 and i < len(dims) and isinstance(dims[i], str) else t
+            for i, (d, t) in enumerate(zip(requested, _target_shape(ctx, x, requested)))]
+    return kept if sum(d < 0 for d in kept) <= 1 else None
+
+
 @converts("Reshape")
 def reshape(ctx: NodeContext) -> None:
     if fold_constant_node(ctx):
@@ -258,11 +323,14 @@ def reshape(ctx: NodeContext) -> None:
         ctx.attr("allowzero")
         target = list(inferred)
     else:
-        target = _target_shape(ctx, x, ctx.constant_input(1, "the target shape").reshape(-1))
+        requested = ctx.constant_input(1, "the target shape").reshape(-1)
+        target = _target_shape(ctx, x, requested)
+        if sum(d < 0 for d in target) > 1:
+            target = _symbolic_target(ctx, x, requested) or target
     if sum(d < 0 for d in target) > 1:
         raise ConversionIssue(DYNAMIC_SHAPE, f"Reshape of {x!r} (shape {list(ctx.value(x).shape or [])}) to {target}: "
                                              f"more than one dim is unknown (RESHAPE takes one -1)", tensor=x)
-    ctx.settle(ctx.output(0), target)
+    ctx.settle(ctx.output(0), [-1 if d == 0 else d for d in target])  # (a 0 copies a dynamic dim)
     if not target:  # to a scalar: SQUEEZE without axes (NNRt has no empty shape tensor for RESHAPE)
         ctx.emit(OP.OH_NN_OPS_SQUEEZE, [x], [ctx.output(0)])
         return
@@ -296,8 +364,11 @@ def squeeze(ctx: NodeContext) -> None:
     axes = axes_from(ctx)
     shape = ctx.value(x).shape
     if axes is None:
-        if any(d < 0 for d in shape):
-            raise ConversionIssue(DYNAMIC_SHAPE, "Squeeze without axes needs a static shape")
+        if any(d < 0 for d in shape):  # (a dim of 1 at run time would be removed: the rank would depend on it)
+            raise ConversionIssue(DYNAMIC_SHAPE, f"Squeeze without axes removes every dim of size 1: whether the "
+                                                 f"dynamic dims {[i for i, d in enumerate(shape) if d < 0]} of {x!r} "
+                                                 f"are 1 decides the output's rank, which an NNRt tensor fixes",
+                                  tensor=x)
         axes = [i for i, d in enumerate(shape) if d == 1]
     axes = normalize_axes(axes, rank)
     target = [d for i, d in enumerate(shape) if i not in axes]
@@ -431,11 +502,63 @@ def split(ctx: NodeContext) -> None:
     if n == 1:
         ctx.alias(x, outputs[0])
         return
+    if sizes is None and num_outputs is not None:
+        _split_uneven(ctx, x, axis, outputs)
+        return
     params = {"OH_NN_SPLIT_AXIS": axis, "OH_NN_SPLIT_OUTPUT_NUM": n}
     if sizes is not None:
         params["OH_NN_SPLIT_SIZE_SPLITS"] = sizes
     # (dynamic dim without sizes: equal pieces at run time; an indivisible dim is an error there, as in ONNX < 18)
     ctx.emit(OP.OH_NN_OPS_SPLIT, [x], outputs, params)
+
+
+def _split_uneven(ctx: NodeContext, x: str, axis: int, outputs: list[str]) -> None:
+    """num_outputs pieces of a dynamic dim d: ceil(d / n) each, the last what is left (ONNX Split-18); SPLIT takes
+    equal pieces only, so each piece is a SLICE whose begin and size are computed at run time."""
+    n = len(outputs)
+    dtype = ctx.value(x).dtype
+    i64 = np.int64
+    dim = dims_tensor(ctx, x, [axis])
+    chunk = ctx.emit_to(OP.OH_NN_OPS_DIV, [ctx.emit_to(OP.OH_NN_OPS_ADD, [dim, ctx.constant(np.asarray([n - 1], i64))],
+                                                       i64, (1,), f"{ctx.name}.dim_up"),
+                                           ctx.constant(np.asarray([n], i64))], i64, (1,), f"{ctx.name}.chunk")
+    shape = list(ctx.value(x).shape)
+    shape[axis] = -1
+    for i, output in enumerate(outputs):
+        begin = ctx.emit_to(OP.OH_NN_OPS_MUL, [chunk, ctx.constant(np.asarray([i], i64))], i64, (1,),
+                            f"{output}.begin") if i else ctx.constant(np.asarray([0], i64))
+        if i == n - 1:
+            size = ctx.constant(np.asarray([-1], i64))  # to the end
+        else:  # min(chunk, d - begin): a small d leaves the later pieces short
+            left = ctx.emit_to(OP.OH_NN_OPS_SUB, [dim, begin], i64, (1,), f"{output}.left")
+            size = ctx.emit_to(OP.OH_NN_OPS_MINIMUM, [chunk, left], i64, (1,), f"{output}.size")
+        ctx.settle(output, shape, dtype)
+        ctx.emit(OP.OH_NN_OPS_SLICE, [x, begin, size], [output], {"OH_NN_SLICE_AXES": [axis]})
+
+
+def _expand_at_run_time(ctx: NodeContext, x: str, x_shape) -> None:
+    """Expand to a shape computed at run time (``Shape`` of a dynamic tensor): WHERE(FILL(true, shape), x, x), whose
+    numpy broadcasting is Expand's; the target's length must be known."""
+    target = ctx.input(1)
+    length = ctx.value(target).shape
+    if length is None or len(length) != 1 or length[0] < 0:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the length of the target shape {ctx.node.input[1]!r} is unknown "
+                                             f"(it gives the output's rank)", tensor=ctx.node.input[1])
+    reader = ctx.shape_values()
+    requested = reader.value(ctx.node.input[1]) if reader is not None else None
+    rank = max(length[0], len(x_shape))
+    requested = [-1] * length[0] if requested is None else [d if isinstance(d, int) and d > 0 else -1
+                                                            for d in requested]
+    padded_x = [1] * (rank - len(x_shape)) + list(x_shape)
+    padded_r = [1] * (rank - len(requested)) + requested
+    ctx.settle(ctx.output(0), [r if s == 1 else s if s >= 0 and r in (1, -1, s) else -1
+                               for s, r in zip(padded_x, padded_r)])
+    shape = target if ctx.value(target).dtype == np.int64 else ctx.emit_to(
+        OP.OH_NN_OPS_CAST, [target, ctx.constant(np.asarray(int(from_numpy(np.dtype(np.int64))), np.int32))],
+        np.int64, length, f"{target}.i64")
+    everywhere = ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(True)), shape], np.bool_, padded_r,
+                             f"{ctx.name}.everywhere")
+    ctx.emit(OP.OH_NN_OPS_WHERE, [everywhere, x, x], [ctx.output(0)])
 
 
 # -- Pad ---------------------------------------------------------------------------------------------------------------
@@ -506,10 +629,13 @@ def pad(ctx: NodeContext) -> None:
     positive = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
     crop = [(max(-b, 0), max(-e, 0)) for b, e in zip(before, after)]
     cropped = [d - b - e if d >= 0 else -1 for d, (b, e) in zip(shape, crop)]
-    # (an unknown dim is left to PAD's own run-time check that reflect pads stay below the dim)
-    fits_reflect = all(cropped[a] < 0 or max(positive[a]) <= cropped[a] - 1 for a in range(rank) if any(positive[a]))
-    if mode == "constant" or (mode == "reflect" and fits_reflect):
-        padding = any(any(p) for p in positive)
+    # (reflect pads beyond the dim reflect again, which PAD refuses: a dynamic dim goes the GATHER way)
+    fits_reflect = all(0 <= max(positive[a]) <= cropped[a] - 1 for a in range(rank) if any(positive[a]))
+    padded_axes = [a for a in range(rank) if before[a] or after[a]]
+    by_pad = mode == "constant" or (mode == "reflect" and fits_reflect)
+    dynamic = any(shape[a] < 0 for a in padded_axes) and not by_pad
+    if by_pad or dynamic:
+        padding = any(any(p) for p in positive) and not dynamic
         current = x
         if any(any(c) for c in crop):
             end_mask = sum(1 << a for a in range(rank) if not crop[a][1])
@@ -518,13 +644,16 @@ def pad(ctx: NodeContext) -> None:
                               ctx.constant(np.asarray([-e for _, e in crop], np.int64)),
                               ctx.constant(np.ones(rank, np.int64))], value.dtype, cropped, f"{out}.cropped",
                              {"OH_NN_STRIDED_SLICE_END_MASK": end_mask} if end_mask else {},
-                             output=None if padding else out)
+                             output=None if padding or dynamic else out)
         if padding:
             ctx.emit(OP.OH_NN_OPS_PAD, [current, ctx.constant(np.asarray(positive, np.int64))], [out],
                      {"OH_NN_PAD_CONSTANT_VALUE": fill, "OH_NN_PAD_PADDING_MODE": 0 if mode == "constant" else 1})
+        if not dynamic:
+            return
+        # edge / wrap / reflect over a dynamic dim: the source positions computed at run time, after the crop
+        _gather_padding(ctx, current, out, mode, [a for a in padded_axes if any(positive[a])], positive)
         return
     current = x
-    padded_axes = [a for a in range(rank) if before[a] or after[a]]
     current_shape = list(shape)
     for position, a in enumerate(padded_axes):
         dim = shape[a]
@@ -539,6 +668,54 @@ def pad(ctx: NodeContext) -> None:
         current = ctx.emit_to(OP.OH_NN_OPS_GATHER, [current, ctx.constant(source.astype(np.int64), f"{out}.src{a}"),
                                                     ctx.constant(np.asarray([a], np.int64))],
                          value.dtype, list(current_shape), f"{out}.axis{a}", output=out if last else None)
+
+
+def _gather_padding(ctx: NodeContext, x: str, out: str, mode: str, axes, pads) -> None:
+    """edge / wrap / reflect padding of ``axes`` of ``x`` (pads (begin, end) >= 0 per dim) as one GATHER per axis,
+    the source positions computed at run time where the dim is dynamic: for output position i of a dim d,
+    edge clip(i - b, 0, d - 1), wrap (i - b) mod d, reflect the mirror of i - b in [0, d - 1]."""
+    value = ctx.value(x)
+    shape = list(value.shape)
+    i64 = np.int64
+    current = x
+    for position, a in enumerate(axes):
+        b, e = pads[a]
+        last = position == len(axes) - 1
+        grown = shape[a] + b + e if shape[a] >= 0 else -1
+        if shape[a] >= 0:
+            source = ctx.constant(np.pad(np.arange(shape[a]), (b, e), mode=mode).astype(i64), f"{out}.src{a}")
+        else:
+            dim = dims_tensor(ctx, current, [a])
+            length = ctx.emit_to(OP.OH_NN_OPS_ADD, [dim, ctx.constant(np.asarray([b + e], i64))], i64, (1,),
+                                 f"{out}.length{a}")
+            shifted = ctx.emit_to(OP.OH_NN_OPS_SUB, [iota(ctx, length, i64, f"positions{a}"),
+                                                     ctx.constant(np.asarray(b, i64))], i64, (-1,), f"{out}.shifted{a}")
+            source = _padding_source(ctx, shifted, dim, mode, f"{out}.src{a}")
+        shape[a] = grown
+        current = ctx.emit_to(OP.OH_NN_OPS_GATHER, [current, source, ctx.constant(np.asarray([a], i64))], value.dtype,
+                              list(shape), f"{out}.axis{a}", output=out if last else None)
+
+
+def _padding_source(ctx: NodeContext, shifted: str, dim: str, mode: str, hint: str) -> str:
+    """The source position of every output position i - b (``shifted``) of a padded dim of run-time size ``dim``."""
+    i64 = np.int64
+    one = ctx.constant(np.asarray([1], i64))
+    top = ctx.emit_to(OP.OH_NN_OPS_SUB, [dim, one], i64, (1,), f"{hint}.top")
+    zero = ctx.constant(np.asarray(0, i64))
+    if mode == "edge":
+        low = ctx.emit_to(OP.OH_NN_OPS_MAXIMUM, [shifted, zero], i64, (-1,), f"{hint}.low")
+        return ctx.emit_to(OP.OH_NN_OPS_MINIMUM, [low, top], i64, (-1,), hint)
+    if mode == "wrap":  # floor modulo from MOD's truncated one
+        rest = ctx.emit_to(OP.OH_NN_OPS_MOD, [shifted, dim], i64, (-1,), f"{hint}.rest")
+        return ctx.emit_to(OP.OH_NN_OPS_MOD, [ctx.emit_to(OP.OH_NN_OPS_ADD, [rest, dim], i64, (-1,), f"{hint}.up"),
+                                              dim], i64, (-1,), hint)
+    # reflect: period 2(d - 1); t = (i - b) mod period (floor), then t or period - t
+    period = ctx.emit_to(OP.OH_NN_OPS_MUL, [top, ctx.constant(np.asarray([2], i64))], i64, (1,), f"{hint}.period")
+    rest = ctx.emit_to(OP.OH_NN_OPS_MOD, [shifted, period], i64, (-1,), f"{hint}.rest")
+    t = ctx.emit_to(OP.OH_NN_OPS_MOD, [ctx.emit_to(OP.OH_NN_OPS_ADD, [rest, period], i64, (-1,), f"{hint}.up"),
+                                       period], i64, (-1,), f"{hint}.t")
+    mirrored = ctx.emit_to(OP.OH_NN_OPS_SUB, [period, t], i64, (-1,), f"{hint}.mirrored")
+    return ctx.emit_to(OP.OH_NN_OPS_MINIMUM, [t, mirrored], i64, (-1,), hint)
 
 
 # -- Tile, Expand ------------------------------------------------------------------------------------------------------
@@ -571,10 +748,13 @@ def expand(ctx: NodeContext) -> None:
     """Expand -> BROADCAST_TO with the (bidirectional) broadcast of the input shape and the constant shape."""
     x = ctx.input(0)
     check_op_dtype(ctx, x, OP.OH_NN_OPS_BROADCAST_TO)
-    requested = [int(d) for d in ctx.constant_input(1, "the target shape").reshape(-1)]
     x_shape = ctx.value(x).shape
     if x_shape is None:
         raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {x!r} is unknown")
+    if ctx.input_value(1).data is None:
+        _expand_at_run_time(ctx, x, x_shape)
+        return
+    requested = [int(d) for d in ctx.constant_input(1, "the target shape").reshape(-1)]
     if any(d < 0 for d in requested) or 0 in requested or 0 in x_shape:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"shape {requested}: negative or zero dims (empty tensors) are "
                                                      f"not supported")

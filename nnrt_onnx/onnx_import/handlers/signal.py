@@ -25,11 +25,12 @@ from onnx import helper
 from ...dtypes import from_numpy
 from ...enums import OH_NN_OperationType as OP
 from ...ir.graph import Value
-from ...ir.issues import INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_DTYPE, ConversionIssue
 from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _binary, _float_dtype, _matmul, _reshape, _transpose
+from ._dims import dims_tensor, known, reshape_to
 
 
 def _scalar_int(ctx: NodeContext, position: int, what: str) -> int:
@@ -111,16 +112,18 @@ def _spectral_product(ctx: NodeContext, x: str, axis: int, matrix: np.ndarray, k
     perm = [i for i in range(rank - 1) if i != axis] + [axis, rank - 1]
     moved = _transpose(ctx, x, perm)
     lead = [shape[p] for p in perm[:-2]]
-    flat = _reshape(ctx, moved, (lead or [1]) + [shape[axis] * shape[-1]])
+    # (the other dims may be dynamic: read at run time where RESHAPE's one -1 is not enough)
+    lead_parts = [dims_tensor(ctx, moved, range(len(lead)))] if lead and not known(lead) else lead
+    flat = reshape_to(ctx, moved, (lead_parts or [1]) + [shape[axis] * shape[-1]], f"{ctx.name}.flat")
     product = _matmul(ctx, flat, ctx.constant(matrix.astype(value.dtype), f"{ctx.name}.dft"), f"{ctx.name}.product")
     result_shape = lead + [k_out, c_out]
     inverse = list(np.argsort(perm))
     out_shape = [result_shape[p] for p in inverse]
     ctx.settle(output, out_shape, force=True)
     if inverse == list(range(rank)):
-        _reshape(ctx, product, result_shape, output=output)
+        reshape_to(ctx, product, lead_parts + [k_out, c_out], f"{ctx.name}.spectrum", output=output)
         return
-    spectrum = _reshape(ctx, product, result_shape)
+    spectrum = reshape_to(ctx, product, lead_parts + [k_out, c_out], f"{ctx.name}.spectrum")
     ctx.settle(output, out_shape)
     ctx.transpose(spectrum, inverse, output=output)
 
@@ -129,7 +132,9 @@ def _spectral_product(ctx: NodeContext, x: str, axis: int, matrix: np.ndarray, k
 def dft(ctx: NodeContext) -> None:
     x = ctx.input(0)
     _float_dtype(ctx, x, "input")
-    shape = ctx.static_shape(x, "input")
+    shape = ctx.value(x).shape
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {x!r} is unknown", tensor=x)
     rank = len(shape)
     inverse, onesided = int(ctx.attr("inverse", 0)), int(ctx.attr("onesided", 0))
     if ctx.opset >= 20:
@@ -144,6 +149,9 @@ def dft(ctx: NodeContext) -> None:
         raise ConversionIssue(INVALID_MODEL, f"the last dim of the input must be 1 (real) or 2 (complex), got "
                                              f"{shape[-1]}")
     n_in = shape[axis]
+    if n_in < 0:  # (its DFT is a constant matrix; the other dims may stay dynamic)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the transformed axis {axis} of {x!r} must be static, got {list(shape)}",
+                              tensor=x, axes=(axis,))
     if ctx.has_input(1):
         length = _scalar_int(ctx, 1, "dft_length")
     else:
@@ -158,10 +166,13 @@ def dft(ctx: NodeContext) -> None:
 def stft(ctx: NodeContext) -> None:
     x = ctx.input(0)
     dtype = _float_dtype(ctx, x, "signal")
-    shape = ctx.static_shape(x, "signal")
-    if len(shape) != 3 or shape[-1] not in (1, 2):
-        raise ConversionIssue(INVALID_MODEL, f"the signal must be [batch, length, 1 or 2], got {list(shape)}")
+    shape = ctx.value(x).shape
+    if shape is None or len(shape) != 3 or shape[-1] not in (1, 2):
+        raise ConversionIssue(INVALID_MODEL, f"the signal must be [batch, length, 1 or 2], got {shape}")
     batch, length, parts = shape
+    if length < 0:  # (its frames are constant positions; the batch may stay dynamic)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the signal length of {x!r} must be static, got {list(shape)}",
+                              tensor=x, axes=(1,))
     step = _scalar_int(ctx, 1, "frame_step")
     window = ctx.input(2) if ctx.has_input(2) else None
     if ctx.has_input(3):

@@ -18,12 +18,20 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType as OP
 from ...geometry import NCHW_TO_NHWC, NHWC_TO_NCHW, permute
-from ...ir.issues import DYNAMIC_SHAPE, INVALID_MODEL, UNSUPPORTED_ATTRIBUTE, UNSUPPORTED_DTYPE, ConversionIssue
+from ...ir.issues import (
+    DYNAMIC_SHAPE,
+    INVALID_MODEL,
+    NEEDS_CONSTANT,
+    UNSUPPORTED_ATTRIBUTE,
+    UNSUPPORTED_DTYPE,
+    ConversionIssue,
+)
 from ...kernels.spatial import bilinear_matrix
 from .. import limits
 from ..context import NodeContext
 from . import converts
-from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _set_shape, _unsupported, fold_constant_node
+from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node
+from ._dims import dims_tensor, reshape_to
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
 
@@ -73,36 +81,43 @@ def _linear_coeffs_antialias(ratio: float, scale: float) -> np.ndarray:
     return values / values.sum()
 
 
+def _source_coordinates(in_size: int, out_size: int, scale: float, ctm: str, roi, length: float) -> np.ndarray:
+    """The input coordinate of every output position along one axis, in float32 as onnxruntime computes it.
+    ``length`` is the formulas' ``length_resized``: the integer ``out_size`` (onnxruntime, and the specification's
+    "length of the resized tensor"; rule resize-length-resized) or ``scale * in_size`` (onnx.reference)."""
+    f32 = np.float32
+    y = np.arange(out_size, dtype=f32)
+    scale32 = f32(scale)
+    if ctm == "align_corners":
+        return np.zeros(out_size, f32) if length == 1 else y * f32(in_size - 1) / f32(length - 1)
+    if ctm == "asymmetric":
+        return y / scale32
+    if ctm == "tf_crop_and_resize":
+        start, end = f32(roi[0]), f32(roi[1])
+        if length > 1:
+            return start * f32(in_size - 1) + y * (end - start) * f32(in_size - 1) / f32(length - 1)
+        return np.full(out_size, f32(0.5 * (float(start) + float(end)) * (in_size - 1)))
+    if ctm == "pytorch_half_pixel":
+        return (y + f32(0.5)) / scale32 - f32(0.5) if length > 1 else np.zeros(out_size, f32)
+    if ctm == "half_pixel":
+        return (y + f32(0.5)) / scale32 - f32(0.5)
+    if ctm == "half_pixel_symmetric":
+        adjustment = f32(length) / (scale32 * f32(in_size))
+        offset = f32(in_size) / f32(2) * (f32(1) - adjustment)
+        return offset + (y + f32(0.5)) / scale32 - f32(0.5)
+    raise _unsupported(f"coordinate_transformation_mode={ctm!r} is not supported")
+
+
 def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: str, *, roi=None,
                    cubic_a: float = -0.75, exclude_outside: bool = False, antialias: bool = False,
-                   nearest_mode: str = "round_prefer_floor"):
-    """The [out, in] matrix of ONNX Resize along one axis (as the ONNX reference computes it) and the mask of
-    output positions that take the extrapolation value (tf_crop_and_resize), or None."""
+                   nearest_mode: str = "round_prefer_floor", length: float | None = None):
+    """The [out, in] matrix of ONNX Resize along one axis (the ONNX reference's interpolation, at onnxruntime's
+    source coordinates) and the mask of output positions that take the extrapolation value (tf_crop_and_resize),
+    or None. ``length``: the ``length_resized`` of the coordinate formulas (default ``out_size``)."""
     limits.require_shape([out_size, in_size], np.float64, "the interpolation matrix of a resized axis")
-    y = np.arange(out_size, dtype=np.float64)
-    length = scale * in_size
-    extrapolated = None
-    if ctm == "align_corners":
-        x = np.zeros(out_size) if length == 1 else y * (in_size - 1) / (length - 1)
-    elif ctm == "asymmetric":
-        x = y / scale
-    elif ctm == "tf_crop_and_resize":
-        start, end = roi
-        if length == 1:
-            x = np.full(out_size, (end - start) * (in_size - 1) / 2)
-        else:
-            x = y * (end - start) * (in_size - 1) / (length - 1)
-        x = x + start * (in_size - 1)
-        extrapolated = (x < 0) | (x > in_size - 1)
-    elif ctm == "pytorch_half_pixel":
-        x = np.full(out_size, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
-    elif ctm == "half_pixel":
-        x = (y + 0.5) / scale - 0.5
-    elif ctm == "half_pixel_symmetric":
-        offset = in_size / 2 * (1 - out_size / length)
-        x = offset + (y + 0.5) / scale - 0.5
-    else:
-        raise _unsupported(f"coordinate_transformation_mode={ctm!r} is not supported")
+    x = _source_coordinates(in_size, out_size, scale, ctm, roi, out_size if length is None else length)
+    extrapolated = ((x < 0) | (x > in_size - 1)) if ctm == "tf_crop_and_resize" else None
+    x = x.astype(np.float64)
     floor = np.floor(x)
     ratios = np.where(x == floor, 1.0, x - floor)
     rows = []
@@ -145,9 +160,9 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
     value = ctx.value(x)
     dtype = value.dtype
     rank = len(out_shape)
-    _set_shape(ctx, out, out_shape)
+    ctx.settle(out, out_shape)
     if not axes_plan:
-        ctx.reshape(x, out_shape, output=out)
+        ctx.alias(x, out)
         return
     masks = {a: m for a, (_, m) in axes_plan.items() if m is not None}
     if mode != "nearest" and dtype.kind != "f":
@@ -155,7 +170,7 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
     current_shape = list(value.shape)
     steps = sorted(axes_plan)
     # linear on H/W of a 4-D tensor: one RESIZE_BILINEAR when its matrices are exactly ONNX's
-    if mode == "linear" and rank == 4 and set(steps) <= {2, 3} and not masks:
+    if mode == "linear" and rank == 4 and set(steps) <= {2, 3} and not masks and min(current_shape[2:]) > 0:
         for code in (2, 1, 0):
             if all(np.allclose(axes_plan[a][0] if a in axes_plan else np.eye(current_shape[a]),
                                bilinear_matrix(current_shape[a], out_shape[a], code), rtol=0, atol=1e-6)
@@ -173,7 +188,11 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
         last = position == len(steps) - 1 and not masks
         target = out if last else ctx.new_value(dtype, tuple(current_shape), f"{out}.axis{axis}")
         if mode == "nearest":
-            if not np.all((matrix == 0) | (matrix == 1)) or not np.all(matrix.sum(axis=1) == 1):
+            # one source per output position; a position taking the extrapolation value (an empty row: its mask
+            # sets it afterwards) reads any, here the first
+            selected = (matrix == 1).sum(axis=1) == 1
+            empty = ~matrix.any(axis=1)
+            if not np.all((matrix == 0) | (matrix == 1)) or not np.all(selected | empty):
                 raise ConversionIssue(INVALID_MODEL, "internal: nearest resize matrix is not a selection")
             indices = matrix.argmax(axis=1).astype(np.int32)
             ctx.emit(OP.OH_NN_OPS_GATHER, [current, ctx.constant(indices, f"{out}.indices"),
@@ -240,7 +259,7 @@ def resize(ctx: NodeContext) -> None:
             if scales.size == 0:
                 scales = None
         if scales is None and ctx.has_input(3):
-            sizes = ctx.constant_input(3, "sizes").astype(np.int64).reshape(-1)
+            sizes = _resize_sizes(ctx, x)
         if scales is None and sizes is None:
             raise ConversionIssue(INVALID_MODEL, "Resize needs scales or sizes")
         roi = None
@@ -250,14 +269,34 @@ def resize(ctx: NodeContext) -> None:
             raise _unsupported("antialias=1 with mode=nearest is not supported")
     axes = list(range(rank)) if axes is None else [int(a) + rank if int(a) < 0 else int(a) for a in axes]
     count = len(axes)
-    if scales is not None and scales.size != count or sizes is not None and sizes.size != count:
+    if scales is not None and scales.size != count or sizes is not None and len(sizes) != count:
         raise ConversionIssue(INVALID_MODEL, f"scales/sizes need {count} values (one per axis {axes})")
+    if roi is not None:
+        if len(roi) != 2 * count:
+            raise ConversionIssue(INVALID_MODEL, f"roi {roi} needs {2 * count} values")
+        roi_pairs = list(zip(roi[:count], roi[count:]))
+    else:
+        roi_pairs = [(0.0, 1.0)] * count
+        if ctm == "tf_crop_and_resize":
+            raise ConversionIssue(INVALID_MODEL, "coordinate_transformation_mode=tf_crop_and_resize needs roi")
+    # an axis whose size stays (scale 1, or the size it has: a symbol when dynamic, read from Shape) may be
+    # dynamic; a resized one needs its size (its interpolation is a constant matrix)
     in_sizes = [shape[a] for a in axes]
-    if any(d < 0 for d in in_sizes):
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims of {x!r} must be static, got {list(shape)}")
+    kept = [sizes is not None and sizes[i] == "same" or scales is not None and float(np.float32(scales[i])) == 1.0
+            and (ctm != "tf_crop_and_resize" or tuple(roi_pairs[i]) == (0.0, 1.0)) for i in range(count)]
+    dynamic = [a for a, d, k in zip(axes, in_sizes, kept) if d < 0 and not k]
+    if dynamic:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static (their interpolation "
+                                             f"is a constant matrix), got {list(shape)}", tensor=x)
+    if sizes is not None and any(isinstance(v, str) for v, k in zip(sizes, kept) if not k):
+        raise ConversionIssue(NEEDS_CONSTANT, "sizes (input #3) must be a constant", tensor=ctx.input(3))
+    if any(k and d < 0 for k, d in zip(kept, in_sizes)) and policy != "stretch":
+        raise ConversionIssue(DYNAMIC_SHAPE, f"keep_aspect_ratio_policy={policy!r} needs every resized dim of {x!r} "
+                                             f"static, got {list(shape)}", tensor=x)
     if sizes is not None:
-        out_sizes = [int(v) for v in sizes]
-        axis_scales = [o / i for o, i in zip(out_sizes, in_sizes)]
+        out_sizes = [d if k else int(v) for v, d, k in zip(sizes, in_sizes, kept)]
+        # onnxruntime's scale of a sized axis: the float32 quotient
+        axis_scales = [1.0 if k else float(np.float32(o) / np.float32(i)) for o, i, k in zip(out_sizes, in_sizes, kept)]
         if policy != "stretch":
             pick = min if policy == "not_larger" else max if policy == "not_smaller" else None
             if pick is None:
@@ -267,32 +306,56 @@ def resize(ctx: NodeContext) -> None:
             out_sizes = [int(common * i + 0.5) for i in in_sizes]
     else:
         axis_scales = _finite_scales(scales, "Resize")
-        out_sizes = [int(s * i) for s, i in zip(axis_scales, in_sizes)]
-    if any(s <= 0 for s in axis_scales) or any(o <= 0 for o in out_sizes):
+        out_sizes = [d if k else _scaled_length(ctx, s, d, a) for s, d, a, k in zip(axis_scales, in_sizes, axes, kept)]
+    if any(s <= 0 for s in axis_scales) or any(o == 0 for o in out_sizes):
         raise _unsupported(f"scales {axis_scales} give an empty output {out_sizes} (empty tensors are not supported)")
-    if roi is not None:
-        if len(roi) != 2 * count:
-            raise ConversionIssue(INVALID_MODEL, f"roi {roi} needs {2 * count} values")
-        roi_pairs = list(zip(roi[:count], roi[count:]))
-    else:
-        roi_pairs = [(0.0, 1.0)] * count
-        if ctm == "tf_crop_and_resize":
-            raise ConversionIssue(INVALID_MODEL, "coordinate_transformation_mode=tf_crop_and_resize needs roi")
     out_shape = list(shape)
     plan = {}
-    for axis, size, out_size, scale, pair in zip(axes, in_sizes, out_sizes, axis_scales, roi_pairs):
+    for axis, size, out_size, scale, pair, k in zip(axes, in_sizes, out_sizes, axis_scales, roi_pairs, kept):
         out_shape[axis] = out_size
-        identity = math.isclose(scale, 1.0) and out_size == size and (
+        identity = k or math.isclose(scale, 1.0) and out_size == size and (
             ctm != "tf_crop_and_resize" or (math.isclose(pair[0], 0.0) and math.isclose(pair[1], 1.0)))
         if identity:
             continue
         axis_nearest = nearest_mode or ("floor" if scale >= 1 else "ceil")
-        plan[axis] = _resize_matrix(size, out_size, scale, mode, ctm, roi=pair, cubic_a=cubic_a,
-                                    exclude_outside=exclude, antialias=antialias, nearest_mode=axis_nearest)
-    if any(d < 0 for d in out_shape):
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the output shape {out_shape} of the resize must be static")
+        options = dict(roi=pair, cubic_a=cubic_a, exclude_outside=exclude, antialias=antialias,
+                       nearest_mode=axis_nearest)
+        plan[axis] = _resize_matrix(size, out_size, scale, mode, ctm, **options)
+        fractional = scale * size
+        if fractional != out_size and ctm in _LENGTH_MODES and not np.array_equal(
+                plan[axis][0], _resize_matrix(size, out_size, scale, mode, ctm, length=fractional, **options)[0]):
+            ctx.deviation("resize-length-resized", f"axis {axis}: {size} -> {out_size} at scale {scale:g}: "
+                                                   f"onnxruntime's length_resized {out_size}, onnx.reference's "
+                                                   f"{fractional:g}")
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
 
+
+_LENGTH_MODES = ("align_corners", "pytorch_half_pixel", "tf_crop_and_resize", "half_pixel_symmetric")
+
+
+def _scaled_length(ctx: NodeContext, scale: float, size: int, axis: int) -> int:
+    """floor(size * scale) of the exact product (the specification, onnx shape inference and onnx.reference);
+    onnxruntime multiplies in float32, which can round up past an integer (0.7 x 10 = 7): rule resize-output-size."""
+    exact = int(math.floor(scale * size))
+    rounded = int(np.float32(scale) * np.float32(size))
+    if rounded != exact:
+        ctx.deviation("resize-output-size", f"axis {axis}: floor({size} x {scale!r}) = {exact}; onnxruntime's "
+                                            f"float32 product gives {rounded}")
+    return exact
+
+
+def _resize_sizes(ctx: NodeContext, x: str) -> list:
+    """The sizes input: a constant, or one computed from Shape whose dynamic entries are the input's own dims
+    ("same": that axis keeps its size); symbols for other unknown entries."""
+    sizes = ctx.input_value(3)
+    if sizes.data is not None:
+        return [int(v) for v in sizes.data.astype(np.int64).reshape(-1)]
+    reader = ctx.shape_values()
+    requested = reader.value(ctx.node.input[3]) if reader is not None else None
+    dims = reader.dims(ctx.node.input[0]) if reader is not None else None
+    if requested is None or dims is None or len(requested) != len(dims):
+        ctx.constant_input(3, "sizes")  # raises NEEDS_CONSTANT
+    return ["same" if isinstance(v, str) and v == d else v for v, d in zip(requested, dims)]
 
 
 def _finite_scales(scales, op: str) -> list[float]:
@@ -305,11 +368,12 @@ def _finite_scales(scales, op: str) -> list[float]:
 
 @converts("Upsample")
 def upsample(ctx: NodeContext) -> None:
-    """Upsample (opset 7: scales attribute; 9: scales input): asymmetric coordinates, nearest truncates (ORT)."""
+    """Upsample (opset 7: scales attribute; 9: scales input): asymmetric coordinates, nearest truncates (ORT).
+    A dim with scale 1 may be dynamic (a batch); a resized one needs its size (a constant interpolation matrix)."""
     x = ctx.input(0)
     shape = ctx.value(x).shape
-    if shape is None or any(d < 0 for d in shape):
-        raise ConversionIssue(DYNAMIC_SHAPE, f"Upsample needs a static input shape, got {shape}")
+    if shape is None:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the rank of {x!r} is unknown")
     mode = ctx.attr("mode", "nearest")
     if mode == "bilinear":
         mode = "linear"
@@ -324,8 +388,12 @@ def upsample(ctx: NodeContext) -> None:
         scales = _finite_scales(ctx.constant_input(1, "scales").reshape(-1), "Upsample")
     if len(scales) != len(shape):
         raise ConversionIssue(INVALID_MODEL, f"scales {scales} need {len(shape)} values")
-    out_shape = [int(s * d) for s, d in zip(scales, shape)]
-    if any(o <= 0 for o in out_shape):
+    dynamic = [a for a, (s, d) in enumerate(zip(scales, shape)) if d < 0 and s != 1.0]
+    if dynamic:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static (their interpolation "
+                                             f"is a constant matrix), got {list(shape)}", tensor=x)
+    out_shape = [d if s == 1.0 else _scaled_length(ctx, s, d, a) for a, (s, d) in enumerate(zip(scales, shape))]
+    if any(o == 0 for o in out_shape):
         raise _unsupported(f"scales {scales} give an empty output {out_shape}")
     plan = {}
     for axis, (size, out_size, scale) in enumerate(zip(shape, out_shape, scales)):
@@ -391,8 +459,6 @@ def space_to_depth(ctx: NodeContext) -> None:
         return
     if (h >= 0 and h % block) or (w >= 0 and w % block):
         raise ConversionIssue(INVALID_MODEL, f"height/width {h}x{w} are not divisible by blocksize {block}")
-    if mode == "CRD" and c < 0:
-        raise ConversionIssue(DYNAMIC_SHAPE, "mode='CRD' needs the static channel count")
     out = ctx.output(0)
     out_nchw = [n, c * block * block if c >= 0 else -1, h // block if h >= 0 else -1, w // block if w >= 0 else -1]
     ctx.settle(out, out_nchw)
@@ -401,7 +467,11 @@ def space_to_depth(ctx: NodeContext) -> None:
     x_nhwc = ctx.transpose(x, NCHW_TO_NHWC)
     y = ctx.emit_to(OP.OH_NN_OPS_SPACE_TO_DEPTH, [x_nhwc], dtype, nhwc_shape, f"{out}.nhwc",
                {"OH_NN_SPACE_TO_DEPTH_BLOCK_SIZE": block})
-    if mode == "CRD":  # CRD channel k = c * b*b + (i*b + j) is DCR channel (i*b + j) * C + c
+    if mode == "CRD" and c < 0:  # dynamic channels: the DCR channels as [b*b, C], transposed to [C, b*b]
+        lead = [d if d >= 0 else dims_tensor(ctx, y, [a]) for a, d in enumerate(nhwc_shape[:3])]
+        split = reshape_to(ctx, y, [*lead, block * block, -1], f"{out}.dcr")
+        y = reshape_to(ctx, ctx.transpose(split, (0, 1, 2, 4, 3)), [*lead, -1], f"{out}.crd_nhwc")
+    elif mode == "CRD":  # CRD channel k = c * b*b + (i*b + j) is DCR channel (i*b + j) * C + c
         k = np.arange(c * block * block)
         order = (k % (block * block)) * c + k // (block * block)
         y = ctx.emit_to(OP.OH_NN_OPS_GATHER, [y, ctx.constant(order.astype(np.int64), f"{out}.crd"),
@@ -428,11 +498,13 @@ def center_crop_pad(ctx: NodeContext) -> None:
     begin, size, pads, out_shape = [], [], [[0, 0] for _ in range(rank)], list(shape)
     crop_axes = []
     for axis, wanted in zip(axes, target):
-        dim = shape[axis]
         if wanted < 1:
             raise ConversionIssue(INVALID_MODEL, f"target size {wanted} on axis {axis}: NNRt tensors cannot be empty")
-        if dim < 0:
-            raise ConversionIssue(DYNAMIC_SHAPE, f"axis {axis} of {x!r} needs a static size to crop or pad it")
+        if shape[axis] < 0:  # a dynamic axis: cropped and padded by amounts computed at run time
+            x = _center_crop_pad_at_run_time(ctx, x, axis, wanted)
+            shape[axis] = out_shape[axis] = wanted
+    for axis, wanted in zip(axes, target):
+        dim = shape[axis]
         if wanted < dim:
             crop_axes.append(axis)
             begin.append((dim - wanted) // 2)
@@ -459,6 +531,40 @@ def center_crop_pad(ctx: NodeContext) -> None:
         ctx.alias(x, out)
 
 
+def _center_crop_pad_at_run_time(ctx: NodeContext, x: str, axis: int, wanted: int) -> str:
+    """Dynamic axis ``axis`` of ``x`` to ``wanted``: SLICE of min(d, wanted) from max(d - wanted, 0) // 2, then PAD
+    of max(wanted - d, 0) split as CenterCropPad splits it (the odd unit at the end)."""
+    i64 = np.int64
+    rank = ctx.rank(x)
+    value = ctx.value(x)
+    dim = dims_tensor(ctx, x, [axis])
+
+    def const(v):
+        return ctx.constant(np.asarray([v], i64))
+
+    def op(kind, a, b, hint):
+        return ctx.emit_to(kind, [a, b], i64, (1,), f"{ctx.name}.{hint}{axis}")
+
+    excess = op(OP.OH_NN_OPS_MAXIMUM, op(OP.OH_NN_OPS_SUB, dim, const(wanted), "excess_raw"), const(0), "excess")
+    begin = op(OP.OH_NN_OPS_DIV, excess, const(2), "crop_begin")
+    size = op(OP.OH_NN_OPS_MINIMUM, dim, const(wanted), "kept")
+    shape = list(value.shape)
+    shape[axis] = -1
+    cropped = ctx.emit_to(OP.OH_NN_OPS_SLICE, [x, begin, size], value.dtype, shape, f"{ctx.name}.crop{axis}",
+                          {"OH_NN_SLICE_AXES": [axis]})
+    missing = op(OP.OH_NN_OPS_SUB, const(wanted), size, "missing")
+    before = op(OP.OH_NN_OPS_DIV, missing, const(2), "pad_begin")
+    pieces = [ctx.constant(np.zeros(2 * axis, i64))] if axis else []
+    pieces += [before, op(OP.OH_NN_OPS_SUB, missing, before, "pad_end")]
+    if axis < rank - 1:
+        pieces.append(ctx.constant(np.zeros(2 * (rank - 1 - axis), i64)))
+    flat = ctx.emit_to(OP.OH_NN_OPS_CONCAT, pieces, i64, (2 * rank,), f"{ctx.name}.pads{axis}",
+                       {"OH_NN_CONCAT_AXIS": 0})
+    shape[axis] = wanted
+    return ctx.emit_to(OP.OH_NN_OPS_PAD, [cropped, ctx.reshape(flat, [rank, 2])], value.dtype, shape,
+                       f"{ctx.name}.fitted{axis}", {"OH_NN_PAD_CONSTANT_VALUE": 0.0})
+
+
 def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
     if align_corners:
         return -1.0 + 2.0 * np.arange(n) / (n - 1)
@@ -469,12 +575,13 @@ def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
 def affine_grid(ctx: NodeContext) -> None:
     theta = ctx.input(0)
     dtype = _float_dtype(ctx, theta, "theta")
-    theta_shape = ctx.static_shape(theta, "theta")
+    theta_shape = ctx.value(theta).shape  # (a dynamic batch must be size[0] at run time)
     size = [int(v) for v in np.asarray(ctx.constant_input(1, "size")).reshape(-1)]
     align = int(ctx.attr("align_corners", 0))
     spatial = size[2:]
     k = len(spatial)
-    if k not in (2, 3) or tuple(theta_shape) != (size[0], k, k + 1) or min(size) < 1:
+    if k not in (2, 3) or theta_shape is None or len(theta_shape) != 3 or min(size) < 1 or any(
+            a != b and a >= 0 for a, b in zip(theta_shape, (size[0], k, k + 1))):
         raise ConversionIssue(INVALID_MODEL, f"size {size} and theta {list(theta_shape)} must be [N, C, H, W] with "
                                              "[N, 2, 3] or [N, C, D, H, W] with [N, 3, 4]")
     if align and 1 in spatial:

@@ -26,7 +26,7 @@ from functools import cache
 
 import numpy as np
 
-from . import _tiles
+from . import tiles as _tiles
 
 SMALL_KERNEL_MNK = 1_000_000  # OpenBLAS's limit for its small-matrix kernel (M * N * K)
 MAX_BLOCKED_KN = 6144  # beyond this K * N, blocks under the limit measured no faster than one call

@@ -16,9 +16,9 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_cache import cache_ok
-from ._tile_layout import LANES
-from ._vector_ir import (
+from .numba_cache import cache_ok
+from .tile_layout import LANES
+from .vector_ir import (
     ZERO,
     RowBlock,
     activated,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import _accel, _tiles
+from . import numba_loops as _accel
+from . import tiles as _tiles
 
 _POST_UFUNCS = {"mul": np.multiply, "add": np.add}
 _FLAT_ROW = 256  # values per row of the compiled pass where a block's rows are shorter than _FLAT_BELOW (Finish)

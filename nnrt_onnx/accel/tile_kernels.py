@@ -11,8 +11,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_cache import cache_ok
-from ._tile_layout import (
+from .numba_cache import cache_ok
+from .tile_layout import (
     CHUNK_MULTIPLE,
     FINISH_ACTIVATION_MASK,
     FINISH_ACTIVATION_SHIFT,
@@ -26,7 +26,7 @@ from ._tile_layout import (
     TAIL_ROWS,
     TILE_ROWS,
 )
-from ._vector_ir import (
+from .vector_ir import (
     ALL_LANES,
     ZERO,
     activated,

@@ -40,8 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _avx512
-from ._tile_layout import (
+from . import avx512 as _avx512
+from .tile_layout import (
     FINISH_ACTIVATION_SHIFT,
     FINISH_ADD,
     FINISH_ADDEND_SHIFT,
@@ -109,7 +109,7 @@ def padded(b: np.ndarray) -> np.ndarray:
 
 def _driver():
     """The compiled driver, or None (no numba, no AVX-512, switched off: :mod:`._avx512`)."""
-    return _avx512.compiled("_tile_kernels", "driver")
+    return _avx512.compiled("tile_kernels", "driver")
 
 
 def available() -> bool:

@@ -13,9 +13,9 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_cache import cache_ok
-from ._tile_layout import LANES
-from ._vector_ir import argument_array, f32, i8p, i32, i64, lane_mask, pointer_suffix, splat, vec, vector_intrinsics
+from .numba_cache import cache_ok
+from .tile_layout import LANES
+from .vector_ir import argument_array, f32, i8p, i32, i64, lane_mask, pointer_suffix, splat, vec, vector_intrinsics
 
 GROUPS = (2, 4, 8)
 

@@ -1,4 +1,5 @@
-"""Concatenations assembled in place: convolutions write straight into their slice of a CONCAT's output.
+"""Fusion pass: concatenations assembled in place -- convolutions write straight into their slice of a CONCAT's
+output.
 
 A CONCAT copies every input into its output (8-10% of SqueezeNet's and DenseNet's time, 6% of U-Net's). Where an
 input is the output of a convolution step (CONV2D, DEPTHWISE_CONV2D_NATIVE: kernels that fill a strided ``out``)
@@ -6,12 +7,11 @@ that nothing else reads, the plan hands that step, as its ``out``, the view of t
 values belong in (``step.out_view``); the CONCAT step then only copies the inputs that were not written in place.
 Only where such inputs make at least half the concatenation (SqueezeNet's fire modules, inception's branches).
 The concatenation's array is taken from the arena at its first producer (:func:`.memory.plan_arena`) and held
-until the concatenation's last reader.
+until the concatenation's last reader (``runtime.memory``).
 
 Results are the same values as the copies: a producer that returns another array than the view it was given (a
 kernel path that declines a strided ``out``) has its result copied into the view by the engine. Only float32
-steps without quantization or fused activation, static shapes, and a concatenation that is not a model output;
-runs that capture intermediates use the unassembled steps.
+steps without quantization or fused activation, static shapes, and a concatenation that is not a model output.
 """
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ import copy
 
 import numpy as np
 
-from ..enums import OH_NN_OperationType
-from ..errors import NNRtError
-from .graph import readers_and_producers
+from ...enums import OH_NN_OperationType
+from ...errors import NNRtError
+from ...kernels import infer_output_shapes
+from ...plan import readers_and_producers
 
 _OP = OH_NN_OperationType
 # kernels whose every path fills a strided ``out`` (a slice of a larger array's last axis) correctly
@@ -32,8 +33,6 @@ FLOAT32 = np.dtype(np.float32)
 def concat_axis(prepared, step) -> int | None:
     """The normalised axis of a CONCAT step of static float32 shapes whose output the kernel's shape rule agrees
     with, or None."""
-    from ..kernels import infer_output_shapes
-
     shapes = [prepared.static[t] for t in step.inputs]
     target = prepared.static[step.outputs[0]]
     if (target is None or any(s is None for s in shapes)
@@ -51,10 +50,13 @@ def concat_axis(prepared, step) -> int | None:
     return int(axis) % len(target) if rule == target else None
 
 
-def assemble_concats(prepared, steps: list, outputs: set[int]) -> list:
-    """``steps`` with each eligible CONCAT assembled in place (see the module doc): copies of its producers carry
-    ``out_view = (concat step, index of their slice)``, a copy of the CONCAT copies only the other inputs."""
+def assemble_concats(prepared) -> int:
+    """The pass on ``prepared.steps`` (a plan): each eligible CONCAT assembled in place (see the module doc): copies
+    of its producers carry ``out_view = (concat step, index of their slice)``, a copy of the CONCAT copies only the
+    other inputs. Returns how many concatenations it assembled."""
+    steps, outputs = list(prepared.steps), set(prepared.outputs)
     readers, produced_at = readers_and_producers(steps)
+    assembled = 0
     result = list(steps)
     for position, step in enumerate(steps):
         if step.op != _OP.OH_NN_OPS_CONCAT or not step.plain_candidate() or len(step.outputs) != 1:
@@ -82,7 +84,9 @@ def assemble_concats(prepared, steps: list, outputs: set[int]) -> list:
             producer.out_view = (concat, slices[k])
             result[produced_at[step.inputs[k]]] = producer
         result[position] = concat
-    return result
+        assembled += 1
+    prepared.steps[:] = result
+    return assembled
 
 
 def _producer_writes_in_place(prepared, steps, tensor, concat, readers, produced_at, outputs) -> bool:

@@ -22,9 +22,9 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_cache import cache_ok
-from ._tile_layout import LANES
-from ._vector_ir import ALL_LANES, argument_array, counted_loop, f32, i8p, i32, i64, vec, vector_intrinsics
+from .numba_cache import cache_ok
+from .tile_layout import LANES
+from .vector_ir import ALL_LANES, argument_array, counted_loop, f32, i8p, i32, i64, vec, vector_intrinsics
 
 f64 = ir.DoubleType()
 half_double = ir.VectorType(f64, LANES // 2)

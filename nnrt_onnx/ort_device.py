@@ -17,10 +17,10 @@ from typing import MutableMapping, Sequence
 
 import numpy as np
 
-from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
-from ..enums import OH_NN_OperationType as OP
-from ..errors import NNRtError, invalid
-from .device import CompileOptions, Device, PreparedModel, cannot_capture, register_device
+from .enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_ReturnCode
+from .enums import OH_NN_OperationType as OP
+from .errors import NNRtError, invalid
+from .runtime.device import CompileOptions, Device, PreparedModel, cannot_capture, register_device
 
 
 def _failed(message: str) -> NNRtError:
@@ -29,8 +29,8 @@ def _failed(message: str) -> NNRtError:
 
 def exportable(op: OP) -> bool:
     """Whether operations of this type have an ONNX export (an export function or a generic mapping row)."""
-    from ..ir.rows import onnx_rows
-    from ..onnx_export.handlers import exporters
+    from .ir.rows import onnx_rows
+    from .onnx_export.handlers import exporters
 
     if OP(op) in exporters():
         return True
@@ -40,8 +40,8 @@ def exportable(op: OP) -> bool:
 
 def to_onnx(model, name: str = "nnrt_model"):
     """An ONNX ModelProto computing the same as the finished NNRt ``model`` (raises NNRtError OH_NN_FAILED)."""
-    from ..onnx_export import ExportError
-    from ..onnx_export import to_onnx as export
+    from .onnx_export import ExportError
+    from .onnx_export import to_onnx as export
 
     try:
         return export(model, name=name, check=False)

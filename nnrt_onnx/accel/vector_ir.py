@@ -6,7 +6,7 @@ from __future__ import annotations
 from llvmlite import ir
 from numba.core import cgutils
 
-from ._tile_layout import LANES
+from .tile_layout import LANES
 
 f32 = ir.FloatType()
 i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)

@@ -23,9 +23,9 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ._numba_cache import cache_ok
-from ._tile_layout import LANES
-from ._vector_ir import ZERO, RowBlock, counted_loop, f32, i32, i64, inside, mask_type, splat, vec, vector_intrinsics
+from .numba_cache import cache_ok
+from .tile_layout import LANES
+from .vector_ir import ZERO, RowBlock, counted_loop, f32, i32, i64, inside, mask_type, splat, vec, vector_intrinsics
 
 MINUS_INF = ir.Constant(vec, [float("-inf")] * LANES)
 MINUS_ZERO = ir.Constant(vec, [-0.0] * LANES)

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from . import _accel
+from . import numba_loops as _accel
 
 _F32 = np.dtype(np.float32)
 

@@ -1,0 +1,107 @@
+"""MATMUL accelerated: rows by a constant 2-D matrix with its finish -- the plan's fused bias ADD, MUL/ADD by
+per-column vectors, residual addend (``post``) and the fused activation -- applied by the register tiles as they
+store the product (else BLAS and the finish pass), and the specialiser binding such a plan step to a runner
+(``runners.rows_product``). Within float32 rounding of the reference (``kernels.linear.matmul`` and the ADD/MUL
+steps; ``accel.contract``)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..kernels import packed, specialiser
+from ..kernels.linear import matmul as reference_matmul
+from ..kernels.linear import matmul_dims
+from . import gemm, runners, tiles
+from .finish import Finish
+
+
+def matmul(input1: np.ndarray, input2: np.ndarray, *, transpose_a: bool, transpose_b: bool, activation: int = 0,
+           out: np.ndarray | None = None, post=()) -> np.ndarray:
+    """``kernels.linear.matmul`` with ``post`` (("add" | "mul", [N] vector) and ("addend", array of the output's
+    shape) pairs, applied in order before the activation): float32 products of rows by a 2-D matrix finished as
+    they are stored (:func:`_finished_rows_product`), else the reference product and the finish after it."""
+    a, b = np.asarray(input1), np.asarray(input2)
+    if post or (out is not None and activation):
+        out_shape = matmul_dims("MATMUL", a.shape, b.shape, transpose_a, transpose_b)
+        if activation in (0, 1, 2):
+            finished = _finished_rows_product(a, b, transpose_a, transpose_b, out_shape, activation, out, post)
+            if finished is not None:
+                return finished
+    if not post:
+        return reference_matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, activation=activation,
+                                out=out)
+    result = reference_matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    Finish(None, post, activation)(result)
+    return result
+
+
+def _matrix_operand(b: np.ndarray) -> np.ndarray:
+    """A 2-D right operand as the register tiles read it (``tiles.padded``; made once for a model's constants)."""
+    return packed(b, "matmul", lambda m: tiles.padded(np.ascontiguousarray(m)))
+
+
+def _finished_rows_product(a, b, transpose_a, transpose_b, out_shape, activation, out, post):
+    """:func:`matmul` of float32 rows ``a`` [..., K] by a 2-D ``b`` [K, N] with its finish (``post``, then the
+    activation) into ``out`` (or a new array): the rows' product finished as the tiles store it where they take
+    it, else numpy's product and the finish pass; None for other operands (the caller's path)."""
+    if (transpose_a or transpose_b or a.dtype != np.float32 or b.dtype != np.float32 or b.ndim != 2
+            or a.ndim < 2 or out_shape is None):
+        return None
+    if any(name not in ("add", "mul", "addend") for name, _ in post):
+        return None
+    k, n = b.shape
+    rows = np.ascontiguousarray(a).reshape(-1, k)
+    if out is None or out.shape != tuple(out_shape) or out.dtype != np.float32 or not out.flags.c_contiguous:
+        out = np.empty(out_shape, np.float32)
+    target = out.reshape(-1, n)
+    finish = Finish(None, post, activation)
+    matrix = _matrix_operand(b)
+    if not gemm.matmul_finished(rows, matrix, target, finish, lambda t: t.reshape(-1, n)):
+        gemm.matmul_into(rows, matrix, target)
+        finish(out)
+    return out
+
+
+@specialiser("OH_NN_OPS_MATMUL")
+def specialise_matmul(op, general, inputs, arguments, addends):
+    """A plan step's runner: a finished float32 MATMUL of rows by a constant 2-D matrix where
+    :func:`_finished_rows_product` would take the register tiles (``runners.rows_product``); else a fused step's
+    ``general`` (this module's :func:`matmul`), this module's :func:`matmul` for a product with a fused activation,
+    None for the others (the reference kernel is numpy's product already)."""
+    bound = _bound_runner(general, inputs, arguments, addends)
+    if bound is not None:
+        return bound
+    if "post" in arguments:
+        return general
+    if arguments.get("activation"):
+        return functools.partial(matmul, **arguments)
+    return None
+
+
+def _bound_runner(general, inputs, arguments, addends):
+    x_in, b_in = inputs[:2]
+    b, post, activation = b_in.value, tuple(arguments.get("post", ())), arguments.get("activation", 0)
+    if (b is None or b.ndim != 2 or b.dtype != np.float32 or x_in.shape is None or len(x_in.shape) < 2
+            or x_in.dtype != np.float32 or arguments.get("transpose_a") or arguments.get("transpose_b")
+            or not post or activation not in (0, 1, 2) or sum(name == "addend" for name, _ in post) != addends
+            or any(name not in ("add", "mul", "addend") for name, _ in post)):
+        return None
+    k, n = b.shape
+    if x_in.shape[-1] != k:
+        return None
+    out_shape = tuple(x_in.shape[:-1]) + (n,)
+    rows = int(np.prod(x_in.shape[:-1]))
+    if not gemm.uses_tiles(rows, k, n, np.float32, finished=True):
+        return None
+    addend = np.zeros(out_shape, np.float32) if addends else None  # (a stand-in: untouched pages, never read)
+    finish = Finish(None, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
+                    activation)
+    tile_finish = finish.tile_finish(n, lambda t: t.reshape(-1, n))
+    product = None if tile_finish is None else tiles.bound_product(_matrix_operand(b), tile_finish)
+    return None if product is None else runners.rows_product(general, x_in.shape, out_shape, product, bool(addends))
+
+
+ACCELERATED = {"MATMUL": matmul}
+
+__all__ = ["ACCELERATED", "matmul"]
