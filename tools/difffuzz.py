@@ -158,8 +158,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _onnxruntime(model):
-    """[(binding index, feed, onnxruntime's outputs)] for every binding onnxruntime runs, or the ``discarded``
-    result when it runs none."""
+    """[(binding index, feed, onnxruntime's outputs)] for every binding onnxruntime runs (to outputs that are not
+    empty), or the ``discarded`` result when it runs none."""
+    import numpy as np
+
     from nnrt_onnx.workflows import parity
 
     try:
@@ -170,9 +172,14 @@ def _onnxruntime(model):
     for index, binding in enumerate(graphs.bindings(model)):
         feed = graphs.feeds(model, index, binding)
         try:
-            runs.append((index, feed, session.run(None, feed)))
+            outputs = session.run(None, feed)
         except Exception as exc:  # noqa: BLE001 (the model is not valid at these sizes)
             failure = _first_line(exc)
+            continue
+        if any(0 in np.shape(o) for o in outputs):  # (a window larger than its image: degenerate, not valid)
+            failure = "an output is empty"
+            continue
+        runs.append((index, feed, outputs))
     if not runs:
         return {"outcome": "discarded", "site": "onnxruntime run", "detail": failure}
     return runs
@@ -366,10 +373,18 @@ class Runner(fuzz_workers.Runner):
 
 def same_failure(found: dict, result: dict) -> bool:
     """Does ``result`` show the failure ``found`` showed: the same outcome and site (a wrong answer at the same op
-    type, values or shape; a crash at the same file:line; a refusal for the same reason at the same op type)?"""
-    if result.get("outcome") != found["outcome"]:
+    type, values or shape; a crash at the same file:line; a refusal for the same reason at the same op type, with a
+    message of the same words)?"""
+    if result.get("outcome") != found["outcome"] or result.get("site") != found.get("site"):
         return False
-    return result.get("site") == found.get("site")
+    return found["outcome"] != "refused" or gist(result.get("detail", "")) == gist(found.get("detail", ""))
+
+
+def gist(message: str) -> str:
+    """A message without its numbers and quoted names: what kind of message it is."""
+    import re
+
+    return re.sub(r"-?\d+", "#", re.sub(r"'[^']*'", "''", message))[:60]
 
 
 def shrink(runner: Runner, slot: int, model, found: dict, budget: int = 250, always_reference: bool = False):
@@ -422,6 +437,7 @@ class Report:
     by_op: dict = field(default_factory=dict)  # op type -> Counter of outcomes (a model counts for each of its ops)
     sites: dict = field(default_factory=dict)  # "outcome site" -> {"count", "indices", "example", "shrunk"...}
     bad_models: dict = field(default_factory=dict)  # index -> "outcome site" of every model with a BAD outcome
+    flagged: dict = field(default_factory=dict)  # the same for BAD outcomes and suspicious refusals
     ms: float = 0.0
 
     @property
@@ -433,7 +449,7 @@ class Report:
                 "outcomes": dict(self.outcomes), "discarded": dict(self.discarded.most_common(60)),
                 "refused": dict(self.refused), "refused_ops": dict(self.refused_ops.most_common()),
                 "by_op": {op: dict(c) for op, c in sorted(self.by_op.items())}, "sites": self.sites,
-                "bad_models": self.bad_models}
+                "bad_models": self.bad_models, "flagged": self.flagged}
 
 
 def campaign(seed: int = 0, count: int | None = None, minutes: float | None = None, workers: int = 1,
@@ -470,6 +486,8 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         key = f"{outcome} {result.get('site', '?')}"
         if outcome in BAD:
             report.bad_models[index] = key
+        if outcome in BAD or (outcome == "refused" and suspicious(result)):
+            report.flagged[index] = key
         entry = report.sites.setdefault(key, {"count": 0, "indices": [], "ops": Counter()})
         entry["count"] += 1
         if len(entry["indices"]) < 20:

@@ -93,7 +93,14 @@ def with_bindings(model: onnx.ModelProto, keep: list[int]) -> onnx.ModelProto:
 
 
 def candidates(model: onnx.ModelProto, found: dict) -> Iterator[onnx.ModelProto | None]:
-    """Smaller versions of ``model`` (``found``: the failure's result, whose "bindings" are tried alone first)."""
+    """Smaller versions of ``model`` (``found``: the failure's result, whose "bindings" are tried alone first), each
+    with a runtime input left (a model of constants is another story: NNRt models need an input)."""
+    for candidate in _edits(model, found):
+        if candidate is not None and graphs.runtime_inputs(candidate):
+            yield candidate
+
+
+def _edits(model: onnx.ModelProto, found: dict) -> Iterator[onnx.ModelProto | None]:
     graph = model.graph
     count = len(graphs.bindings(model))
     for index in (found.get("bindings") or [])[:1] + list(range(count)):
