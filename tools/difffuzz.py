@@ -416,6 +416,23 @@ def save(model, found: dict, directory: Path = REGRESSIONS, origin: dict | None 
     return path
 
 
+def shrink_and_save(runner: Runner, slot: int, seed: int, index: int, found: dict, directory: Path, known: set,
+                    always_reference: bool = False) -> dict:
+    """Shrink model ``index`` of ``seed`` (which showed ``found``), save it unless a model of the same outcome, site
+    and ops is in ``known`` (updated); what was done, for the report."""
+    model = graphs.generate(seed, index)
+    small = shrink(runner, slot, model, found, always_reference=always_reference)
+    final = runner.model(slot, small, always_reference)
+    if not same_failure(found, final):  # (flaky: keep the original)
+        small, final = model, found
+    signature = f"{final['outcome']} {final.get('site', '?')} [{' '.join(ops_of(small))}]"
+    done = {"index": index, "signature": signature, "nodes": len(small.graph.node), "detail": final.get("detail")}
+    if signature not in known:
+        known.add(signature)
+        done["saved"] = str(save(small, final, directory, {"seed": seed, "index": index}))
+    return done
+
+
 def saved_keys(directory: Path = REGRESSIONS) -> set[str]:
     index_path = directory / "index.json"
     if not index_path.exists():
@@ -444,6 +461,38 @@ class Report:
     def bad(self) -> int:
         return sum(self.outcomes[o] for o in BAD)
 
+    def count(self, index: int, result: dict) -> str:
+        """Count model ``index``'s result in the totals; its outcome."""
+        outcome = result.get("outcome", "skipped")
+        self.ms += result.get("ms") or 0.0
+        if outcome in ("discarded", "skipped"):
+            self.discarded[f"{result.get('site', outcome)}: {result.get('detail', '')[:90]}"] += 1
+            return outcome
+        self.models += 1
+        self.outcomes[outcome] += 1
+        for op in result.get("ops") or ["?"]:
+            self.by_op.setdefault(op, Counter())[outcome] += 1
+        for reason, op in (result.get("reasons") or []) if outcome == "refused" else []:
+            self.refused[reason] += 1
+            self.refused_ops[f"{reason} {op}"] += 1
+        key = f"{outcome} {result.get('site', '?')}"
+        if outcome in BAD:
+            self.bad_models[index] = key
+        if outcome in BAD or (outcome == "refused" and suspicious(result)):
+            self.flagged[index] = key
+        return outcome
+
+    def note(self, index: int, result: dict) -> dict:
+        """Model ``index`` under its site (outcome and site): the site's entry."""
+        entry = self.sites.setdefault(f"{result['outcome']} {result.get('site', '?')}",
+                                      {"count": 0, "indices": [], "ops": Counter()})
+        entry["count"] += 1
+        if len(entry["indices"]) < 20:
+            entry["indices"].append(index)
+        entry["ops"].update(result.get("ops") or [])
+        entry.setdefault("example", {"index": index, "detail": result.get("detail", ""), "ops": result.get("ops")})
+        return entry
+
     def to_dict(self) -> dict:
         return {"seed": self.seed, "models": self.models, "seconds": round(self.seconds, 1),
                 "outcomes": dict(self.outcomes), "discarded": dict(self.discarded.most_common(60)),
@@ -468,50 +517,16 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
     tasks = ((index, {"seed": seed, "index": index, "always_reference": always_reference}) for index in chosen)
 
     def record(index: int, result: dict, slot: int) -> None:
-        outcome = result.get("outcome", "skipped")
-        report.ms += result.get("ms") or 0.0
-        if outcome in ("discarded", "skipped"):
-            report.discarded[f"{result.get('site', outcome)}: {result.get('detail', '')[:90]}"] += 1
-            return
-        report.models += 1
-        report.outcomes[outcome] += 1
-        for op in result.get("ops") or ["?"]:
-            report.by_op.setdefault(op, Counter())[outcome] += 1
-        if outcome == "refused":
-            for reason, op in result.get("reasons") or []:
-                report.refused[reason] += 1
-                report.refused_ops[f"{reason} {op}"] += 1
-        if outcome in ("agree", "ill_conditioned"):
-            return
-        key = f"{outcome} {result.get('site', '?')}"
-        if outcome in BAD:
-            report.bad_models[index] = key
-        if outcome in BAD or (outcome == "refused" and suspicious(result)):
-            report.flagged[index] = key
-        entry = report.sites.setdefault(key, {"count": 0, "indices": [], "ops": Counter()})
-        entry["count"] += 1
-        if len(entry["indices"]) < 20:
-            entry["indices"].append(index)
-        entry["ops"].update(result.get("ops") or [])
-        if "example" not in entry:
-            entry["example"] = {"index": index, "detail": result.get("detail", ""), "ops": result.get("ops")}
-        wants_shrink = outcome in ("wrong", "crash") or (outcome == "refused" and (shrink_refused or suspicious(
-            result)))
-        if save_to is not None and wants_shrink and entry.get("shrunk_count", 0) < shrink_per_site:
-            entry["shrunk_count"] = entry.get("shrunk_count", 0) + 1
-            model = graphs.generate(seed, index)
-            small = shrink(runner, slot, model, result, always_reference=always_reference)
-            final = runner.model(slot, small, always_reference)
-            if not same_failure(result, final):  # (flaky: keep the original)
-                small, final = model, result
-            signature = f"{final['outcome']} {final.get('site', '?')} [{' '.join(ops_of(small))}]"
-            entry.setdefault("shrunk", []).append({"index": index, "signature": signature,
-                                                   "nodes": len(small.graph.node), "detail": final.get("detail")})
-            if signature not in known:
-                known.add(signature)
-                entry["shrunk"][-1]["saved"] = str(save(small, final, save_to, {"seed": seed, "index": index}))
+        outcome = report.count(index, result)
         if progress is not None:
             progress(report)
+        if outcome in ("discarded", "skipped", "agree", "ill_conditioned"):
+            return
+        entry = report.note(index, result)
+        wants = outcome in ("wrong", "crash") or (outcome == "refused" and (shrink_refused or suspicious(result)))
+        if save_to is not None and wants and len(entry.get("shrunk", [])) < shrink_per_site:
+            entry.setdefault("shrunk", []).append(
+                shrink_and_save(runner, slot, seed, index, result, save_to, known, always_reference))
 
     try:
         fuzz_workers.run_tasks(runner, tasks, record, deadline)
