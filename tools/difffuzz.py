@@ -402,8 +402,9 @@ def save(model, found: dict, directory: Path = REGRESSIONS, origin: dict | None 
     from nnrt_onnx.serialization import atomic_write
 
     key = f"{found['outcome']} {found.get('site', '?')} [{' '.join(ops_of(model))}]"
+    where = f"{(origin or {}).get('seed')}:{(origin or {}).get('index')}"  # (two models of one signature differ)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{fuzz_workers.slug(key)}.onnx"
+    path = directory / f"{fuzz_workers.slug(f'{key} {where}')}.onnx"
     atomic_write(path, [model.SerializeToString()])
     index_path = directory / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
