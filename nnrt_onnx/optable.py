@@ -114,7 +114,8 @@ class OpSpec:
     defaults: dict[str, Any]
     fuse: str | None  # keyword holding the OH_NN_FuseType the executor applies after the kernel
     checks: tuple[str, ...]  # named extra rules (nnrt_onnx.validation.op_checks)
-    quant: str  # "dequantize" (executor (de)quantizes around the kernel) or "native"
+    quant: str  # "dequantize" (executor (de)quantizes around the kernel), "dequantize_float64" (the same in float64:
+    # the quantized result is the exact rounding of the real one), or "native" (the kernel reads the integers)
     notes: tuple[str, ...]
     quant_type_from_output0: bool
     raw: dict[str, Any] = field(repr=False, compare=False)  # sections owned by later layers (onnx, cases)
@@ -142,7 +143,7 @@ class OpSpec:
 # import handlers, export function and tests live in the module of that name in each layer (kernels/<family>.py,
 # onnx_import/handlers/<family>.py, onnx_export/handlers/<family>.py, tests/.../test_<family>.py).
 FAMILIES = ("elementwise", "activation", "conv", "pool", "linear", "normalization", "reduce", "shape", "indexing",
-            "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control")
+            "spatial", "recurrent", "attention", "quantization", "signal", "detection", "control", "ml")
 
 _TOP_KEYS = {"op", "family", "summary", "layout", "layout_role", "quant_type_from_output0", "notes", "checks", "quant",
              "inputs", "outputs", "params", "defaults", "param", "onnx", "cases", "dtypes", "hdi"}
@@ -285,6 +286,8 @@ def load_entry(path: Path) -> OpSpec:
             raise OpTableError(f"{where}: {spec.tensor_type.name} declared twice")
         params[spec.tensor_type] = spec
     meta = data.get("params", {})
+    if data.get("quant", "dequantize") not in ("dequantize", "dequantize_float64", "native"):
+        raise OpTableError(f"{where}: quant must be dequantize, dequantize_float64 or native, got {data['quant']!r}")
     family = data.get("family")
     if family not in FAMILIES:
         raise OpTableError(f"{where}: family must be one of {list(FAMILIES)}, got {family!r}")

@@ -16,7 +16,7 @@ class Step:
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
                  "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain",
-                 "addends", "out_view", "group")
+                 "addends", "out_view", "group", "dequantize_dtype")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -29,6 +29,7 @@ class Step:
         self.outputs = outputs
         self.dequantize_inputs = dequantize_inputs if any(q is not None for q in dequantize_inputs) else None
         self.quantize_outputs = quantize_outputs if any(q is not None for q in quantize_outputs) else None
+        self.dequantize_dtype = None  # what its quantized inputs reach the kernel as (None: the plan's own)
         self.release: tuple[int, ...] = ()
         self.view_shape: tuple[int, ...] | None = None  # a reshape-like step done as a view
         self.out_slot: int | None = None  # arena slot of the first output (kernels that accept ``out``)

@@ -206,6 +206,19 @@ def test_convert_exports_nnrt_to_onnx_and_back(invoke, tmp_path):
     one_line_error(invoke("convert", nnrt, "-o", tmp_path / "x.txt"), 1, "MODEL.onnx -o MODEL.nnrt")
 
 
+@pytest.mark.parametrize("opset", [13, 17, 23])
+def test_convert_exports_the_global_pool_at_every_opset(invoke, tmp_path, opset):
+    """``convert X.nnrt -o Y.onnx --opset 13`` failed on any model with a global pool ("1 operation(s) cannot be
+    exported:;"): tiny_cnn's now exports at every opset, its global average pool a GlobalAveragePool."""
+    exported = tmp_path / "tiny.onnx"
+    result = invoke("convert", TINY_NNRT, "-o", exported, "--opset", opset)
+    assert result.exit_code == 0, result.output
+    assert "0 NNRt-domain functions" in result.stdout
+    model = onnx.load(str(exported))
+    assert model.opset_import[0].version == opset
+    assert "GlobalAveragePool" in [n.op_type for n in model.graph.node]
+
+
 # -- inspect, bench, ops --------------------------------------------------------------------------------------------
 
 def test_inspect_onnx_support_report_then_the_converted_model(invoke):

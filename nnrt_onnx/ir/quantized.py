@@ -31,6 +31,9 @@ TRANSPARENT = frozenset({
     OP.OH_NN_OPS_SPACE_TO_BATCH_ND, OP.OH_NN_OPS_MAX_POOL, OP.OH_NN_OPS_REDUCE_MAX, OP.OH_NN_OPS_REDUCE_MIN,
     OP.OH_NN_OPS_CONCAT,
 })
+# ops that read a quantized tensor only through the order of its values and write no quantized result: per tensor
+# (one positive scale) the integers give what the real values give, so they read the integers (no raw view, no DQ)
+ORDER_READERS = frozenset({OP.OH_NN_OPS_ARG_MAX})
 # the transparent ops that move elements without comparing them (constant folding carries integers through these)
 MOVES = TRANSPARENT - {OP.OH_NN_OPS_MAX_POOL, OP.OH_NN_OPS_REDUCE_MAX, OP.OH_NN_OPS_REDUCE_MIN, OP.OH_NN_OPS_CONCAT}
 
@@ -196,6 +199,8 @@ def guard_raw_reads(graph: Graph, nodes: list[Node]) -> None:
             continue
         if node.op in TRANSPARENT and all(graph.values[o].quant is not None for o in node.outputs):
             continue
+        if node.op in ORDER_READERS and per_tensor(graph.values[node.inputs[0]].quant):
+            continue
         for position, name in enumerate(node.inputs):
             value = graph.values.get(name)
             if name not in raw or value is None or value.quant is None:
@@ -207,5 +212,6 @@ def guard_raw_reads(graph: Graph, nodes: list[Node]) -> None:
             node.inputs[position] = views[name]
 
 
-__all__ = ["MOVES", "TRANSPARENT", "carry", "carry_through", "derive", "guard_raw_reads", "per_tensor", "propagate",
+__all__ = ["MOVES", "ORDER_READERS", "TRANSPARENT", "carry", "carry_through", "derive", "guard_raw_reads", "per_tensor",
+           "propagate",
            "raw_view", "same_quant"]

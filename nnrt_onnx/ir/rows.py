@@ -19,7 +19,8 @@ from .issues import INVALID_MODEL, UNSUPPORTED_OP
 
 _ROW_KEYS = {"op_type", "since", "until", "inputs", "attrs", "notes", "domain", "export"}
 DEFAULT_DOMAINS = ("", "ai.onnx")  # the ONNX operator set (the empty string and its alias)
-CONTRIB_DOMAINS = ("com.microsoft",)  # other operator domains rows may belong to: onnxruntime's contrib operators
+# other operator domains rows may belong to: onnxruntime's contrib operators, ONNX's classical machine learning ones
+CONTRIB_DOMAINS = ("com.microsoft", "ai.onnx.ml")
 _ATTR_KEYS = {"param", "default", "transform", "ignore", "require", "input"}
 
 

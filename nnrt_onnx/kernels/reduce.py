@@ -3,7 +3,9 @@
 Conventions (shared with the linear and normalization kernels):
 * float16 inputs are accumulated in float32 and the result is returned as float16; float32 stays float32 and
   float64 stays float64 (never a silent float64 result).
-* Axis values are normalised against the input rank; out-of-range or duplicated axes raise INVALID_PARAMETER.
+* Axis values are normalised against the input rank; out-of-range axes raise INVALID_PARAMETER. The reductions
+  (REDUCE_*, ALL) take an axis given more than once -- repeated, or negative and positive for the same dim
+  (``[1, 0, -3, -3]``) -- once, as NNAPI and TFLite do (docs/deviations.md).
 * Semantics that the header leaves open follow MindSpore Lite, the engine behind the real NNRt HDI
   primitives (``ReduceFusion``, ``ArgMaxFusion``, ``TopKFusion`` ...); every place where we deliberately differ
   from it is stated in a docstring.
@@ -16,17 +18,18 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel, shape_rule
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axes_list, _axis_index, _known, _length, _scalar, _work_dtype
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _known, _length, _scalar, _work_dtype
 
 
 def _axis_tensor(op: str, axis: np.ndarray, rank: int) -> list[int]:
-    """Axes from an axis *input* tensor (scalar or 1-D, integer dtype)."""
+    """The distinct axes of a reduction's axis *input* tensor (scalar or 1-D, integer dtype), in first-seen order:
+    an axis repeated, or named both negative and positive, is reduced once (NNAPI, TFLite)."""
     axis = np.asarray(axis)
     if axis.dtype.kind not in _INT_KINDS:
         raise invalid(f"{op}: the axis input must hold integers, got {axis.dtype}")
     if axis.ndim > 1:
         raise invalid(f"{op}: the axis input must be a scalar or 1-D, got shape {list(axis.shape)}")
-    return _axes_list(op, axis.reshape(-1).tolist(), rank)
+    return list(dict.fromkeys(_axis_index(op, a, rank) for a in axis.reshape(-1).tolist()))
 
 
 def _descending_order(x: np.ndarray, axis: int) -> np.ndarray:

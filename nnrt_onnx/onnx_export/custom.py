@@ -11,6 +11,7 @@ from onnx import helper, numpy_helper
 
 from ..ir.metadata import METADATA_OP, NNRT_DOMAIN
 from .context import ExportContext, params_metadata
+from .opset_forms import lower
 
 
 class FunctionBody:
@@ -44,6 +45,7 @@ def emit_custom(ctx: ExportContext, build: Callable[[FunctionBody], None]) -> No
     the fused activation, if any, is applied by the exporter after the node)."""
     body = FunctionBody(len(ctx.node.inputs), len(ctx.node.outputs))
     build(body)
+    body.nodes = lower(body.nodes, ctx.opset, lambda name: None, body.fresh)
     op_name = ctx.node.op.name[len("OH_NN_OPS_"):]
     signature = params_metadata(ctx.node) + "|" + "".join(n.SerializeToString().hex() for n in body.nodes)
     name = f"{op_name}_{hashlib.sha1(signature.encode()).hexdigest()[:10]}"

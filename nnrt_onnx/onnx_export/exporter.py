@@ -26,15 +26,21 @@ from ..runtime.graph import execution_order
 from .context import METADATA_FUSED, METADATA_QUANT, NNRT_DOMAIN, ExportContext, ExportIssue
 from .handlers import exporters
 from .handlers._common import emit_node
+from .opset_forms import lower
 
 DEFAULT_OPSET = 18
 OPSETS = range(13, 24)  # target opsets of an export: 13 (single-axis Softmax) .. 23 (the newest the importer takes)
 
 
 class ExportError(Exception):
+    """Every operation that cannot be exported, each problem naming its operation (``conv2d_3: ...``)."""
+
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__(f"{len(problems)} operation(s) cannot be exported:\n" + "\n".join(f"  {p}" for p in problems))
+        if len(problems) == 1:
+            super().__init__(f"1 operation cannot be exported: {problems[0]}")
+        else:
+            super().__init__(f"{len(problems)} operations cannot be exported" + "".join(f"\n  {p}" for p in problems))
 
 
 def model_to_ir(model: Model) -> Graph:
@@ -97,6 +103,7 @@ class OnnxBuilder:
         self.pending_activation: tuple[str, str, int] | None = None
         self.dequantized: dict[str, str] = {}
         self.quant_dtype: dict[str, np.dtype] = {}  # quantized tensor -> its integer dtype (zero points match it)
+        self.origins: dict[str, str] = {}  # ONNX node name / function name -> the NNRt operation it comes from
         self._names: set[str] = set()
         self._counter = 0
 
@@ -257,6 +264,44 @@ def _write_initializer(tensor: TensorProto, name: str, array: np.ndarray) -> Non
     tensor.raw_data = np.ascontiguousarray(little).tobytes()
 
 
+def _remember_origin(builder: OnnxBuilder, nodes, origin: str | None) -> None:
+    """Name the ONNX nodes one NNRt operation became after it (and its function), for the checker's messages."""
+    origin = origin or "an operation"
+    for node in nodes:
+        if not node.name:
+            node.name = builder.fresh(origin)
+        builder.origins[node.name] = origin
+        if node.domain == NNRT_DOMAIN:
+            builder.origins[node.op_type] = origin
+
+
+def _culprit(model: onnx.ModelProto, origins: dict[str, str], message: str) -> str:
+    """The NNRt operation whose ONNX nodes the checker rejects: the first node (of the graph or of a function body)
+    that fails on its own, else the node the message names."""
+    def failing(node, opsets) -> bool:
+        ctx = onnx.checker.C.CheckerContext()
+        ctx.ir_version, ctx.opset_imports = model.ir_version, opsets
+        try:
+            onnx.checker.check_node(node, ctx)
+        except onnx.checker.ValidationError:
+            return True
+        return False
+
+    opsets = {o.domain: o.version for o in model.opset_import}
+    functions = {f.name: f for f in model.functions}
+    for node in model.graph.node:
+        if node.op_type not in functions and failing(node, opsets):
+            return origins.get(node.name, f"node {node.name!r}")
+    for function in model.functions:
+        inner = {**opsets, **{o.domain: o.version for o in function.opset_import}}
+        if any(failing(node, inner) for node in function.node):
+            return origins.get(function.name, f"function {function.name!r}")
+    for name, origin in origins.items():
+        if name and (f"node name: {name})" in message or f"Node({name})" in message or f"({name})" in message):
+            return origin
+    return "an operation the ONNX checker does not name"
+
+
 def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", optimize_layout: bool = True,
             check: bool = False) -> onnx.ModelProto:
     """Export a finished NNRt model. Raises :class:`ExportError` listing every op that cannot be exported.
@@ -286,13 +331,16 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
                 used_constants.add(i)
         requantize = _quantized_operands(graph, node, builder, table)
         ctx = ExportContext(graph, node, builder)
+        first = len(builder.nodes)
         try:
             if node.op == OP.OH_NN_OPS_TRANSPOSE and graph.values[node.inputs[1]].data is not None:
                 _emit_transpose(ctx)
             else:
                 (table.get(node.op) or export_generic)(ctx)
+            builder.nodes[first:] = lower(builder.nodes[first:], opset, builder.initializers.get, builder.fresh)
         except ExportIssue as exc:
             problems.append(f"{node.origin}: {exc.message}")
+        _remember_origin(builder, builder.nodes[first:], node.origin)
         if builder.pending_activation is not None:
             _emit_activation(builder, *builder.pending_activation,
                              dtype=graph.values[builder.pending_activation[1]].dtype)
@@ -325,7 +373,8 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
         try:
             onnx.checker.check_model(result, full_check=True)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-            raise ExportError([f"the exported model fails the ONNX checker: {str(exc).strip().splitlines()[0]}"]) \
-                from None
+            message = str(exc).strip().splitlines()[0]
+            raise ExportError([f"{_culprit(result, builder.origins, message)}: the export at opset {opset} fails "
+                               f"the ONNX checker: {message}"]) from None
     result.doc_string = f"exported by nnrt_onnx in {time.perf_counter() - started:.3f} s"
     return result

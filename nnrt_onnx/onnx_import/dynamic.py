@@ -173,8 +173,8 @@ def _product(g: _Graph, node, q: str, s: str, z: str):
 
 def float_form(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Any]]:
     """The model with its dynamic quantization in float (module doc), and what was done: ``{"form": "float",
-    "dynamic_quantize_linear": rewritten, "kept": left for the exact conversion}``; the model itself when there is
-    nothing to rewrite."""
+    "dynamic_quantize_linear": rewritten, "kept": left for the exact conversion, "activations": the tensors whose
+    quantization was dropped}``; the model itself when there is nothing to rewrite."""
     quantizers = [n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear" and n.domain in ("", "ai.onnx")]
     if not quantizers:
         return model, {}
@@ -185,6 +185,7 @@ def float_form(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Any]]
     new_nodes: dict[int, list[Any]] = {}  # position of the DynamicQuantizeLinear -> the float nodes replacing it
     initializers: dict[str, np.ndarray] = {}
     done = kept = 0
+    activations: list[str] = []
     positions = {id(n): i for i, n in enumerate(copy.graph.node)}
     for node in copy.graph.node:
         if node.op_type != "DynamicQuantizeLinear" or node.domain not in ("", "ai.onnx"):
@@ -206,6 +207,7 @@ def float_form(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Any]]
         for plan in plans:
             initializers.update(plan[2])
         done += 1
+        activations.append(x)
     if not done:
         return model, {"form": "exact", "dynamic_quantize_linear": 0, "kept": kept}
     nodes = []
@@ -227,7 +229,7 @@ def float_form(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Any]]
     del copy.graph.input[:]
     copy.graph.input.extend(inputs)
     del copy.graph.value_info[:]
-    return copy, {"form": "float", "dynamic_quantize_linear": done, "kept": kept}
+    return copy, {"form": "float", "dynamic_quantize_linear": done, "kept": kept, "activations": activations}
 
 
 def _with_input(node, x: str):

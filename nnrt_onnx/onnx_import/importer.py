@@ -159,8 +159,10 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
         from .dynamic import float_form
 
         model, dynamic = float_form(model)
+        dynamic.pop("activations", None)  # (check's business: workflows/dropped_quantization.py)
     elif any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node):
         dynamic = {"form": "exact"}
+    model = _inline_unrestorable_calls(model, owned or model is not source)
     model = _with_initializer_inputs(model)
     try:
         # limits.infer_shapes (data propagation with its cost bounded) on a copy without the large weights
@@ -197,6 +199,37 @@ def from_onnx(source: str | Path | onnx.ModelProto, *, input_shapes: Mapping[str
     if graph.deviations:
         stats["deviations"] = [d.as_dict() for d in graph.deviations]
     return ImportResult(nnrt_model, graph, stats)
+
+
+def _inline_unrestorable_calls(model: onnx.ModelProto, in_place: bool) -> onnx.ModelProto:
+    """Calls of NNRt-domain functions whose node lost the metadata naming its op (onnxslim, ``polygraphy surgeon
+    sanitize`` and other tools drop node metadata): their function bodies -- standard ops computing exactly what the
+    op computes -- are inlined, as ``onnx.inliner`` would, and converted like any ONNX graph. (Inlined on a copy
+    without the weights: only the nodes change.)"""
+    from ..ir.metadata import METADATA_OP, NNRT_DOMAIN
+
+    local = {(f.domain, f.name) for f in model.functions}
+    calls = sorted({(n.domain, n.op_type) for n in model.graph.node if n.domain == NNRT_DOMAIN
+                    and (n.domain, n.op_type) in local and not any(p.key == METADATA_OP for p in n.metadata_props)})
+    if not calls:
+        return model
+    import onnx.inliner
+
+    light = onnx.ModelProto(ir_version=model.ir_version)
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    light.graph.node.extend(model.graph.node)
+    light.graph.input.extend(model.graph.input)
+    light.graph.output.extend(model.graph.output)
+    inlined = onnx.inliner.inline_selected_functions(light, calls)
+    if not in_place:
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+    del model.graph.node[:]
+    model.graph.node.extend(inlined.graph.node)
+    kept = [f for f in model.functions if (f.domain, f.name) not in set(calls)]
+    del model.functions[:]
+    model.functions.extend(kept)
+    return model
 
 
 def _quantized(model: onnx.ModelProto) -> bool:
@@ -309,7 +342,10 @@ def _materialize_passthrough_outputs(graph: Graph) -> None:
         else:
             continue
         origin = graph.tensor_origins.get(name, name)  # (problems with it belong to the node that wrote it)
-        if value.shape:
+        if value.shape and sum(d < 0 for d in value.shape) > 1:  # RESHAPE takes one -1: the identity TRANSPOSE
+            perm = graph.constant(np.arange(len(value.shape), dtype=np.int64), f"{name}.perm")
+            graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_TRANSPOSE, [source, perm], [target], {}, origin))
+        elif value.shape:
             shape = graph.constant(np.asarray(value.shape, np.int64), f"{name}.shape")
             graph.nodes.append(Node(OH_NN_OperationType.OH_NN_OPS_RESHAPE, [source, shape], [target], {}, origin))
         else:  # a scalar: SQUEEZE without axes is the identity (a shape tensor cannot be empty in NNRt)

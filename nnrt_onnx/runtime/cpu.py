@@ -130,6 +130,8 @@ class NativePreparedModel(PreparedModel):
                          tuple(operation.inputs), tuple(operation.outputs),
                          tuple(None if native_quant else tensors[t].quant for t in operation.inputs),
                          tuple(None if native_quant else tensors[t].quant for t in operation.outputs))
+            if operation.spec.quant == "dequantize_float64":  # (the op table: quantized arithmetic in float64)
+                step.dequantize_dtype = np.dtype(np.float64)
             step.release = tuple(t for t in operation.inputs if last_use.get(t) == position and t not in keep)
             step.checks = tuple((t, self.compute_dtype[t], self.static[t]) for t in operation.outputs)
             step.accepts_out = bound.accepts_out
@@ -352,7 +354,7 @@ class NativePreparedModel(PreparedModel):
             return
         args = [env[i] for i in step.inputs]
         if step.dequantize_inputs is not None:
-            out_dtype = self.dequantized_dtype
+            out_dtype = step.dequantize_dtype or self.dequantized_dtype
             args = [a if q is None else dequantize(a, *_quant_args(q, a.ndim), out_dtype=out_dtype)
                     for a, q in zip(args, step.dequantize_inputs)]
         result = self._call_kernel(step, args, arena)

@@ -48,7 +48,7 @@ def specialise_steps(prepared, steps) -> None:
                 continue
             dequantized = step.dequantize_inputs or (None,) * len(step.inputs)
             inputs = [Planned(prepared.static[i], float_dtype[i], prepared.constants.get(i)) if q is None else
-                      Planned(prepared.static[i], prepared.dequantized_dtype, None)
+                      Planned(prepared.static[i], step.dequantize_dtype or prepared.dequantized_dtype, None)
                       for i, q in zip(step.inputs, dequantized)]
             general = functools.partial(step.fn, **step.kwargs)
             runner = specialise(step.op.name[len("OH_NN_OPS_"):], general, inputs, step.kwargs, step.addends)

@@ -258,8 +258,10 @@ def _double_node(node) -> None:
     node.attribute.extend(kept)
 
 
-def _legacy_ops(opset: int) -> list:
-    """Softmax, LogSoftmax and Hardmax with the semantics of the model's opset (onnx.reference has only 13's)."""
+def corrected_reference_ops(opset: int) -> list:
+    """What onnx.reference gets wrong, corrected (module doc): Softmax, LogSoftmax and Hardmax with the semantics of
+    the model's opset (onnx.reference has only 13's), LRN and inference BatchNormalization. (Also the quantized
+    comparison's referee: ``quant_compare.reference_evaluator``.)"""
     from onnx.reference.op_run import OpRun
 
     def compute(kind: str, x: np.ndarray, axis: int | None) -> np.ndarray:
@@ -428,7 +430,7 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
 
     started = time.perf_counter()
     double = double_model(model)
-    legacy = _legacy_ops(_default_opset(model))
+    legacy = corrected_reference_ops(_default_opset(model))
     original = _original_dtypes(model)
     feed64 = {n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
               for n, v in feed.items()}

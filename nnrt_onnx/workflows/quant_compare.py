@@ -153,10 +153,15 @@ def contrib_reference_ops() -> list[type]:
 
 
 def reference_evaluator(model):
-    """``onnx.reference.ReferenceEvaluator`` for ``model``, with :func:`contrib_reference_ops`."""
+    """``onnx.reference.ReferenceEvaluator`` for ``model``, with :func:`contrib_reference_ops` and the corrections of
+    the float64 referee (``float64.corrected_reference_ops``: its inference BatchNormalization before opset 15
+    blends in the batch's statistics, which put a quantized model's batch norms steps off)."""
     from onnx.reference import ReferenceEvaluator
 
-    return ReferenceEvaluator(model, new_ops=contrib_reference_ops())
+    from .float64 import corrected_reference_ops
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
+    return ReferenceEvaluator(model, new_ops=contrib_reference_ops() + corrected_reference_ops(opset))
 
 
 # -- steps ------------------------------------------------------------------------------------------------------------

@@ -258,3 +258,240 @@ def test_a_clip_between_q_and_dq_is_a_quantized_relu6(clip_scale, fused):
     expected = reference_evaluator(model).run(None, {"x": x})[0]
     actual = run_model(result.model, [x]).outputs[0]
     assert np.abs(actual.astype(np.float64) - expected).max() / clip_scale <= 1 + 1e-4
+
+
+# -- issue 28: linear resize of quantized integers (QOperator), batch norms kept between quantized convolutions ----
+
+def _float_unet_bilinear() -> onnx.ModelProto:
+    """A small U-Net whose decoder upsamples bilinearly (Resize linear, half_pixel): onnxruntime's QOperator quantizer
+    leaves that Resize on the uint8 / int8 tensors."""
+    rng = np.random.default_rng(11)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "w2": w(8, 8, 3, 3), "b2": w(8), "wh": w(2, 16, 1, 1), "bh": w(2),
+             "scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["mp", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Resize", ["r2", "", "scales"], ["up"], mode="linear",
+                              coordinate_transformation_mode="half_pixel"),
+             helper.make_node("Concat", ["up", "r1"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "wh", "bh"], ["c3"]),
+             helper.make_node("Sigmoid", ["c3"], ["y"])]
+    graph = helper.make_graph(nodes, "unet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 12, 12])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _quantized(float_model, tmp_path, fmt: str, activations: str, per_channel: bool = False) -> onnx.ModelProto:
+    onnx.save(float_model, str(tmp_path / "float.onnx"))
+    quantization.quantize_static(
+        str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx"), _Reader(_data(4, 1)),
+        quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,
+        per_channel=per_channel, weight_type=quantization.QuantType.QInt8,
+        activation_type=quantization.QuantType.QUInt8 if activations == "u8" else quantization.QuantType.QInt8)
+    return onnx.load(str(tmp_path / "q.onnx"))
+
+
+def _steps_off_reference(model, converted, seeds=(2, 3, 4)) -> float:
+    (step,) = quantized_outputs(model).values()
+    worst = 0.0
+    for seed in seeds:
+        x = _data(1, seed)[0]
+        expected = reference_evaluator(model).run(None, {"x": x})[0]
+        actual = run_model(converted, [x]).outputs[0]
+        worst = max(worst, float(np.abs(actual.astype(np.float64) - expected).max() / step))
+    return worst
+
+
+@pytest.mark.parametrize("activations", ["u8", "s8"])
+def test_a_qoperator_unet_with_bilinear_resize_converts_on_integers(tmp_path, activations):
+    """Was refused ("linear resize of uint8 is not supported (float types only)"). onnxruntime's QOperator
+    quantizer leaves the Resize on the integers; it becomes a quantized RESIZE_BILINEAR (the input's parameters on
+    its output), every compute op on integers, and onnx.reference (interpolating the integers, rounding half to
+    even) agrees to the step: the quantized resize interpolates in float64, so its ties round exactly."""
+    model = _quantized(_float_unet_bilinear(), tmp_path, "qop", activations)
+    assert any(n.op_type == "Resize" for n in model.graph.node)  # (on the integers: no Q / DQ around it)
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["quantized_ops"] == summary["compute_ops"] and summary["float_fallbacks"] == {}, summary
+    resizes = [op for op in result.model.operations if op.op == OP.OH_NN_OPS_RESIZE_BILINEAR]
+    assert len(resizes) == 1
+    (resize,) = resizes
+    source, target = (result.model.tensors[t] for t in (resize.inputs[0], resize.outputs[0]))
+    assert source.quant is not None and target.quant is not None and source.dtype == target.dtype
+    assert _steps_off_reference(model, result.model) == 0
+    assert _signature(from_onnx(to_onnx(result.model, check=True)).model) == _signature(result.model)
+
+
+def _float_bn_net() -> onnx.ModelProto:
+    """Convolutions with their BatchNormalization kept (a MobileNetV2 block exported without folding): conv,
+    BN, ReLU6; depthwise conv, BN, ReLU6; 1x1 conv, BN."""
+    rng = np.random.default_rng(7)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    def bn(name, c):
+        return {f"{name}_s": (rng.random(c) * 0.5 + 0.75).astype(np.float32), f"{name}_b": w(c), f"{name}_m": w(c),
+                f"{name}_v": (rng.random(c) * 0.5 + 0.75).astype(np.float32)}
+
+    inits = {"w1": w(8, 3, 3, 3), "wd": w(8, 1, 3, 3), "w2": w(4, 8, 1, 1), **bn("n1", 8), **bn("nd", 8),
+             **bn("n2", 4), "zero": np.array(0, np.float32), "six": np.array(6, np.float32)}
+
+    def norm(x, name, y):
+        return helper.make_node("BatchNormalization", [x, f"{name}_s", f"{name}_b", f"{name}_m", f"{name}_v"], [y])
+
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), norm("c1", "n1", "b1"),
+             helper.make_node("Clip", ["b1", "zero", "six"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd"], ["cd"], pads=[1, 1, 1, 1], group=8), norm("cd", "nd", "bd"),
+             helper.make_node("Clip", ["bd", "zero", "six"], ["rd"]),
+             helper.make_node("Conv", ["rd", "w2"], ["c2"]), norm("c2", "n2", "y")]
+    graph = helper.make_graph(nodes, "bn_net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12, 12])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["pt", "pc"])
+def test_batch_norms_kept_between_quantized_convolutions_compute_on_integers(tmp_path, per_channel):
+    """QDQ of a net exported with its BatchNormalization kept: each BN sat in float between a DQ and a Q (a float
+    fallback and two casts per BN). Now each is a quantized BATCH_NORM (the convolution's q1 in, the next Q's q2
+    out: dequantize, normalise, quantize, as onnxruntime), or folded into the convolution where the fold stays
+    within one step of onnxruntime; the conversion says which and why."""
+    model = _quantized(_float_bn_net(), tmp_path, "qdq", "u8", per_channel)
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["float_fallbacks"] == {} and summary["quantized_ops"] == summary["compute_ops"], summary
+    assert summary["quantize"] == summary["dequantize"] == 1  # the model's input and output only
+    twin = len(from_onnx(_float_bn_net()).model.operations)
+    norms = summary["batchnorm"]
+    assert norms["folded"] + norms["kept"] == 3 and len(norms["why_kept"]) == norms["kept"]
+    assert len(result.model.operations) == twin + 2 + norms["kept"]  # (+ the input's Q and the output's DQ)
+    assert _steps_off_reference(model, result.model) <= 1 + 1e-4
+
+
+def _qdq_conv_bn(gains: np.ndarray, out_scale: float) -> onnx.ModelProto:
+    """Hand-made QDQ: x -Q/DQ-> Conv (int8 symmetric weights, INT32 bias) -Q1/DQ-> BatchNormalization -Q2/DQ-> y,
+    with batch-norm gains ``gains`` (per channel) and q2's scale ``out_scale`` (q1: scale 0.02, zero point 128)."""
+    rng = np.random.default_rng(3)
+    c = len(gains)
+    f = np.float32
+    variance = np.full(c, 1.0, f)
+    inits = {"sx": np.array(0.01, f), "zx": np.array(128, np.uint8),
+             "w": rng.integers(-127, 128, (c, 2, 3, 3)).astype(np.int8), "sw": np.array(0.004, f),
+             "b": rng.integers(-500, 500, c).astype(np.int32), "sb": np.array(0.01 * 0.004, f),
+             "s1": np.array(0.02, f), "z1": np.array(128, np.uint8), "s2": np.array(out_scale, f),
+             "z2": np.array(128, np.uint8), "gamma": (gains * np.sqrt(variance + 1e-5)).astype(f),
+             "beta": rng.uniform(-0.02, 0.02, c).astype(f), "mean": rng.uniform(-0.02, 0.02, c).astype(f),
+             "var": variance}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wf"]),
+             helper.make_node("DequantizeLinear", ["b", "sb"], ["bf"]),
+             helper.make_node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "s1", "z1"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "s1", "z1"], ["cf"]),
+             helper.make_node("BatchNormalization", ["cf", "gamma", "beta", "mean", "var"], ["n"]),
+             helper.make_node("QuantizeLinear", ["n", "s2", "z2"], ["nq"]),
+             helper.make_node("DequantizeLinear", ["nq", "s2", "z2"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 6, 6])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("gains,out_scale,folds", [
+    # |gain| x 0.02 within [q2 step, 2 q2 steps): the fold rounds once and stays within a step; one gain negative
+    (np.array([1.3, -1.5, 1.9, 1.4]), 0.025, True),
+    # a gain of 4: onnxruntime's first rounding alone moves the result by up to 1.6 steps of q2: kept
+    (np.array([1.3, 4.0, 1.5, 1.4]), 0.025, False),
+])
+def test_a_batch_norm_folds_into_a_quantized_convolution_only_within_one_step(gains, out_scale, folds):
+    model = _qdq_conv_bn(gains, out_scale)
+    result = from_onnx(model)
+    ops = [op.op for op in result.model.operations]
+    assert (OP.OH_NN_OPS_BATCH_NORM not in ops) is folds, ops
+    norms = result.stats["quantization"]["batchnorm"]
+    assert (norms["folded"], norms["kept"]) == ((1, 0) if folds else (0, 1))
+    if not folds:
+        assert "steps of its output" in norms["why_kept"][0]
+    conv = next(op for op in result.model.operations if op.op == OP.OH_NN_OPS_CONV2D)
+    assert result.model.tensors[conv.inputs[1]].dtype.name == "OH_NN_INT8"
+    worst = 0.0
+    for seed in range(4):
+        x = np.random.default_rng(seed).uniform(-1.2, 1.2, (1, 2, 6, 6)).astype(np.float32)
+        expected = reference_evaluator(model).run(None, {"x": x})[0]
+        actual = run_model(result.model, [x]).outputs[0]
+        worst = max(worst, float(np.abs(actual.astype(np.float64) - expected).max() / out_scale))
+    assert worst <= 1 + 1e-4
+
+
+def _float_pad_split_head() -> onnx.ModelProto:
+    """Ops onnxruntime's QOperator quantizer leaves on the integers (Pad with the zero point as fill, Split, Gather,
+    Reshape, ArgMax) between quantized ones (QLinearConv, QLinearLeakyRelu, QLinearAveragePool, QGemm,
+    QLinearSoftmax)."""
+    rng = np.random.default_rng(3)
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.3).astype(np.float32)
+
+    inits = {"w1": w(8, 3, 3, 3), "b1": w(8), "w2": w(8, 4, 3, 3), "b2": w(8),
+             "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "split": np.array([4, 4], np.int64),
+             "idx": np.array([0, 2, 4, 6], np.int64), "shape": np.array([1, -1], np.int64), "wf": w(4 * 6 * 6, 6),
+             "bf": w(6)}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c1"], ["l1"], alpha=0.1),
+             helper.make_node("Pad", ["l1", "pads"], ["p1"], mode="constant"),
+             helper.make_node("Split", ["p1", "split"], ["s1", "s2"], axis=1),
+             helper.make_node("Conv", ["s1", "w2", "b2"], ["c2"]),
+             helper.make_node("Gather", ["c2", "idx"], ["g"], axis=1),
+             helper.make_node("AveragePool", ["g"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["ap", "shape"], ["flat"]),
+             helper.make_node("Gemm", ["flat", "wf", "bf"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["y"], axis=-1),
+             helper.make_node("ArgMax", ["logits"], ["cls"], axis=-1, keepdims=0)]
+    graph = helper.make_graph(nodes, "pad_split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6]),
+                               helper.make_tensor_value_info("cls", TensorProto.INT64, [1])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("fmt", ["qop", "qdq"])
+def test_pad_split_gather_argmax_on_integers(tmp_path, fmt):
+    """QOperator: the Pad of the integers (fill: the zero point) was refused downstream ("has dtype float32
+    (int8/uint8)"); it is now a quantized PAD, and ArgMax reads the integers (their order is the real values')
+    instead of a five-op view of them (or, in QDQ, a float fallback). LeakyRelu stays the one fallback (NNRt
+    quantizes no LEAKY_RELU). The class and the probabilities agree with onnx.reference."""
+    model = _quantized(_float_pad_split_head(), tmp_path, fmt, "u8")
+    if fmt == "qop":
+        assert {"Pad", "ArgMax"} <= {n.op_type for n in model.graph.node}
+    result = from_onnx(model)
+    summary = result.stats["quantization"]
+    assert summary["float_fallbacks"] == {"LEAKY_RELU": 1}, summary
+    ops = [op.op for op in result.model.operations]
+    assert OP.OH_NN_OPS_ROUND not in ops and OP.OH_NN_OPS_CAST not in ops
+    pad = next(op for op in result.model.operations if op.op == OP.OH_NN_OPS_PAD)
+    assert result.model.tensors[pad.inputs[0]].quant is not None
+    step = quantized_outputs(model)["y"]
+    # QDQ leaves the Gemm's bias in float; as the INT32 bias of a quantized FULL_CONNECTION it is rounded to
+    # s_in x s_w, which can move a logit across a rounding tie: one step of the logits, two of the softmax
+    allowed = 1 if fmt == "qop" else 2
+    for seed in (2, 3, 4):
+        x = _data(1, seed)[0]
+        expected = reference_evaluator(model).run(None, {"x": x})
+        y, cls = run_model(result.model, [x]).outputs
+        assert np.abs(y.astype(np.float64) - expected[0]).max() / step <= allowed + 1e-4
+        assert cls.tolist() == expected[1].tolist()

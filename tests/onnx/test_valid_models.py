@@ -107,3 +107,13 @@ def test_layer_normalization_without_a_bias_keeps_the_sign_of_a_zero(rng):
                    helper.make_node("Reciprocal", ["n"], ["y"])],
                   [("x", F, ["N", 1])], [("y", F, ["N", 1])], [("scale", np.array([-0.29], np.float32))])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 1)).astype(np.float32)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("nodes", [[], [helper.make_node("Identity", ["x"], ["y"])],
+                                   [helper.make_node("Tile", ["x", "ones"], ["y"])]], ids=["input", "identity", "tile"])
+def test_an_output_that_is_the_input_with_two_dynamic_dims(rng, nodes):
+    # the copy that writes such an output was a RESHAPE to [-1, -1, 3]: RESHAPE takes one -1, so every run failed
+    output = "y" if nodes else "x"
+    model = graph(nodes, [("x", F, ["N", "C", 3])], [(output, F, ["N", "C", 3])],
+                  [("ones", np.ones(3, np.int64))] if len(nodes) and nodes[0].op_type == "Tile" else [])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, c, 3)).astype(np.float32)} for n, c in ((1, 2), (3, 1))])

@@ -179,6 +179,21 @@ def test_ceil_mode_drops_a_last_window_starting_in_the_end_padding(op, attrs):
     assert ours.tensors[ours.outputs[0]].dims[2] < onnx_says
 
 
+@pytest.mark.parametrize("op,attrs,dims,sizes", [
+    ("MaxPool", dict(kernel_shape=[1, 3], strides=[3, 2]), [1, 1, 11, "W"], [(1, 1, 11, 7), (1, 1, 11, 8)]),
+    ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1]), [1, 1, "H", 6],
+     [(1, 1, 5, 6), (1, 1, 6, 6)]),
+])
+def test_ceil_mode_over_a_dynamic_spatial_dim_drops_the_window_in_the_padding_of_the_static_one(op, attrs, dims,
+                                                                                              sizes):
+    # the static spatial dim took onnx shape inference's size (one window more) when the other one was dynamic:
+    # the valid model was refused as invalid (a differential fuzzer's find)
+    model = dynamic_model([helper.make_node(op, ["x"], ["p"], ceil_mode=1, **attrs),
+                           helper.make_node("Flatten", ["p"], ["y"])],
+                          [("x", TP.FLOAT, dims)], [("y", TP.FLOAT, [1, None])])
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, *shape)} for n, shape in enumerate(sizes)])
+
+
 def test_lp_pool_with_p_1_over_a_dynamic_batch():
     model = dynamic_model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=1)],
                           [("x", TP.FLOAT, ["N", 2, 4, 4])], [("y", TP.FLOAT, ["N", 2, 3, 3])])

@@ -10,6 +10,11 @@ Four torch nets (seeded random weights, batch norms with perturbed statistics):
   skip concatenations, a sigmoid head);
 * ``transformer``: a small transformer encoder (linear projections, multi-head attention with softmax, layer norm,
   GELU, a residual MLP, mean pooling, a dense head);
+* ``unetbilinear``: the U-Net with a bilinear 2x upsample (Resize linear, half_pixel: what onnxruntime's QOperator
+  quantizer leaves on the integers) instead of the nearest one (issue 28);
+* ``mobilenetbn``: the MobileNetV2 net exported with its BatchNormalization kept (no constant folding) and
+  quantized without onnxruntime's graph optimization (which would fold them), so each batch norm sits between two
+  quantized convolutions (issue 28);
 
 each exported with torch.onnx (opset 17) and then:
 
@@ -51,6 +56,7 @@ class Net:
     name: str
     factory: Callable[[], object]
     shape: tuple[int, ...]
+    keep_batchnorm: bool = False  # exported and quantized with the batch norms left unfolded
 
 
 def _torch():
@@ -144,7 +150,7 @@ def _mobilenet():
     return _randomized(MobileNet())
 
 
-def _unet():
+def _unet(upsample: str = "nearest"):
     torch = _torch()
     nn = torch.nn
 
@@ -159,7 +165,8 @@ def _unet():
             self.pool = nn.MaxPool2d(2)
             self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
             self.dec2 = double(32, 16)
-            self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
+            self.up1 = nn.Upsample(scale_factor=2, mode=upsample, **({} if upsample == "nearest" else
+                                                                      {"align_corners": False}))
             self.dec1 = double(16 + 8, 8)
             self.head = nn.Conv2d(8, 2, 1)
 
@@ -207,7 +214,8 @@ def _transformer():
 
 
 NETS = [Net("resnet", _resnet, IMAGE), Net("mobilenet", _mobilenet, IMAGE), Net("unet", _unet, IMAGE),
-        Net("transformer", _transformer, TOKENS)]
+        Net("transformer", _transformer, TOKENS), Net("unetbilinear", lambda: _unet("bilinear"), IMAGE),
+        Net("mobilenetbn", _mobilenet, IMAGE, keep_batchnorm=True)]
 
 
 # -- quantization -----------------------------------------------------------------------------------------------------
@@ -221,7 +229,7 @@ def _export(net: Net, path: Path) -> None:
     torch = _torch()
     example = torch.from_numpy(_data(net.name, net.shape, 1)[0])
     torch.onnx.export(net.factory(), (example,), str(path), input_names=["x"], output_names=["y"], opset_version=17,
-                      dynamo=False)
+                      dynamo=False, do_constant_folding=not net.keep_batchnorm)
 
 
 class _Reader:
@@ -238,7 +246,7 @@ def _static(net: Net, float_path: Path, out: Path, fmt: str, per_channel: bool, 
 
     prepared = float_path.with_name(float_path.stem + ".pre.onnx")
     if not prepared.exists():
-        quant_pre_process(str(float_path), str(prepared))
+        quant_pre_process(str(float_path), str(prepared), skip_optimization=net.keep_batchnorm)
     quantize_static(str(prepared), str(out), _Reader(_data(net.name + ".calibration", net.shape, CALIBRATION)),
                     quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator, per_channel=per_channel,
                     activation_type=QuantType.QUInt8 if activations == "u8" else QuantType.QInt8,

@@ -4,8 +4,8 @@ For every ``<net>_<variant>.onnx`` in the corpus directory (project virtualenv, 
 
     python tools/quantized/report.py CORPUS_DIR [--json OUT.json]
 
-* converts it (``from_onnx``), counting NNRt operations, transposes and, from the conversion summary, the compute ops
-  that read quantized tensors (the quantized share) and the float fallbacks;
+* converts it (``from_onnx``), counting NNRt operations (and the float twin's), transposes and, from the conversion
+  summary, the compute ops that read quantized tensors (the quantized share) and the float fallbacks;
 * compares the transposes with the float twin ``<net>_float`` (the layout pass must treat Q/DQ like the float ops);
 * runs it natively on the corpus input and compares with ``onnx.reference`` (CPU-independent; onnxruntime's u8s8
   integer kernels are not an oracle, docs/testing.md): outputs written by a DequantizeLinear in quantization steps
@@ -149,13 +149,16 @@ def main(argv=None) -> int:
     rows, failed = [], False
     paths = sorted(args.corpus.glob("*.onnx"))
     twins: dict[str, int] = {}
+    twin_ops: dict[str, int] = {}
     for path in paths:
         if path.stem.endswith("_float"):
             from nnrt_onnx import from_onnx
 
-            twins[path.stem[:-len("_float")]] = from_onnx(str(path)).stats["transposes"]
-    print("| model | format | NNRt ops | quantized share | transposes (float twin) | max steps off (or cosine) "
-          "| float fallbacks | round trip |")
+            twin = from_onnx(str(path))
+            twins[path.stem[:-len("_float")]] = twin.stats["transposes"]
+            twin_ops[path.stem[:-len("_float")]] = len(twin.model.operations)
+    print("| model | format | NNRt ops (float twin) | quantized share | transposes (float twin) | max steps off (or "
+          "cosine) | float fallbacks | round trip |")
     print("|---|---|---|---|---|---|---|---|")
     for path in paths:
         if wanted and path.stem not in wanted and path.stem.split("_")[0] not in wanted:
@@ -173,7 +176,8 @@ def main(argv=None) -> int:
         fallbacks = ", ".join(f"{k} {v}" for k, v in row["fallbacks"].items()) or "-"
         if row.get("dynamic"):
             fallbacks += f"; dynamic: {row['dynamic'].get('form')}"
-        print(f"| {net} | {variant} | {row['ops']} | {share} | {row['transposes']} ({row['float_transposes']}) | "
+        print(f"| {net} | {variant} | {row['ops']} ({twin_ops.get(net, '-')}) | {share} | "
+              f"{row['transposes']} ({row['float_transposes']}) | "
               f"{_fmt_outputs(row)} | {fallbacks} | {_fmt_roundtrip(row)} |", flush=True)
         static = variant.startswith(("qdq", "qop", "torchqdq"))
         missed = goals_met(row) if static else []

@@ -12,12 +12,14 @@ then, in order:
    each: the op reads the quantized tensors (activations per tensor; weights per tensor or per channel along NNRt's
    output-channel axis), a convolution's or dense layer's bias becomes INT32 with scale input scale x weight scale
    (the header's rule), and the op writes the Q's tensors. A RELU / RELU6 / CLIP between the op and its Q becomes the
-   op's fused activation when, quantized with the Q's parameters, the two give the same integers;
+   op's fused activation when, quantized with the Q's parameters, the two give the same integers (and goes away,
+   on any op, when the Q's own saturation already clamps the same);
    the ops folded are those whose builder marks them quantized (``quant_type_from_output0`` in the op table: the
    header's list) and the transparent ones; a CLIP(0, 6) / CLIP(0, inf) between a DQ and a Q is first renamed RELU6
    / RELU (NNRt quantizes those, not CLIP), and a quantized RELU / RELU6 with the same params in and out becomes
    the fused activation of the quantized op writing its input (torch's QDQ export: Conv -> Q -> DQ -> Clip -> Q);
-3. turns a DQ -> Q pair into nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
+3. lets an ARG_MAX reading a DQ read the integers (their order is the real values'); turns a DQ -> Q pair into
+   nothing (same parameters) or one QUANT_DTYPE_CAST requantizing integer to integer;
 4. counts the float fallbacks: ops left computing in float between DQs and Qs, by op type.
 
 ``exact_quantize`` (always run, also with folding off) lowers the Qs of ONNX QuantizeLinear nodes with odd zero
@@ -37,7 +39,8 @@ from ...enums import OH_NN_TensorType
 from ...optable import op_spec, param_array
 from ...tensor import QuantParam
 from ..graph import Graph, IntegerForm, Node, Value
-from ..quantized import TRANSPARENT, per_tensor, quant_param_constant, same_quant
+from ..quantized import ORDER_READERS, TRANSPARENT, per_tensor, quant_param_constant, same_quant
+from .batchnorm import fold_quantized_batchnorms
 from .reshape_algebra import _merge_reshapes
 
 QDC = OP.OH_NN_OPS_QUANT_DTYPE_CAST
@@ -47,7 +50,8 @@ WEIGHTED = {OP.OH_NN_OPS_CONV2D, OP.OH_NN_OPS_DEPTHWISE_CONV2D_NATIVE, OP.OH_NN_
 ACTIVATIONS = {OP.OH_NN_OPS_RELU, OP.OH_NN_OPS_RELU6, OP.OH_NN_OPS_CLIP}
 # float constant operands a quantized op keeps as floats: LAYER_NORM's gamma and beta (MindSpore Lite's int8 layer
 # norm reads them as floats, dequantizing quantized ones)
-FLOAT_OPERANDS = {OP.OH_NN_OPS_LAYER_NORM: (1, 2)}
+# BATCH_NORM's statistics, read as floats too (its builder marks it quantized: dequantize, normalise, quantize)
+FLOAT_OPERANDS = {OP.OH_NN_OPS_LAYER_NORM: (1, 2), OP.OH_NN_OPS_BATCH_NORM: (1, 2, 3, 4)}
 INT32_LIMIT = 2 ** 31 - 1
 
 
@@ -268,7 +272,7 @@ def _fold(graph: Graph, node: Node, producers, consumers) -> bool:
         if len(users) != 1:
             return False
         user, activation = users[0], None
-        if _activation_range(graph, user) is not None and op_spec(node.op).fuse and not _fuse_of(node) \
+        if _activation_range(graph, user) is not None and not _fuse_of(node) \
                 and len(node.outputs) == 1 and user.outputs[0] not in graph.outputs:
             after = consumers.get(user.outputs[0], [])
             if len(after) == 1 and is_q(graph, after[0]):
@@ -280,8 +284,10 @@ def _fold(graph: Graph, node: Node, producers, consumers) -> bool:
     if targets[0][1] is not None:
         q_out = graph.values[targets[0][0].outputs[0]]
         fuse = _fuse_type_for(_activation_range(graph, targets[0][1]), q_out.quant, q_out.dtype)
-        if fuse is None:
-            return False
+        if fuse is None or (fuse and not op_spec(node.op).fuse):  # (an op without a fused activation: only a
+            return False  # clamp the Q's own saturation already makes, as onnxruntime's QOperator Clip after BN)
+        if not op_spec(node.op).fuse:
+            fuse = None
     # the inputs
     new_inputs = list(node.inputs)
     bias_position = 2 if node.op in WEIGHTED and len(node.inputs) > 2 else None
@@ -329,6 +335,19 @@ def _fold(graph: Graph, node: Node, producers, consumers) -> bool:
         if activation is not None:
             graph.nodes.remove(activation)
     return True
+
+
+def _order_readers_read_integers(graph: Graph) -> int:
+    """An ARG_MAX (``ORDER_READERS``) reading a DQ of a per-tensor quantized tensor reads the tensor itself: the
+    order of the integers is the order of the real values."""
+    producers = graph.producers()
+    done = 0
+    for node in graph.nodes:
+        source = producers.get(node.inputs[0]) if node.op in ORDER_READERS and node.inputs else None
+        if source is not None and is_dq(graph, source) and per_tensor(graph.values[source.inputs[0]].quant):
+            node.inputs[0] = source.inputs[0]
+            done += 1
+    return done
 
 
 def _clips_as_activations(graph: Graph) -> int:
@@ -444,8 +463,13 @@ def fold_qdq(graph: Graph) -> int:
         if changed:
             _sink_dequantize(graph)
             _hoist_quantize(graph)
+    folded += _order_readers_read_integers(graph)
     _requantize_pairs(graph)
     graph.remove_unused()
+    folded_norms, kept_norms = fold_quantized_batchnorms(graph)
+    if folded_norms or kept_norms:
+        graph.quantization.notes["batchnorm"] = {"folded": folded_norms, "kept": len(kept_norms),
+                                                 "why_kept": kept_norms[:5]}
     _fuse_quantized_activations(graph)  # (after remove_unused: a folded op's old readers are gone)
     while _merge_reshapes(graph):  # (a hoisted Q can leave two reshapes in a row)
         pass

@@ -157,10 +157,19 @@ def _merge_reshapes(graph: Graph) -> bool:
             return True
         source = graph.values[node.inputs[0]]
         target = graph.values[node.outputs[0]]
-        if (source.shape is not None and source.shape == target.shape and all(d >= 0 for d in source.shape)
-                and node.outputs[0] not in graph.outputs):
-            graph.provenance[node.outputs[0]] = (node.inputs[0], tuple(range(len(source.shape))))
-            graph.rename_uses(node.outputs[0], node.inputs[0])
+        if source.shape is None or source.shape != target.shape or any(d < 0 for d in source.shape):
+            continue
+        out, name = node.outputs[0], node.inputs[0]
+        if out not in graph.outputs:
+            graph.provenance[out] = (name, tuple(range(len(source.shape))))
+            graph.rename_uses(out, name)
             graph.nodes.remove(node)
+            return True
+        if (producer is not None and len(consumers[name]) == 1 and name not in graph.inputs
+                and name not in graph.outputs):  # a no-op onto a graph output: its producer writes the output
+            producer.outputs = [out if o == name else o for o in producer.outputs]
+            graph.rename_uses(name, out)
+            graph.nodes.remove(node)
+            graph.provenance[name] = (out, tuple(range(len(source.shape))))
             return True
     return False

@@ -149,7 +149,8 @@ def layer_norm(ctx: ExportContext) -> None:
     param = _norm(_scalar(ctx.args["begin_param_axis"]), rank)
     eps = float(_scalar(ctx.args["epsilon"]))
     affine = [_dtype(ctx, ctx.input(i)) for i in (1, 2)]
-    if (begin == param and _has_params(ctx) and dtype in (np.float32, np.float64) and all(d == dtype for d in affine)
+    if (ctx.opset >= 17 and begin == param and _has_params(ctx) and dtype in (np.float32, np.float64)
+            and all(d == dtype for d in affine)
             and all(_in_shape(ctx, i) == shape[begin:] for i in (1, 2))):
         ctx.add("LayerNormalization", list(ctx.node.inputs), [ctx.result(0)], main=True, axis=begin, epsilon=eps)
         return

@@ -89,18 +89,30 @@ def _taps_pool(f: FunctionBody, x: str, kind: str, dtype: np.dtype, shape, kerne
 
 def _pool_standard(node, graph) -> bool:
     args = node.kernel_arguments()
-    if args.get("global_pool") or not _layout_ok(node, graph):
-        return False  # global pooling: a [N, 1, 1, C] result, whose layout transpose would be a reshape
+    if args.get("global_pool"):
+        return _global_standard(node, graph)
+    if not _layout_ok(node, graph):
+        return False
     native = _ORT_MAXPOOL if node.op.name == "OH_NN_OPS_MAX_POOL" else _ORT_FLOAT
     return _in_dtype(node, graph) in native
+
+
+def _global_standard(node, graph) -> bool:
+    """Global pooling of a float tensor: GlobalAveragePool / GlobalMaxPool between the layout transposes (the one
+    after it only moves unit dims: a Reshape, which the importer's layout pass cancels like the transpose)."""
+    x, y = graph.values[node.inputs[0]], graph.values[node.outputs[0]]
+    if x.shape is None or len(x.shape) != 4 or any(d < 0 for d in x.shape) or any(
+            v.quant is not None for v in (x, y)):
+        return False
+    return _in_dtype(node, graph) in _ORT_FLOAT
 
 
 def _reduce_hw(f: FunctionBody, op_type: str, x: str, dtype: np.dtype, shape) -> str:
     """ReduceMean/ReduceMax over H and W (keepdims); 16-bit and unsigned 32-bit ints through a wider type."""
     if dtype == np.uint64:  # no reduction kernel: the variadic Max of the H*W positions
         n, h, w, c = shape
-        cells = f.add("Split", [f.one("Reshape", [x, _i64(f, [n, h * w, c])])],
-                      [f.fresh("cell") for _ in range(h * w)], axis=1, num_outputs=h * w)
+        cells = f.add("Split", [f.one("Reshape", [x, _i64(f, [n, h * w, c])]), _i64(f, [1] * (h * w))],
+                      [f.fresh("cell") for _ in range(h * w)], axis=1)
         return f.one("Reshape", [f.one("Max", cells) if h * w > 1 else cells[0], _i64(f, [n, 1, 1, c])])
     wider = {np.dtype(np.int16): TensorProto.INT32, np.dtype(np.uint16): TensorProto.INT32,
              np.dtype(np.uint32): TensorProto.INT64}.get(dtype)
@@ -114,6 +126,9 @@ def _pool(ctx: ExportContext, kind: str) -> None:
     op_type = "MaxPool" if kind == "max" else "AveragePool"
     dtype = _input_dtype(ctx)
     shape = _nhwc(ctx, ctx.input(0), "the input")
+    if ctx.args.get("global_pool") and _wrapped(ctx):
+        ctx.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", [ctx.input(0)], [ctx.result(0)], main=True)
+        return
     if ctx.args.get("global_pool"):
         def build_global(f: FunctionBody) -> None:
             reduce = "ReduceMax" if kind == "max" else "ReduceMean"

@@ -51,7 +51,7 @@ def _reduce_axes(ctx: ExportContext, rank: int, reduce_to_end: bool) -> list[int
     data = _data(ctx, 1)
     if data is None:
         return None
-    axes = [_norm(a, rank) for a in np.asarray(data).reshape(-1)]
+    axes = list(dict.fromkeys(_norm(a, rank) for a in np.asarray(data).reshape(-1)))  # each dim once (ONNX asks)
     if reduce_to_end:
         axes = list(range(axes[0], rank))
     return axes or list(range(rank))

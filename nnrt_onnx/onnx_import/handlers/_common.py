@@ -676,3 +676,42 @@ def _matmul_shape(sa, sb) -> tuple[int, ...]:
     if b1:
         shape = shape[:-1]
     return shape
+
+
+# -- ops on the integers of a quantized tensor ------------------------------------------------------------------------
+
+def raw_quantized(ctx: NodeContext, name: str) -> bool:
+    """``name`` is an int8/uint8 tensor carrying per-tensor quant params that the ONNX graph reads as integers (a
+    QuantizeLinear or QOperator output, ir.quantized): what onnxruntime's QOperator quantizer leaves ops such as
+    Pad and Resize on."""
+    value = ctx.value(name)
+    return (value.data is None and value.quant is not None and value.quant.count == 1
+            and value.dtype in (np.dtype(np.int8), np.dtype(np.uint8)))
+
+
+def through_real_values(ctx: NodeContext, x: str, out: str, build) -> None:
+    """An op the ONNX graph applies to the integers of the quantized tensor ``x`` whose result is that op on the real
+    values, quantized with x's parameters (a resize interpolates with weights summing to 1, a pad fills with a
+    value): x dequantized (QUANT_DTYPE_CAST), ``build(real, real_out)`` converting the float op, the result
+    quantized with x's parameters into ``out`` (read as integers too when x is). The qdq pass then folds the group
+    into the quantized op where NNRt quantizes it, or reports it as a float fallback."""
+    from ...tensor import QuantParam
+
+    value = ctx.value(x)
+    quant = value.quant
+    real = ctx.new_value(_F32, value.shape, f"{x}.real")
+    ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [x], [real], _quant_cast_params(value.dtype, _F32))
+    real_out = ctx.new_value(_F32, None, f"{out}.real")
+    build(real, real_out)
+    ctx.settle(out, ctx.value(real_out).shape, value.dtype, force=True)
+    ctx.value(out).quant = QuantParam(quant.scales, quant.zero_points, quant.num_bits)
+    if x in ctx.graph.quantization.raw:
+        ctx.graph.quantization.raw.add(out)
+    ctx.emit(OP.OH_NN_OPS_QUANT_DTYPE_CAST, [real_out], [out], _quant_cast_params(_F32, value.dtype))
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _quant_cast_params(src, dst) -> dict:
+    return {"OH_NN_QUANT_DTYPE_CAST_SRC_T": int(from_numpy(src)), "OH_NN_QUANT_DTYPE_CAST_DST_T": int(from_numpy(dst))}

@@ -172,6 +172,11 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
                                                  f"{in_sizes}", tensor=x,
                                   axes=tuple(2 + i for i, d in enumerate(in_sizes) if d < 0))
         if not counted:
+            # the static spatial dims by the kernels' rule, as below (onnx shape inference keeps a last ceil-mode
+            # window that starts in the end padding)
+            sizes = [_pool_sizes([size], [k], [st], [d], [pad], ceil_mode)[0] if size >= 0 else -1
+                     for size, k, st, d, pad in zip(in_sizes, kernel, strides, dilations, pads)]
+            ctx.override_shape(out, [shape[0], shape[1], *sizes])
             _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
             return
         padded = _pad_values(ctx, x, [(0, 0), (0, 0), *pads], 0.0) if any(p0 or p1 for p0, p1 in pads) else x

@@ -35,6 +35,8 @@ from ._common import (
     axes_from,
     fold_constant_node,
     normalize_axes,
+    raw_quantized,
+    through_real_values,
 )
 from ._dims import axis_iota, dim_product, dims_tensor, iota, known
 
@@ -588,10 +590,23 @@ def _pad_value(ctx: NodeContext, dtype: np.dtype) -> float:
 @converts("Pad")
 def pad(ctx: NodeContext) -> None:
     """constant / reflect: PAD (then a crop for negative pads). edge / wrap (and reflect pads too large for PAD):
-    one GATHER per padded axis with the numpy-computed source index of every output position."""
+    one GATHER per padded axis with the numpy-computed source index of every output position. A Pad of a quantized
+    tensor's integers (onnxruntime's QOperator quantizer pads with the zero point) pads its real values, the fill
+    dequantized: ``through_real_values``, folded into a quantized PAD."""
     if fold_constant_node(ctx):
         return
     x = ctx.input(0)
+    if raw_quantized(ctx, x):
+        quant = ctx.value(x).quant
+        raw_fill = _pad_value(ctx, ctx.value(x).dtype) if ctx.attr("mode", "constant") == "constant" else None
+        fill = None if raw_fill is None else (raw_fill - float(quant.zero_points[0])) * float(quant.scales[0])
+        through_real_values(ctx, x, ctx.output(0), lambda real, real_out: _pad(ctx, real, real_out, fill))
+        return
+    _pad(ctx, x, ctx.output(0), None)
+
+
+def _pad(ctx: NodeContext, x: str, out: str, fill: float | None) -> None:
+    """Pad ``x`` into ``out`` as the node says (``fill``: the constant value to use instead of the node's)."""
     value = ctx.value(x)
     shape = value.shape
     rank = ctx.rank(x)
@@ -613,11 +628,11 @@ def pad(ctx: NodeContext) -> None:
         before[a], after[a] = pads[i], pads[i + len(axes)]
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"mode={mode!r} is not supported (constant, reflect, edge, wrap)")
-    out = ctx.output(0)
     out_shape = [d + b + e if d >= 0 else -1 for d, b, e in zip(shape, before, after)]
     if any(d < 0 for d, dim in zip(out_shape, shape) if dim >= 0):
         raise ConversionIssue(INVALID_MODEL, f"pads {pads} crop more than the input {list(shape)} holds")
-    fill = _pad_value(ctx, value.dtype) if mode == "constant" else ctx.attr("value") and 0.0  # (no fill value)
+    if fill is None:
+        fill = _pad_value(ctx, value.dtype) if mode == "constant" else ctx.attr("value") and 0.0  # (no fill value)
     if _empty_result(ctx, out, out_shape, value.dtype):
         return
     ctx.settle(out, out_shape)

@@ -30,7 +30,7 @@ from ...kernels.spatial import bilinear_matrix
 from .. import limits
 from ..context import NodeContext
 from . import converts
-from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node
+from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node, through_real_values
 from ._dims import dims_tensor, reshape_to
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
@@ -166,7 +166,11 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
         return
     masks = {a: m for a, (_, m) in axes_plan.items() if m is not None}
     if mode != "nearest" and dtype.kind != "f":
-        raise ConversionIssue(UNSUPPORTED_DTYPE, f"{mode} resize of {dtype} is not supported (float types only)")
+        if value.quant is None or value.quant.count != 1:
+            raise ConversionIssue(UNSUPPORTED_DTYPE, f"{mode} resize of {dtype} is not supported (float types, or "
+                                                     f"int8/uint8 tensors quantized per tensor)")
+        _emit_quantized_resize(ctx, x, out, out_shape, axes_plan, mode, extrapolation_value)
+        return
     current_shape = list(value.shape)
     steps = sorted(axes_plan)
     # linear on H/W of a 4-D tensor: one RESIZE_BILINEAR when its matrices are exactly ONNX's
@@ -221,6 +225,17 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
         if extrapolation_value != 0:
             fill = np.where(keep, 0, extrapolation_value).astype(dtype)
             ctx.emit(OP.OH_NN_OPS_ADD, [kept, ctx.constant(fill)], [out])
+
+
+def _emit_quantized_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
+                           extrapolation_value: float) -> None:
+    """Linear / cubic resize of a quantized int8/uint8 tensor (onnxruntime's QOperator quantizer leaves Resize on
+    the integers, with the input's parameters on the output): the interpolation weights of a row sum to 1, so
+    interpolating the integers is interpolating the real values, quantized with the same parameters (up to the
+    rounding of the last step): ``through_real_values``, folded into a quantized RESIZE_BILINEAR where the resize is
+    one."""
+    through_real_values(ctx, x, out, lambda real, real_out: _emit_resize(ctx, real, real_out, out_shape, axes_plan,
+                                                                         mode, extrapolation_value))
 
 
 def _float_list(array) -> list[float]:
