@@ -25,12 +25,9 @@ SLICE_SEED, SLICE_COUNT = 26, 700
 # with the fault each shows ("outcome site" as the fuzzer reports it). The slice fails when another model fails, and
 # when one of these no longer does (then the fix is in: drop it from here).
 KNOWN_SLICE_FAILURES: dict[int, str] = {
-    # AveragePool(ceil_mode=1) whose last window starts in the padding, W dynamic: the importer takes ONNX's
-    # inferred size (3; onnxruntime and the kernel: 2) and refuses the valid model
-    259: "refused invalid_model AveragePool",
-    # Tile by ones of an input with two dynamic dims (the output is the input, as in a graph that returns its
-    # input): the converted model RESHAPEs it to [-1, -1], which RESHAPE refuses at run time
-    336: "refused run: OH_NN_INVALID_PARAMETER RESHAPE",
+    # (empty since main's c7729a2 and 0c612ff fixed the two listed at first: 259 "refused invalid_model AveragePool",
+    # ceil_mode pooling over a dynamic dim; 336 "refused run: OH_NN_INVALID_PARAMETER RESHAPE", an output that is
+    # an identity of an input with two dynamic dims)
 }
 
 
