@@ -1466,14 +1466,15 @@ def step_block(b: Builder) -> None:
         else:  # upsample and concatenate with a skip tensor of the upsampled size
             if b.opset < 13:
                 raise Skip("opset")
-            up = b.node("Resize", [x, None, b.constant(np.asarray([1, 1, 2, 2], np.float32), 0.3)],
-                        [(F, [s[:2] + (2 * s[2], 2 * s[3]) for s in x.shapes])], mode=b.choice(["nearest", "linear"]))[0]
+            scales = b.constant(np.asarray([1, 1, 2, 2], np.float32), 0.3)
+            up = b.node("Resize", [x, None, scales], [(F, [s[:2] + (2 * s[2], 2 * s[3]) for s in x.shapes])],
+                        mode=b.choice(["nearest", "linear"]))[0]
             skip = b.add_input(F, [b.named(up.dim(0)), b.width(), b.named(up.dim(2)), b.named(up.dim(3))]) \
                 if b.can_add_input() else None
             if skip is None:
                 raise Skip("inputs")
-            b.node("Concat", [up, skip], [(F, [u[:1] + (u[1] + k[1],) + u[2:] for u, k in zip(up.shapes, skip.shapes)])],
-                   axis=1)
+            shapes = [u[:1] + (u[1] + k[1],) + u[2:] for u, k in zip(up.shapes, skip.shapes)]
+            b.node("Concat", [up, skip], [(F, shapes)], axis=1)
         return
     x = b.pick(lambda t: t.dtype == F and t.rank == 3 and t.static(2), lambda: b.sequence())
     d = x.dim(2)[0]
@@ -1506,7 +1507,8 @@ STEPS = [(step_conv, 10), (step_conv_transpose, 3), (step_pool, 5), (step_global
          (step_concat, 3), (step_split, 3), (step_slice, 3), (step_gather, 3), (step_gather_elements, 2),
          (step_gather_nd, 1), (step_expand_tile, 2.5), (step_pad, 3), (step_resize, 4), (step_reduce, 4),
          (step_argmax, 2), (step_topk, 1), (step_cumsum, 2), (step_cast, 2), (step_einsum, 3),
-         (step_recurrent, 3), (step_space_depth, 1), (step_lrn, 0.5), (step_trilu, 0.7), (step_nonzero, 0.3), (step_block, 6)]
+         (step_recurrent, 3), (step_space_depth, 1), (step_lrn, 0.5), (step_trilu, 0.7), (step_nonzero, 0.3),
+         (step_block, 6)]
 
 
 def generate(seed: int, index: int) -> onnx.ModelProto:

@@ -566,10 +566,11 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
     except ConversionError as error:
         reasons = sorted({i.reason for i in error.issues})
         for issue in error.issues:
+            where = fuzz_workers.site_of_issue(issue.message)
             if issue.reason == "internal_error":
-                return {"outcome": "crash", "site": fuzz_workers.site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "crash", "site": where, "detail": issue.message[:300]}
             if issue.reason == "out_of_memory":
-                return {"outcome": "memory", "site": fuzz_workers.site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "memory", "site": where, "detail": issue.message[:300]}
         return {"outcome": "clean", "detail": ",".join(reasons)}
     except MemoryError as exc:
         return {"outcome": "memory", "site": site(exc), "detail": f"MemoryError in {stage}"}
