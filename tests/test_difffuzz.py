@@ -308,6 +308,34 @@ def test_a_planted_fault_is_found_classified_and_shrunk(monkeypatch, tmp_path):
         monkeypatch.setenv("NNRT_DIFFFUZZ_PROBE", "tanh-batch-2")
 
 
+SLOW_ONCE = """
+import os
+if os.environ.get("NNRT_DIFFFUZZ_PROBE") == "slow-once":
+    import time
+    import onnx
+    import nnrt_onnx.onnx_import as package
+    original = package.from_onnx
+    def slow_once(source, *args, **kwargs):
+        marker = os.environ["NNRT_DIFFFUZZ_MARKER"]
+        if onnx.load(str(source)).graph.name.startswith("difffuzz_31_") and not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(60)
+        return original(source, *args, **kwargs)
+    package.from_onnx = slow_once
+"""
+
+
+def test_a_model_over_the_time_limit_once_is_tried_again(monkeypatch, tmp_path):
+    """The first run of a kernel may compile it (numba, seconds): a model over the time limit is run once more
+    before it counts as a hang -- here the conversion sleeps the first time only."""
+    (tmp_path / "sitecustomize.py").write_text(SLOW_ONCE)
+    monkeypatch.setenv("NNRT_DIFFFUZZ_PROBE", "slow-once")
+    monkeypatch.setenv("NNRT_DIFFFUZZ_MARKER", str(tmp_path / "slept"))
+    report = difffuzz.campaign(seed=31, indices=[0], timeout=5.0, package=f"{tmp_path}{os.pathsep}{PACKAGE_PARENT}")
+    assert (tmp_path / "slept").exists()  # (the first try did go over the limit)
+    assert report.models == 1 and report.outcomes["hang"] == 0, report.to_dict()
+
+
 def test_the_runner_replays_model_bytes():
     runner = difffuzz.Runner(1, 5, package=PACKAGE_PARENT)
     try:
