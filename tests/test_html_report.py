@@ -323,6 +323,18 @@ def test_check_dir_report_writes_an_index_linking_each_models_page(invoke, tmp_p
     assert not [f for f in out.iterdir() if f.name.startswith(".")]  # written atomically, nothing left over
 
 
+def test_a_page_that_cannot_be_rendered_costs_the_model_its_page_not_its_row(monkeypatch):
+    import nnrt_onnx.workflows.html_report as html_report
+    from nnrt_onnx.workflows.sweep import CheckOptions, check_one
+    from nnrt_onnx.workflows.sweep_report import sweep_html
+
+    monkeypatch.setattr(html_report, "html_report", lambda report, **kwargs: 1 / 0)
+    row = check_one(str(SMALL_CNN), CheckOptions(page=True))
+    assert row["verdict"] == "OK" and "page" not in row
+    assert row["page_error"] == "ZeroDivisionError: division by zero"
+    assert "(no page: ZeroDivisionError: division by zero)" in Page(sweep_html([row])).find("tr", "model")[0].text
+
+
 def test_check_report_usage_errors(invoke, tmp_path):
     (tmp_path / "a_file").write_text("x")
     result = invoke("check", MODELS, "--report", tmp_path / "a_file")

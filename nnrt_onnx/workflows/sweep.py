@@ -9,7 +9,8 @@ Each row carries the process's peak resident memory when the model was done (``p
 platform does not say) and whether this model raised it (``peak_rss_this_model``): when it did, ``peak_rss`` is the
 peak of this model's check; when it did not, only a bound (an engine running each model in a fresh process gets the
 exact figure every time). With ``CheckOptions.page`` the row also carries the model's HTML report page (``page``,
-``workflows/html_report.py``), rendered where the model was checked: whoever holds the row writes it
+``workflows/html_report.py``; ``page_error`` says why when it could not be rendered), rendered where the model was
+checked: whoever holds the row writes it
 (``sweep_report.write_model_page``, which takes it out of the row) before the row is stored or printed.
 """
 from __future__ import annotations
@@ -95,7 +96,7 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
             shown = data["outputs"][worst]
             row["worst_output"] = {k: shown[k] for k in ("name", "max_abs", "max_rel")}
         if options.page:
-            row["page"] = _page(report, options)
+            _add_page(row, report, options)
     if row["error"] is not None:
         row["verdict"] = "ERROR"
     row["seconds"] = time.perf_counter() - started
@@ -105,14 +106,16 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     return row
 
 
-def _page(report, options: CheckOptions) -> str | None:
+def _add_page(row: dict[str, Any], report, options: CheckOptions) -> None:
+    """The model's page into ``row["page"]``; a page that cannot be rendered is said in ``row["page_error"]`` (the
+    check itself succeeded: its row stands)."""
     from .html_report import html_report
 
     try:
-        return html_report(report, command=options.command,
-                           back=(options.back, "all models of this check") if options.back else None)
-    except Exception:  # noqa: BLE001 - the check itself succeeded: its row stands without a page
-        return None
+        row["page"] = html_report(report, command=options.command,
+                                  back=(options.back, "all models of this check") if options.back else None)
+    except Exception as exc:  # noqa: BLE001 - a bug in the page must not cost the model its row
+        row["page_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def peak_rss() -> int | None:

@@ -131,6 +131,8 @@ def sweep_html(rows: Sequence[dict[str, Any]], command: str | None = None, total
         word, detail = _detail(row)
         name = e(row["model"])
         model = f'<a href="{e(Path(row["html"]).name)}">{name}</a>' if row.get("html") else name
+        if row.get("page_error"):
+            model += f' <span class="note">(no page: {e(row["page_error"])})</span>'
         worst = row.get("worst_output")
         ops = "-" if row.get("onnx_nodes") is None else f"{row['onnx_nodes']} &rarr; {row.get('nnrt_operations')}"
         memory = memory_text(row).replace("<=", "\u2264")
