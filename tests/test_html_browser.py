@@ -72,6 +72,7 @@ def test_the_legend_pictures_and_tables_are_visible_and_numbers_never_wrap(pages
     page = pages["fail"]
     wanted = {"chart": "svg.chart", "points": "svg.chart circle.point.native-ort", "histogram": "svg.histogram",
               "scatter": "svg.scatter", "dots": "svg.scatter path.dots", "numbers": "td.num",
+              "labels": "svg.histogram text.axis, svg.chart text.axis",
               "folded": "details.run tr.layer", "runs": "details.run > summary", "details": "details.run", "shown": ".layers tr.layer",
               **{f"key-{name}": f".legend .s-{name}" for name in SERIES}}
     narrow = browser.probe(page, wanted, width=NARROW, height=900)  # narrow: whatever may wrap, wraps
@@ -86,6 +87,13 @@ def test_the_legend_pictures_and_tables_are_visible_and_numbers_never_wrap(pages
         assert keys, name
         assert all(browser.hex_rgb(k["fill"]) == browser.hex_rgb(colour) and k["width"] > 0 for k in keys), name
     assert_one_line(boxes["numbers"], minimum=40)
+    rows: dict[int, list] = {}  # the axis labels of the pictures, by line: 4 px apart at least
+    for label in boxes["labels"]:
+        rows.setdefault(round(label["y"]), []).append(label)
+    for line in rows.values():
+        line.sort(key=lambda b: b["x"])
+        for left, right in zip(line, line[1:]):
+            assert left["x"] + left["width"] + 4 <= right["x"], f"{left['text']!r} overlaps {right['text']!r}"
     assert narrow["scrollWidth"] <= narrow["clientWidth"] + 1  # wide tables scroll in their own box, not the page
     assert boxes["folded"] and not any(b["visible"] for b in boxes["folded"])  # closed runs hide their rows ...
     assert all(b["visible"] and b["height"] > 0 for b in boxes["runs"])  # ... but their summaries show

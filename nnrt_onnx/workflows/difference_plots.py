@@ -115,6 +115,7 @@ def histogram_svg(name: str, bars: list[Bar]) -> str:
     decades = {round(math.log10(b.low)) for b in bins if _is_decade(b.low)}
     every = max(1, math.ceil(len(decades) / 8))  # at most about eight decade labels: they never overlap
     x = MARGIN_L
+    labelled = -math.inf  # where the last x label was centred: a decade label too close to it is left out
     for i, bar in enumerate(bars):
         if bar.kind == "special" or (i == 1 and bar.kind == "bin"):
             x += gap
@@ -139,9 +140,11 @@ def histogram_svg(name: str, bars: list[Bar]) -> str:
                          f'text-anchor="middle">{_compact(bar.count)}</text>')
         parts.append("</g>")
         if bar.kind != "bin":
-            parts.append(f'<text x="{x + width / 2:.1f}" y="{base + 14}" class="axis" text-anchor="middle">'
+            labelled = x + width / 2
+            parts.append(f'<text x="{labelled:.1f}" y="{base + 14}" class="axis" text-anchor="middle">'
                          f'{e(bar.label)}</text>')
-        elif _is_decade(bar.low) and round(math.log10(bar.low)) % every == 0:  # a decade, at its bin's left edge
+        elif _is_decade(bar.low) and round(math.log10(bar.low)) % every == 0 and x - labelled >= 36:
+            labelled = x  # a decade, at its bin's left edge
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{base}" y2="{base + 4}" class="grid"/>'
                          f'<text x="{x:.1f}" y="{base + 14}" class="axis" text-anchor="middle">'
                          f'1e{round(math.log10(bar.low))}</text>')
