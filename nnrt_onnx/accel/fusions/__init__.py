@@ -5,13 +5,15 @@
    convolution, BATCH_NORM or MATMUL before them;
 2. :mod:`.erf_gelu` -- the exported exact GELU's five steps into one;
 3. :mod:`.input_transpose` -- an NCHW image's TRANSPOSE into the first convolution;
-4. :mod:`.concat_assembly` -- convolutions writing straight into their slice of a concatenation.
+4. :mod:`.activations` -- any elementwise activation into the step before it (applied in place to its output);
+5. :mod:`.concat_assembly` -- convolutions writing straight into their slice of a concatenation.
 
 Each pass edits ``plan.steps`` (``nnrt_onnx.plan.Step``\\ s) and returns how many things it did."""
 from __future__ import annotations
 
 from ...passes import Pass
 from ...plan import plan_structure
+from .activations import fuse_activations
 from .concat_assembly import assemble_concats
 from .conv_post_ops import fuse_conv_post_ops
 from .erf_gelu import fuse_erf_gelu
@@ -21,6 +23,7 @@ PASSES = (
     Pass("fuse_conv_post_ops", fuse_conv_post_ops, "fused_steps", plan_structure),
     Pass("fuse_erf_gelu", fuse_erf_gelu, "fused_gelus", plan_structure),
     Pass("fuse_input_transpose", fuse_input_transpose, "folded_transposes", plan_structure),
+    Pass("fuse_activations", fuse_activations, "fused_activations", plan_structure),
     Pass("assemble_concats", assemble_concats, "assembled_concats", plan_structure),
 )
 
