@@ -93,13 +93,37 @@ def _bound_runner(general, inputs, arguments, addends):
     out_shape = tuple(x_in.shape[:-1]) + (n,)
     rows = int(np.prod(x_in.shape[:-1]))
     if not gemm.uses_tiles(rows, k, n, np.float32, finished=True):
-        return None
+        return functools.partial(_small_rows_product, general, tuple(x_in.shape), out_shape, b, post, activation)
     addend = np.zeros(out_shape, np.float32) if addends else None  # (a stand-in: untouched pages, never read)
     finish = Finish(None, tuple(("addend", addend) if name == "addend" else (name, v) for name, v in post),
                     activation)
     tile_finish = finish.tile_finish(n, lambda t: t.reshape(-1, n))
     product = None if tile_finish is None else tiles.bound_product(_matrix_operand(b), tile_finish)
     return None if product is None else runners.rows_product(general, x_in.shape, out_shape, product, bool(addends))
+
+
+def _small_rows_product(general, x_shape, out_shape, matrix, post, activation, x, weight, *addends, out=None):
+    """A fused linear layer too small for the register tiles (a transformer's [16, 64] x [64, 64]: BLAS takes
+    ~3 us, the general kernel's finish machinery ~20 more): numpy's product (the reference kernel's) and the fused
+    steps' ufuncs in place, in their order -- the unfused steps' values bit for bit. The general kernel for inputs
+    that are not as planned."""
+    if (x.shape != x_shape or x.dtype != np.float32 or weight is not matrix
+            or not all(a.shape == out_shape and a.dtype == np.float32 for a in addends)):
+        return general(x, weight, *addends, out=out)
+    if out is None or out.shape != out_shape or out.dtype != np.float32:
+        out = np.matmul(x, matrix)
+    else:
+        np.matmul(x, matrix, out=out)
+    for name, value in post:
+        if name == "mul":
+            np.multiply(out, value, out=out)
+        else:
+            np.add(out, addends[value] if name == "addend" else value, out=out)
+    if activation == 1:
+        np.maximum(out, np.float32(0), out=out)
+    elif activation == 2:
+        np.minimum(np.maximum(out, np.float32(0), out=out), np.float32(6), out=out)
+    return out
 
 
 ACCELERATED = {"MATMUL": matmul}

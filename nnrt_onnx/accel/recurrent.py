@@ -1,9 +1,10 @@
-"""LSTM accelerated: the step loop with its elementwise part compiled (numba): per step one matmul, a compiled loop
-adding the step's input part and scaling the sigmoid blocks, one numpy tanh over all gates, a compiled loop for
-the sigmoids and ``c = f * c + i * g``, numpy's tanh of c and ``o * tanh(c)`` written into the output sequence --
-six calls instead of about fifteen, the reference step's float operations in its order (numpy's tanh kept):
-bit-identical to ``kernels.recurrent.lstm_forward`` (``accel.contract``). Without zoneout only; else, and without
-numba, the reference kernel."""
+"""LSTM accelerated: float32/float64 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the
+recurrent product and the gates per step without Python; issue 27), within float32 rounding of
+``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16, the step loop with its elementwise part
+compiled (numba): per step one matmul, a compiled loop adding the step's input part and scaling the sigmoid blocks,
+one numpy tanh over all gates, a compiled loop for the sigmoids and ``c = f * c + i * g``, numpy's tanh of c and
+``o * tanh(c)`` written into the output sequence -- the reference step's float operations in its order.
+Without zoneout only; else, and without numba, the reference kernel."""
 from __future__ import annotations
 
 import functools
@@ -16,13 +17,65 @@ from . import numba_loops
 
 
 def lstm(general, *inputs, **params):
-    """The LSTM kernel's operands checked by the reference (``lstm_operands``), then :func:`lstm_steps` where it
-    runs, else ``general`` (the reference kernel with its keywords)."""
+    """The LSTM kernel's operands checked by the reference (``lstm_operands``), then :func:`lstm_sequence` (float32
+    and float64: one compiled loop over time per layer) or :func:`lstm_steps` where they run, else ``general`` (the
+    reference kernel with its keywords)."""
     (x, w_ih, w_hh, b, h0, c0), (directions, layers, zc, zh) = lstm_operands(*inputs, **params)
-    fast = numba_loops.lstm_steps(x.dtype) if x.size else None
-    if fast is None or zc or zh:
+    if zc or zh or not x.size:
+        return general(*inputs)
+    loops = recurrence_loops() if x.dtype in (np.float32, np.float64) else None
+    if loops is not None:
+        return lstm_sequence(loops.lstm_layer, x, w_ih, w_hh, b, h0, c0, directions, layers)
+    fast = numba_loops.lstm_steps(x.dtype)
+    if fast is None:
         return general(*inputs)
     return lstm_steps(fast, x, w_ih, w_hh, b, h0, c0, directions, layers)
+
+
+def recurrence_loops():
+    """The module of the compiled recurrences (``loops.recurrence``, imported on first use), or None without numba
+    or with ``NNRT_ONNX_NUMBA=0``."""
+    if not numba_loops.enabled():
+        return None
+    from .loops import recurrence
+
+    return recurrence
+
+
+def lstm_sequence(layer_loop, x, w_ih, w_hh, b, h0, c0, directions: int, layers: int):
+    """``kernels.recurrent.lstm_forward`` without zoneout or projection: per layer the input part of every step as
+    one GEMM (numpy), then the whole sequence in one compiled loop (``loops.recurrence.lstm_layer``): no Python per
+    time step. Within float32 rounding of the reference (``accel.contract``)."""
+    dtype = x.dtype
+    steps, batch = x.shape[0], x.shape[1]
+    hidden = w_ih.shape[1] // 4
+    gi, go, gf, gg = (GATE_ROWS[g] * hidden for g in "iofg")
+    hy = np.empty((directions * layers, batch, hidden), dtype)
+    cy = np.empty((directions * layers, batch, hidden), dtype)
+    dirs = np.arange(directions)
+    w_ih_t = packed(w_ih, "lstm_t", transposed_stack)
+    w_hh_t = packed(w_hh, "lstm_t", transposed_stack)
+    gates = np.empty(4 * hidden, dtype)
+    seq = x
+    for layer in range(layers):
+        idx = layer * directions + dirs
+        here = slice(layer * directions, (layer + 1) * directions)
+        pre = np.matmul(seq.reshape(steps * batch, -1), w_ih_t[here])  # every step's input part: [D, T*B, 4H]
+        if b is not None:
+            pre += b[idx][:, None, :]
+        pre = pre.reshape(directions, steps, batch, 4 * hidden)
+        h = np.ascontiguousarray(h0[idx], dtype)
+        c = np.ascontiguousarray(c0[idx], dtype)
+        if h is h0 or np.may_share_memory(h, h0):
+            h = h.copy()
+        if c is c0 or np.may_share_memory(c, c0):
+            c = c.copy()
+        out = np.empty((steps, batch, directions, hidden), dtype)
+        layer_loop(pre, np.ascontiguousarray(w_hh_t[here]), h, c, out, gates, gi, go, gf, gg)
+        hy[idx] = h
+        cy[idx] = c
+        seq = out.reshape(steps, batch, directions * hidden)
+    return seq, hy, cy
 
 
 def lstm_steps(fast, x, w_ih, w_hh, b, h0, c0, directions: int, layers: int):
@@ -82,4 +135,4 @@ def specialise_lstm(op, general, inputs, arguments, addends):
     return functools.partial(lstm, general, **arguments)
 
 
-__all__ = ["lstm", "lstm_steps"]
+__all__ = ["lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]
