@@ -1,6 +1,6 @@
-"""LSTM accelerated: float32/float64 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the
+"""LSTM accelerated: float32 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the
 recurrent product and the gates per step without Python; issue 27), within float32 rounding of
-``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16, the step loop with its elementwise part
+``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16 and float64, the step loop with its elementwise part
 compiled (numba): per step one matmul, a compiled loop adding the step's input part and scaling the sigmoid blocks,
 one numpy tanh over all gates, a compiled loop for the sigmoids and ``c = f * c + i * g``, numpy's tanh of c and
 ``o * tanh(c)`` written into the output sequence -- the reference step's float operations in its order.
@@ -17,13 +17,13 @@ from . import numba_loops
 
 
 def lstm(general, *inputs, **params):
-    """The LSTM kernel's operands checked by the reference (``lstm_operands``), then :func:`lstm_sequence` (float32
-    and float64: one compiled loop over time per layer) or :func:`lstm_steps` where they run, else ``general`` (the
+    """The LSTM kernel's operands checked by the reference (``lstm_operands``), then :func:`lstm_sequence` (float32:
+    one compiled loop over time per layer) or :func:`lstm_steps` where they run, else ``general`` (the
     reference kernel with its keywords)."""
     (x, w_ih, w_hh, b, h0, c0), (directions, layers, zc, zh) = lstm_operands(*inputs, **params)
     if zc or zh or not x.size:
         return general(*inputs)
-    loops = recurrence_loops() if x.dtype in (np.float32, np.float64) else None
+    loops = recurrence_loops() if x.dtype == np.float32 else None
     if loops is not None:
         return lstm_sequence(loops.lstm_layer, x, w_ih, w_hh, b, h0, c0, directions, layers)
     fast = numba_loops.lstm_steps(x.dtype)
