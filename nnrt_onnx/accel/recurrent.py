@@ -130,9 +130,32 @@ def lstm_steps(fast, x, w_ih, w_hh, b, h0, c0, directions: int, layers: int):
     return seq, hy, cy
 
 
+def gru_cell(xz, xr, xh, h, *, rz, rr, rh, bh, linear_before_reset):
+    """One GRU time step of the importer's unrolled form (the kernel of ``fusions.gru_cells``' fused step): float32
+    [B, H] gate inputs and state, [H, H] recurrent matrices (transposed: ``h @ R``), [H] bias of the candidate's
+    product; the new state in one compiled call (``loops.recurrence.gru_step``)."""
+    loops = recurrence_loops()
+    args = [np.ascontiguousarray(a, np.float32) for a in (xz, xr, xh, h)]
+    out = np.empty(args[3].shape, np.float32)
+    loops.gru_step(*args, rz, rr, rh, bh, bool(linear_before_reset), out, np.empty((4, out.shape[1]), np.float32))
+    return out
+
+
+def gru_chain(h0, *gate_inputs, rz, rr, rh, bh, linear_before_reset):
+    """A chain of GRU time steps with the same weights, each step's state the next one's (the kernel of
+    ``fusions.gru_cells``' chained step): ``gate_inputs`` the steps' (xz, xr, xh) in order; returns the state after
+    each step, one compiled call for the whole chain (``loops.recurrence.gru_sequence``)."""
+    loops = recurrence_loops()
+    xz, xr, xh = (np.stack(gate_inputs[k::3]).astype(np.float32, copy=False) for k in range(3))
+    out = np.empty(xz.shape, np.float32)
+    loops.gru_sequence(xz, xr, xh, np.ascontiguousarray(h0, np.float32), rz, rr, rh, bh, bool(linear_before_reset),
+                       out, np.empty((4, out.shape[2]), np.float32))
+    return tuple(out)
+
+
 @specialiser("OH_NN_OPS_LSTM")
 def specialise_lstm(op, general, inputs, arguments, addends):
     return functools.partial(lstm, general, **arguments)
 
 
-__all__ = ["lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]
+__all__ = ["gru_chain", "gru_cell", "lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]

@@ -1,4 +1,5 @@
-"""TRANSPOSE accelerated: a swap of the last two axes (a channel shuffle) as one compiled loop (numba; for float32
+"""UNSTACK and STACK of static shapes without the reference's checks per call (exact copies), and TRANSPOSE
+accelerated: a swap of the last two axes (a channel shuffle) as one compiled loop (numba; for float32
 on AVX-512, 16 values interleaved in registers at a time), into the plan's array. Exact."""
 from __future__ import annotations
 
@@ -66,4 +67,43 @@ def _permuted(general, shape, order, out_shape, x, perm, out=None):
     return np.ascontiguousarray(view)
 
 
-__all__ = ["transpose"]
+__all__ = ["transpose"]  # (and the specialisers of TRANSPOSE, UNSTACK and STACK)
+
+
+def _unstacked(general, shape, axis, x, **kwargs):
+    """UNSTACK of a static shape: one contiguous copy with the axis first, its rows as the outputs (the
+    reference's values: it copies each slice); ``general`` for inputs that are not as planned."""
+    if type(x) is not np.ndarray or x.shape != shape:
+        return general(x)
+    return tuple(np.ascontiguousarray(np.moveaxis(x, axis, 0)))
+
+
+@specialiser("OH_NN_OPS_UNSTACK")
+def specialise_unstack(op, general, inputs, arguments, addends):
+    """:func:`_unstacked` where the input's shape is static and the axis an integer within it; None otherwise."""
+    x, axis = inputs[0], arguments.get("axis")
+    if x.shape is None or not x.shape or not isinstance(axis, (int, np.integer)) or not -len(x.shape) <= axis < len(
+            x.shape) or x.shape[int(axis)] < 1:
+        return None
+    return functools.partial(_unstacked, general, tuple(x.shape), int(axis) % len(x.shape))
+
+
+def _stacked(general, shapes, dtype, axis, *arrays, **kwargs):
+    """STACK of static shapes of one dtype: numpy's stack without the reference's checks per call; ``general``
+    for inputs that are not as planned."""
+    if len(arrays) != len(shapes) or any(type(a) is not np.ndarray or a.shape != s or a.dtype != dtype
+                                         for a, s in zip(arrays, shapes)):
+        return general(*arrays)
+    return np.stack(arrays, axis=axis)
+
+
+@specialiser("OH_NN_OPS_STACK")
+def specialise_stack(op, general, inputs, arguments, addends):
+    """:func:`_stacked` where every input has one static shape and dtype and the axis is an integer within the
+    output's rank; None otherwise."""
+    shapes, dtypes, axis = [i.shape for i in inputs], {i.dtype for i in inputs}, arguments.get("axis")
+    if (not inputs or any(s is None for s in shapes) or len(set(shapes)) != 1 or len(dtypes) != 1
+            or not isinstance(axis, (int, np.integer)) or not -len(shapes[0]) - 1 <= axis <= len(shapes[0])):
+        return None
+    return functools.partial(_stacked, general, tuple(tuple(s) for s in shapes), dtypes.pop(),
+                             int(axis) % (len(shapes[0]) + 1))

@@ -119,3 +119,12 @@ def gru_step(xz, xr, xh, h, rz, rr, rh, bh, linear_before_reset, out, scratch): 
         for k in range(hidden):
             cand = tanh(hh[k])
             ob[k] = cand + z[k] * (hb[k] - cand)
+
+
+@numba.njit(**_JIT)
+def gru_sequence(xz, xr, xh, h0, rz, rr, rh, bh, linear_before_reset, out, scratch):  # pragma: no cover (compiled)
+    """:func:`gru_step` over a chain of time steps: ``xz``, ``xr``, ``xh`` [T, B, H] the steps' gate inputs in the
+    chain's order, ``h0`` [B, H] the state before it, ``out`` [T, B, H] the states after each step."""
+    for t in range(xz.shape[0]):
+        gru_step(xz[t], xr[t], xh[t], h0 if t == 0 else out[t - 1], rz, rr, rh, bh, linear_before_reset, out[t],
+                 scratch)
