@@ -14,6 +14,7 @@ import numpy as np
 from ..enums import OH_NN_ReturnCode
 from ..errors import NNRtError
 from ..plan import Step
+from .invoke import apply_fused_activation_inplace
 
 KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError)
 
@@ -68,6 +69,19 @@ def prepare_call(prepared, step: Step):
             for index in release:
                 env[index] = None
         return view
+    if (step.ufunc is not None and step.fuse in (1, 2) and not then and step.dequantize_inputs is None
+            and step.quantize_outputs is None and len(step.outputs) == 1 and len(step.inputs) == 2
+            and _broadcast_is_static(prepared, step)):
+        # a float ADD/SUB/MUL/DIV with NNRt's fused RELU/RELU6: the ufunc's new array, the activation in place
+        ufunc, (a, b), fuse = step.ufunc, step.inputs, step.fuse
+        out = step.outputs[0]
+
+        def binary_fused(env, arena):
+            result = ufunc(env[a], env[b])
+            env[out] = apply_fused_activation_inplace(result, fuse)
+            for index in release:
+                env[index] = None
+        return binary_fused
     if not step.plain:
         run_step = prepared._run_step
 
