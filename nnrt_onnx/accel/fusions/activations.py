@@ -6,8 +6,8 @@ covers any op before (a convolution's LeakyRelu, a MATMUL's Sigmoid, an ADD's Ta
 
 Conditions: the activation step reads only the step's output, which nothing else reads and which is no model
 output; both float32 with the same static shape; neither step (de)quantizes, and the step before is no view
-(its output may be another tensor's data) and has no fused activation of its own left for the engine (which
-would come after), and no CONCAT (assembled in place by the pass after this one). Exact: the activation's reference operations on the step's values (``accel.contract``)."""
+(its output may be another tensor's data; a fused activation of its own left for the engine comes first), and no
+CONCAT (assembled in place by the pass after this one). Exact: the activation's reference operations on the step's values (``accel.contract``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,8 +54,8 @@ def fuse_activations(plan) -> int:
 
 def _can_take(plan, step) -> bool:
     # (a CONCAT keeps its output tensor: the assembly pass after this one writes its inputs in place)
-    return (step.op != OH_NN_OperationType.OH_NN_OPS_CONCAT and len(step.outputs) == 1 and step.view_shape is None and step.dequantize_inputs is None
-            and step.quantize_outputs is None and not step.fuse and step.out_view is None
+    return (step.op != OH_NN_OperationType.OH_NN_OPS_CONCAT and len(step.outputs) == 1 and step.view_shape is None
+            and step.dequantize_inputs is None and step.quantize_outputs is None and step.out_view is None
             and plan.static[step.outputs[0]] is not None and plan.compute_dtype[step.outputs[0]] == FLOAT32)
 
 
