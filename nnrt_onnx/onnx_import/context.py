@@ -127,13 +127,16 @@ class NodeContext:
         elif len(value.shape) == len(shape):
             value.shape = tuple(v if v >= 0 else s for v, s in zip(value.shape, shape))
 
-    def override_shape(self, name: str, shape) -> None:
+    def override_shape(self, name: str, shape, inference_differs: bool = False) -> None:
         """Give ``name`` (an output of this node) the shape the kernels' rule computes where ONNX shape inference
-        says otherwise (pooling with ceil_mode); the inferred shapes computed from it are then not trusted."""
+        says otherwise (pooling with ceil_mode); the inferred shapes computed from it are then not trusted -- also
+        when ``name`` had no inferred shape of its own (a graph output's is never trusted) but the converter knows
+        that inference gets it wrong (``inference_differs``): its readers' inferred shapes came from that."""
         value = self.value(name)
         shape = tuple(int(d) for d in shape)
-        if value.shape is not None and len(value.shape) == len(shape) and \
-                any(a >= 0 and a != b for a, b in zip(value.shape, shape)) and self.conversion is not None:
+        differs = inference_differs or (value.shape is not None and len(value.shape) == len(shape) and
+                                        any(a >= 0 and a != b for a, b in zip(value.shape, shape)))
+        if differs and self.conversion is not None:
             self.conversion.distrusted.add(name)
         if value.data is None:
             value.shape = shape

@@ -101,3 +101,17 @@ def test_conv_same_lower_over_dynamic_spatial_dims(shape, weight, strides):
                           [("w", rand_normal(11, *weight))])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, *[n, 2, n + 4, n + 5][:len(shape)])} for n in (1, 2, 3)],
                           rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [2, "N"])
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_conv_transpose_same_with_output_padding_is_input_times_stride(auto_pad, batch):
+    # SAME absorbs output_padding into the padding: in * stride, as onnxruntime (onnx shape inference adds the output
+    # padding once more, and its readers' shapes follow; the valid model was refused -- a fuzzer finding)
+    weight = rand_normal(3, 2, 1, 3, 4)
+    model = dynamic_model([helper.make_node("ConvTranspose", ["x", "w"], ["t"], auto_pad=auto_pad, strides=[2, 2],
+                                            output_padding=[1, 1]),
+                           helper.make_node("Relu", ["t"], ["y"])],
+                          [("x", TP.FLOAT, [batch, 2, 3, 5])], [("y", TP.FLOAT, None)], [("w", weight)],
+                          check=False)  # (the full checker trusts onnx shape inference, wrong here)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 3, 5)} for n in ((1, 2) if batch == "N" else (2,))])

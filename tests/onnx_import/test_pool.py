@@ -226,3 +226,13 @@ def test_counted_padding_over_dynamic_spatial_dims(op, attrs):
     model = dynamic_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", TP.FLOAT, ["N", 2, "H", "W"])],
                           [("y", TP.FLOAT, ["N", 2, None, None])])
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, n + 2, n + 3)} for n in (1, 2, 3)], rtol=1e-4)
+
+
+def test_ceil_mode_pooling_that_is_a_graph_output_and_read_by_another_op():
+    # a graph output's inferred shape is never trusted, so nothing contradicted it -- but the reader's inferred
+    # shape (one window more, onnx shape inference's) was trusted: the valid model was refused (fuzzer finding)
+    model = dynamic_model([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1),
+                           helper.make_node("Abs", ["p"], ["a"]), helper.make_node("Sqrt", ["a"], ["y"])],
+                          [("x", TP.FLOAT, ["N", 1, 1, 6])], [("y", TP.FLOAT, None), ("p", TP.FLOAT, None)],
+                          check=False)  # (the full checker trusts onnx shape inference, wrong here)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 1, 1, 6)} for n in (1, 2)])

@@ -167,7 +167,13 @@ def conv_transpose(ctx: NodeContext) -> None:
                    for size, k, d, st, (p0, p1), op in zip(in_sizes, kernel, dilations, strides, pads, out_pad)]
         if any(s <= 0 for s in spatial):
             raise ConversionIssue(INVALID_MODEL, f"the pads leave an empty output {spatial}")
-        _set_shape(ctx, out, [x_shape[0], out_c, *spatial])
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER") and output_shape is None:
+            # SAME absorbs the output padding into the padding (in * stride, as the specification and onnxruntime);
+            # onnx shape inference adds it once more: the rule's size wins, and its readers' inferred shapes
+            ctx.override_shape(out, [x_shape[0], out_c, *spatial],
+                               any(a != size * st + op for a, size, st, op in zip(spatial, in_sizes, strides, out_pad)))
+        else:
+            _set_shape(ctx, out, [x_shape[0], out_c, *spatial])
     if nd == 1:
         strides, dilations, out_pad, pads = [1] + strides, [1] + dilations, [0] + out_pad, [(0, 0)] + pads
     params = {"OH_NN_CONV2D_TRANSPOSE_STRIDES": strides, "OH_NN_CONV2D_TRANSPOSE_DILATION": dilations,

@@ -56,6 +56,14 @@ def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[i
     return result
 
 
+def _sizes_onnx_infers(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[int]:
+    """The output sizes onnx shape inference gives: in ceil mode it keeps a last window that starts in the end
+    padding, which the specification, onnxruntime and the kernels drop (-1 for an unknown size)."""
+    return [-1 if size < 0 else -(-(size + p0 + p1 - geometry.effective_extent(k, d)) // s) + 1 if ceil_mode
+            else (size + p0 + p1 - geometry.effective_extent(k, d)) // s + 1
+            for size, k, s, d, (p0, p1) in zip(in_sizes, kernel, strides, dilations, pads)]
+
+
 def _tap_counts(size, k, s, d, p0, p1, out, include_pad) -> np.ndarray:
     """Per output position: how many taps of the window hit a counted cell (input, or declared pads if include_pad).
     Counted in closed form per position (a window of millions of taps costs nothing)."""
@@ -176,7 +184,8 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
             # window that starts in the end padding)
             sizes = [_pool_sizes([size], [k], [st], [d], [pad], ceil_mode)[0] if size >= 0 else -1
                      for size, k, st, d, pad in zip(in_sizes, kernel, strides, dilations, pads)]
-            ctx.override_shape(out, [shape[0], shape[1], *sizes])
+            ctx.override_shape(out, [shape[0], shape[1], *sizes],
+                               sizes != _sizes_onnx_infers(in_sizes, kernel, strides, dilations, pads, ceil_mode))
             _native_pool(ctx, kind, x, out, nd, kernel, strides, pads, ceil_mode)
             return
         padded = _pad_values(ctx, x, [(0, 0), (0, 0), *pads], 0.0) if any(p0 or p1 for p0, p1 in pads) else x
@@ -189,7 +198,8 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
     # onnx shape inference keeps a last ceil-mode window that starts in the end padding, which the specification
     # ignores ("sliding windows that would start in the right padded region are ignored"), as onnxruntime and
     # onnx.reference do: the rule's size wins
-    ctx.override_shape(out, [shape[0], shape[1], *out_sizes])
+    ctx.override_shape(out, [shape[0], shape[1], *out_sizes],
+                       out_sizes != _sizes_onnx_infers(in_sizes, kernel, strides, dilations, pads, ceil_mode))
     if kind == "max" or (kind == "avg" and not include_pad):
         if _count_map(in_sizes, kernel, strides, dilations, pads, out_sizes, False).min() == 0:
             raise _unsupported(f"pads {[list(p) for p in pads]} leave a window entirely in the padding (no value)")
