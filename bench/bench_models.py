@@ -37,7 +37,7 @@ TORCH = ["mobilenet_v2", "resnet18_half", "unet_small", "bert_tiny", "lstm_class
 LIGHT = ["light_resnet50", "light_vgg19", "light_zfnet512", "light_bvlc_alexnet", "light_squeezenet",
          "light_shufflenet", "light_inception_v1", "light_inception_v2", "light_densenet121"]
 # the small and recurrent models of issue 27 (bench/small_models.py: onnx.helper, no torch; built on first use)
-SMALL = ["bert_tiny_seq16", "lstm_small", "chain50", "gru_tagger", "leaky_convnet"]
+SMALL = ["bert_tiny16", "lstm_small", "chain50", "gru_tagger", "leaky_convnet"]
 CNN = set(LIGHT) | {"mobilenet_v2", "resnet18_half", "unet_small", "leaky_convnet"}
 
 

@@ -1,8 +1,9 @@
 """The small models of issue 27, built with onnx.helper (no torch): what a user's small and recurrent models look
-like after torch's exporter -- seeded weights, opset 17. Imported by bench/gen_models.py and bench/bench_models.py
-(which builds them into the cache on first use).
+like after torch's exporter -- seeded weights, opset 17. bench/bench_models.py builds them into its cache directory
+on first use; ``python bench/small_models.py [--out DIR]`` builds them all (the torch-exported models are
+bench/gen_models.py's).
 
-  bert_tiny_seq16   BERT encoder, 2 layers, hidden 64, 4 heads, intermediate 256, sequence 16 (exact GELU as
+  bert_tiny16       BERT encoder, 2 layers, hidden 64, 4 heads, intermediate 256, sequence 16 (exact GELU as
                     Div/Erf/Add/Mul/Mul, LayerNormalization, attention as MatMul/Reshape/Transpose/Softmax)
   lstm_small        LSTM classifier: 2 stacked LSTMs (hidden 64), 24 steps, batch 1 -> last step -> Gemm to 10
   chain50           50 small elementwise ops on [1, 256] (Add/Mul/Sub by constants, Relu, Sigmoid, Tanh, Abs, Neg)
@@ -55,7 +56,7 @@ def _io(name, dtype, shape):
     return helper.make_tensor_value_info(name, dtype, shape)
 
 
-def bert_tiny_seq16(seq=16, hidden=64, heads=4, inter=256, layers=2, vocab=1000):
+def bert_tiny16(seq=16, hidden=64, heads=4, inter=256, layers=2, vocab=1000):
     g = _Graph(27)
     head = hidden // heads
     emb = g.op("Gather", [g.weight(vocab, hidden, scale=0.1), "input_ids"], axis=0)
@@ -88,7 +89,8 @@ def bert_tiny_seq16(seq=16, hidden=64, heads=4, inter=256, layers=2, vocab=1000)
                             g.const(np.array(0.5, np.float32))])
         x = layer_norm(g.op("Add", [linear(gelu, inter, hidden), x]))
     g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
-    return g.model([_io("input_ids", TensorProto.INT64, [1, seq])], [_io("hidden", TensorProto.FLOAT, [1, seq, hidden])])
+    return g.model([_io("input_ids", TensorProto.INT64, [1, seq])],
+                   [_io("hidden", TensorProto.FLOAT, [1, seq, hidden])])
 
 
 def _lstm_weights(g, gates, hidden, features, directions=1):
@@ -162,7 +164,7 @@ def leaky_convnet(size=128):
                    [_io("y", TensorProto.FLOAT, [1, 18, size // 16, size // 16])])
 
 
-MODELS = {"bert_tiny_seq16": bert_tiny_seq16, "lstm_small": lstm_small, "chain50": chain50,
+MODELS = {"bert_tiny16": bert_tiny16, "lstm_small": lstm_small, "chain50": chain50,
           "gru_tagger": gru_tagger, "leaky_convnet": leaky_convnet}
 
 
@@ -173,3 +175,22 @@ def build(name: str, path) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     onnx.save(MODELS[name](), tmp)
     os.replace(tmp, path)
+
+
+def main(argv=None):
+    import argparse
+    import os
+    from pathlib import Path
+
+    default = Path(os.environ.get("NNRT_BENCH_CACHE", Path.home() / ".cache" / "nnrt_onnx_bench"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=default, help=f"cache directory (default {default})")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in MODELS:
+        build(name, args.out / f"{name}.onnx")
+        print(args.out / f"{name}.onnx")
+
+
+if __name__ == "__main__":
+    main()

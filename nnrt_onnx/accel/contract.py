@@ -4,16 +4,16 @@ a fused step answers for the ops it absorbed, all of them elementwise and exact,
 * ``EXACT``: the same values, NaN where the reference has NaN (the compiled loops make the reference's float
   operations in its order: depthwise convolution, pooling, ERF and the fused GELU, the float16 LSTM step, batch
   norm's pass, the channel shuffle, the activations, and every plan fusion given its kernel's product).
-* ``Tolerance(rtol, atol)``: ``|fast - reference| <= atol * max|reference| + rtol * |reference|`` per element,
-  NaN and inf where the reference has them: the paths that sum in another order -- a product's K terms in register
-  tiles or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm
-  row loops; the recurrences compiled over time (LSTM, a recognised GRU: the step's product in another order and
-  libm's tanh/exp, through the sequence). The bounds are a few float32 epsilons (1.2e-7) times the terms' count, measured with margin on the
-  differential tests (``tests/accel``); Winograd F(2x2, 3x3) is the loosest (its transforms add and subtract up to
-  16 inputs before the product). For an inf in its input Winograd is outside any tolerance: its transforms
-  subtract inf from inf, so outputs where the direct sum gives +-inf come out NaN (a 3x3 64 -> 64 layer with
-  one inf input: 8 NaN and 6 inf pixels where the reference has 9 inf ones); the contract tests feed the
-  tolerance paths finite data, NaN/inf only the EXACT ones."""
+* ``Tolerance(rtol, atol)``: ``|fast - reference| <= atol * max|reference| + rtol * |reference|`` per element, NaN
+  and inf where the reference has them: the paths that sum in another order -- a product's K terms in register tiles
+  or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm row
+  loops -- and the recurrences compiled over time (LSTM, a recognised GRU: each step's product in another order and
+  a rational tanh, through the sequence). The bounds are a few float32 epsilons (1.2e-7) times the terms' count,
+  measured with margin on the differential tests (``tests/accel``); Winograd F(2x2, 3x3) is the loosest (its
+  transforms add and subtract up to 16 inputs before the product). For an inf in its input Winograd is outside any
+  tolerance: its transforms subtract inf from inf, so outputs where the direct sum gives +-inf come out NaN (a 3x3
+  64 -> 64 layer with one inf input: 8 NaN and 6 inf pixels where the reference has 9 inf ones); the contract tests
+  feed the tolerance paths finite data, NaN/inf only the EXACT ones."""
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -1,10 +1,10 @@
-"""LSTM accelerated: float32 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the
-recurrent product and the gates per step without Python; issue 27), within float32 rounding of
-``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16 and float64, the step loop with its elementwise part
-compiled (numba): per step one matmul, a compiled loop adding the step's input part and scaling the sigmoid blocks,
-one numpy tanh over all gates, a compiled loop for the sigmoids and ``c = f * c + i * g``, numpy's tanh of c and
-``o * tanh(c)`` written into the output sequence -- the reference step's float operations in its order.
-Without zoneout only; else, and without numba, the reference kernel."""
+"""LSTM accelerated: float32 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the recurrent
+product and the gates per step without Python; issue 27), within float32 rounding of
+``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16 and float64, the step loop with its elementwise
+part compiled (numba): per step one matmul, a compiled loop adding the step's input part and scaling the sigmoid
+blocks, one numpy tanh over all gates, a compiled loop for the sigmoids and ``c = f * c + i * g``, numpy's tanh of c
+and ``o * tanh(c)`` written into the output sequence -- the reference step's float operations in its order. Without
+zoneout only; else, and without numba, the reference kernel."""
 from __future__ import annotations
 
 import functools

@@ -7,7 +7,8 @@ covers any op before (a convolution's LeakyRelu, a MATMUL's Sigmoid, an ADD's Ta
 Conditions: the activation step reads only the step's output, which nothing else reads and which is no model
 output; both float32 with the same static shape; neither step (de)quantizes, and the step before is no view
 (its output may be another tensor's data; a fused activation of its own left for the engine comes first), and no
-CONCAT (assembled in place by the pass after this one). Exact: the activation's reference operations on the step's values (``accel.contract``)."""
+CONCAT (assembled in place by the pass after this one). Exact: the activation's reference operations on the
+step's values (``accel.contract``)."""
 from __future__ import annotations
 
 import numpy as np

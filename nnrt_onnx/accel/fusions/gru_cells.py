@@ -102,8 +102,8 @@ def _chain_cells(plan) -> None:
 
 
 def _same_weights(a, b) -> bool:
-    return all(a.kwargs[k] is b.kwargs[k] or np.array_equal(a.kwargs[k], b.kwargs[k]) for k in ("rz", "rr", "rh", "bh")) \
-        and a.kwargs["linear_before_reset"] == b.kwargs["linear_before_reset"]
+    same = all(a.kwargs[k] is b.kwargs[k] or np.array_equal(a.kwargs[k], b.kwargs[k]) for k in ("rz", "rr", "rh", "bh"))
+    return same and a.kwargs["linear_before_reset"] == b.kwargs["linear_before_reset"]
 
 
 def _match(plan, steps, produced_at, readers, outputs, position):
