@@ -1,7 +1,7 @@
 """Elementwise activations on float32 without the reference kernels' per-call overhead, and written in place: the
 reference kernel's float operations in its order, so bit-identical (``accel.contract``: EXACT).
 
-* :data:`IN_PLACE` -- per op, ``fn(x, **params)`` writing the activation of ``x`` (a float32 array the caller owns)
+* :data:`IN_PLACE` -- per activation op (and ``accel.elementwise.IN_PLACE``: ABS, NEG), ``fn(x, **params)`` writing the activation of ``x`` (a float32 array the caller owns)
   into ``x`` itself: what the activation fusion (``fusions.activations``) applies to the output of the step before.
 * specialisers for those ops as steps of their own: a float32 step runs ``fn(x.copy())`` or the bare ufunc (no dtype
   checks, no errstate per call: the plan checked the dtype, the engine sets errstate once per run)."""
@@ -70,25 +70,17 @@ def _clip(x, *, max, min):  # noqa: A002 - the op table's keywords
     return np.minimum(x, np.float32(float(max)), out=x)
 
 
-def _abs(x):
-    return np.abs(x, out=x)
-
-
-def _neg(x):
-    return np.negative(x, out=x)
-
-
 # op short name -> in-place activation of a float32 array (keywords: the op's kernel keywords)
 IN_PLACE = {"RELU": _relu, "RELU6": _relu6, "SIGMOID": _sigmoid, "TANH": _tanh, "LEAKY_RELU": _leaky_relu,
-            "HSWISH": _hswish, "HARD_SIGMOID": _hard_sigmoid, "SWISH": _swish, "CLIP": _clip, "ABS": _abs,
-            "NEG": _neg}
+            "HSWISH": _hswish, "HARD_SIGMOID": _hard_sigmoid, "SWISH": _swish, "CLIP": _clip}
 # the ops whose reference kernel on float32 is exactly this ufunc of their one input
-_UFUNCS = {"ABS": np.abs, "NEG": np.negative, "TANH": np.tanh}
+_UFUNCS = {"TANH": np.tanh}
 
 
-def in_place(op: str, arguments: dict):
-    """The in-place activation of ``op`` with its keywords bound (``fn(x) -> x``), or None."""
-    fn = IN_PLACE.get(op)
+def in_place(op: str, arguments: dict, table=None):
+    """The in-place activation of ``op`` (in ``table``, default :data:`IN_PLACE`) with its keywords bound
+    (``fn(x) -> x``), or None."""
+    fn = (IN_PLACE if table is None else table).get(op)
     if fn is None:
         return None
     return functools.partial(fn, **arguments) if arguments else fn
@@ -98,14 +90,20 @@ def _copied(fn, x):
     return fn(np.array(x, copy=True))
 
 
-@specialiser(*(f"OH_NN_OPS_{name}" for name in IN_PLACE))
-def specialise_activation(op, general, inputs, arguments, addends):
-    """A float32 activation step: the bare ufunc, or the in-place activation of a copy; None otherwise."""
+def activation_runner(op, inputs, arguments, table, ufuncs):
+    """A float32 step of the in-place activation ``op`` of ``table``: its bare ufunc (``ufuncs``), or the in-place
+    activation of a copy; None otherwise."""
     if len(inputs) != 1 or inputs[0].dtype != FLOAT32 or "activation" in arguments:
         return None
-    if op in _UFUNCS and not arguments:
-        return _UFUNCS[op]
-    return functools.partial(_copied, in_place(op, arguments))
+    if op in ufuncs and not arguments:
+        return ufuncs[op]
+    return functools.partial(_copied, in_place(op, arguments, table))
 
 
-__all__ = ["IN_PLACE", "in_place"]
+@specialiser(*(f"OH_NN_OPS_{name}" for name in IN_PLACE))
+def specialise_activation(op, general, inputs, arguments, addends):
+    """A float32 activation step (:func:`activation_runner`)."""
+    return activation_runner(op, inputs, arguments, IN_PLACE, _UFUNCS)
+
+
+__all__ = ["IN_PLACE", "activation_runner", "in_place"]

@@ -11,6 +11,7 @@ import numpy as np
 from ..kernels import specialiser
 from ..kernels.elementwise import erf as reference_erf
 from . import numba_loops
+from .activation import activation_runner
 
 
 def erf(general, x):
@@ -36,7 +37,26 @@ def specialise_erf(op, general, inputs, arguments, addends):
     return functools.partial(erf, general) if inputs[0].dtype in (np.float16, np.float32) else None
 
 
-__all__ = ["erf", "erf_gelu"]
+__all__ = ["IN_PLACE", "erf", "erf_gelu"]
+
+
+# -- ABS and NEG as in-place activations (``fusions.activations``) and as float32 steps of their own --------------
+
+def _abs(x):
+    return np.abs(x, out=x)
+
+
+def _neg(x):
+    return np.negative(x, out=x)
+
+
+IN_PLACE = {"ABS": _abs, "NEG": _neg}
+
+
+@specialiser(*(f"OH_NN_OPS_{name}" for name in IN_PLACE))
+def specialise_sign_ops(op, general, inputs, arguments, addends):
+    """A float32 ABS/NEG step: the bare ufunc (the reference's one call on float32)."""
+    return activation_runner(op, inputs, arguments, IN_PLACE, {"ABS": np.abs, "NEG": np.negative})
 
 
 # -- small steps of static shapes: the reference's one numpy call without its checks per call ------------------------

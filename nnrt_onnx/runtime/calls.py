@@ -26,10 +26,11 @@ def _failed(step: Step, exc: Exception) -> NNRtError:
 
 
 def _broadcast_is_static(prepared, step: Step) -> bool:
-    """The step's inputs have static shapes that broadcast to exactly its static output shape."""
+    """The step's inputs have static shapes that broadcast to exactly its static output shape, of rank 1 or more (a
+    ufunc of 0-d arrays gives a numpy scalar, which the checked path makes an array)."""
     shapes = [prepared.static[i] for i in step.inputs]
     out = prepared.static[step.outputs[0]]
-    if out is None or any(s is None for s in shapes):
+    if not out or any(s is None for s in shapes):
         return False
     try:
         return tuple(np.broadcast_shapes(*shapes)) == tuple(out)

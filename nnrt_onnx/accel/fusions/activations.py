@@ -1,5 +1,5 @@
 """Fusion pass: an elementwise activation (RELU, RELU6, SIGMOID, TANH, LEAKY_RELU, HSWISH, HARD_SIGMOID, SWISH,
-CLIP, ABS, NEG: ``accel.activation.IN_PLACE``) after any float32 step becomes part of that step: the step's
+CLIP: ``accel.activation.IN_PLACE``; ABS, NEG: ``accel.elementwise.IN_PLACE``) after any float32 step becomes part of that step: the step's
 ``then`` gets the activation, applied in place to the step's output by the engine -- one step, one array and the
 activation's reference passes fewer. NNRt's own fused activation covers only RELU and RELU6 of some ops; this
 covers any op before (a convolution's LeakyRelu, a MATMUL's Sigmoid, an ADD's Tanh, a chain of them).
@@ -15,7 +15,9 @@ import numpy as np
 
 from ...enums import OH_NN_OperationType
 from ...plan import readers_and_producers
+from ..activation import IN_PLACE as ACTIVATIONS
 from ..activation import in_place
+from ..elementwise import IN_PLACE as SIGN_OPS
 
 FLOAT32 = np.dtype(np.float32)
 
@@ -38,7 +40,7 @@ def fuse_activations(plan) -> int:
         activation = steps[reader]
         name = activation.op.name[len("OH_NN_OPS_"):]
         arguments = {k: v for k, v in activation.kwargs.items() if k != "ctx"}
-        fn = in_place(name, arguments)
+        fn = in_place(name, arguments, ACTIVATIONS if name in ACTIVATIONS else SIGN_OPS)
         if (fn is None or activation.inputs != (tensor,) or len(activation.outputs) != 1
                 or not activation.plain_candidate() or activation.then
                 or plan.static[activation.outputs[0]] != plan.static[tensor]
