@@ -27,13 +27,13 @@ def _relu6(x):
 
 
 def _sigmoid(x):
-    """The reference's ``where(x >= 0, 1 / (1 + e), e / (1 + e))`` with ``e = exp(-|x|)``."""
+    """The reference's ``where(x >= 0, 1 / (1 + e), e / (1 + e))`` with ``e = exp(-|x|)`` (a select, not a masked
+    ufunc: ``where=`` with a random mask runs element by element, 30x slower)."""
     positive = np.greater_equal(x, 0)
     e = np.exp(np.negative(np.abs(x, out=x), out=x), out=x)
     d = np.add(1, e)
     np.divide(e, d, out=x)
-    np.divide(1, d, out=x, where=positive)
-    return x
+    return np.where(positive, np.divide(1, d, out=d), x)
 
 
 def _tanh(x):
@@ -41,8 +41,17 @@ def _tanh(x):
 
 
 def _leaky_relu(x, *, negative_slope):
-    """``where(x >= 0, x, x * slope)``: the cells that are not >= 0 (NaN included: NaN * slope is NaN) scaled."""
-    return np.multiply(x, np.float32(negative_slope), out=x, where=~np.greater_equal(x, 0))
+    """``where(x >= 0, x, x * slope)``. For 0 <= slope <= 1 that is ``max(x, x * slope)`` for every x (x * slope is
+    at most x for x >= 0 and at least x below, rounding included; NaN, infinities and signed zeros come out as the
+    select's), for slope > 1 ``min``: two plain passes instead of a masked ufunc, which runs element by element on a
+    random mask (1.4 ms on a 128x128x16 output against 0.1 ms)."""
+    slope = np.float32(negative_slope)
+    scaled = np.multiply(x, slope)
+    if 0 <= slope <= 1:
+        return np.maximum(x, scaled, out=x)
+    if slope > 1:
+        return np.minimum(x, scaled, out=x)
+    return np.where(np.greater_equal(x, 0), x, scaled)  # (a negative or NaN slope: the select itself)
 
 
 def _hswish(x):

@@ -168,3 +168,18 @@ def test_an_unrolled_gru_runs_as_one_compiled_loop_and_keeps_the_contract(direct
         got = fast.run_arrays(feeds[0])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.asarray(w).reshape(g.shape), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("slope", [0.01, 1.0, 2.5, -0.3])
+def test_leaky_relu_of_any_slope_fused_keeps_the_contract(slope, rng):
+    # (the in-place form is max(x, x * slope) for slopes in [0, 1], min above, the select itself below)
+    dims = (4, 33)
+    net = Net(rng)
+    x = net.input(dims)
+    added = net.op(OP.OH_NN_OPS_ADD, [x, net.weight(33, scale=1)], dims)
+    model = net.finish([net.op(OP.OH_NN_OPS_LEAKY_RELU, [added], dims, OH_NN_LEAKY_RELU_NEGATIVE_SLOPE=np.float32(
+        slope))])
+    feeds = [[(rng.standard_normal(dims) * 3).astype(F32)]]
+    _special_values(feeds[0][0], rng)
+    fast = assert_contract(model, feeds)
+    assert len(fast.prepared.steps) == 1 and fast.prepared.steps[0].then
