@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 
+from ..enums import OH_NN_OperationType
 from ..kernels import packed, specialiser
 from ..kernels.linear import matmul as reference_matmul
 from ..kernels.linear import matmul_dims
@@ -124,6 +125,48 @@ def _small_rows_product(general, x_shape, out_shape, matrix, post, activation, x
     elif activation == 2:
         np.minimum(np.maximum(out, np.float32(0), out=out), np.float32(6), out=out)
     return out
+
+
+def _bound_full_connection(general, x_shape, rows, out_shape, weight, matrix, bias, x, w, *b):
+    """A float32 FULL_CONNECTION of a static input by a constant weight (and constant bias): the reference's
+    product with its transposed weight made once, and its bias added -- its values, without its checks per call;
+    ``general`` for anything not as planned."""
+    if (type(x) is not np.ndarray or x.shape != x_shape or x.dtype != np.float32 or w is not weight
+            or (b[0] if b else None) is not bias[0]):
+        return general(x, w, *b)
+    out = np.matmul(x.reshape(rows), matrix)
+    if bias[1] is not None:
+        out = out + bias[1]
+    return out.reshape(out_shape)
+
+
+@specialiser("OH_NN_OPS_FULL_CONNECTION")
+def specialise_full_connection(op, general, inputs, arguments, addends):
+    """:func:`_bound_full_connection` for a static float32 input, a constant float32 weight and bias; None
+    otherwise."""
+    from ..kernels import infer_output_shapes
+
+    x, w = inputs[0], inputs[1]
+    b = inputs[2] if len(inputs) > 2 else None
+    if (x.shape is None or x.dtype != np.float32 or w.value is None or w.value.dtype != np.float32
+            or w.value.ndim != 2 or (b is not None and (b.value is None or b.value.dtype != np.float32))):
+        return None
+    plain = {k: v for k, v in arguments.items() if k != "ctx"}
+    try:
+        (out_shape,) = infer_output_shapes(OH_NN_OperationType.OH_NN_OPS_FULL_CONNECTION,
+                                           [i.shape for i in inputs], [i.value for i in inputs], plain,
+                                           output_count=1)
+    except Exception:  # the reference raises its error in the run
+        return None
+    n_out, k = w.value.shape
+    if out_shape is None or any(d < 0 for d in out_shape) or out_shape[-1] != n_out \
+            or (b is not None and b.value.size != n_out) or np.prod(x.shape) % k:
+        return None
+    rows = (int(np.prod(out_shape[:-1])), k) if plain.get("use_axis") else (-1, k)
+    matrix = np.ascontiguousarray(w.value.T)
+    bias = (None, None) if b is None else (b.value, b.value.reshape(n_out))
+    return functools.partial(_bound_full_connection, general, tuple(x.shape), rows, tuple(out_shape), w.value,
+                             matrix, bias)
 
 
 ACCELERATED = {"MATMUL": matmul}

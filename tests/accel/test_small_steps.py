@@ -183,3 +183,19 @@ def test_leaky_relu_of_any_slope_fused_keeps_the_contract(slope, rng):
     _special_values(feeds[0][0], rng)
     fast = assert_contract(model, feeds)
     assert len(fast.prepared.steps) == 1 and fast.prepared.steps[0].then
+
+
+def test_full_connection_with_constant_weights_keeps_the_contract(rng):
+    # rows of the whole input (use_axis false) and the dims from an axis flattened (use_axis true), with and without
+    # bias, a fused RELU: the bound runner against the reference plan
+    for use_axis, shape, bias in ((False, (6, 8), True), (True, (2, 3, 8), True), (False, (4, 8), False)):
+        net = Net(rng)
+        x = net.input(shape)
+        inputs = [x, net.weight(5, 8)] + ([net.weight(5, scale=1)] if bias else [])
+        out_shape = shape[:-1] + (5,) if use_axis else (int(np.prod(shape)) // 8, 5)
+        params = {"OH_NN_FULL_CONNECTION_ACTIVATIONTYPE": 1, "OH_NN_FULL_CONNECTION_HAS_BIAS": bias}
+        if use_axis:
+            params.update(OH_NN_FULL_CONNECTION_USE_AXIS=True, OH_NN_FULL_CONNECTION_AXIS=len(shape) - 1)
+        model = net.finish([net.op(OP.OH_NN_OPS_FULL_CONNECTION, inputs, out_shape, **params)])
+        fast = assert_contract(model, [[rng.standard_normal(shape).astype(F32)]])
+        assert getattr(fast.prepared.steps[0].fn, "func", None).__name__ == "_bound_full_connection"
