@@ -173,6 +173,19 @@ def gru_chain(h0, *gate_inputs, rz, rr, rh, bh, linear_before_reset):
     return tuple(out)
 
 
+def gru_chain_rows(h0, pz, pr, ph, *, start, stride, count, rz, rr, rh, bh, linear_before_reset):
+    """:func:`gru_chain` where the steps' gate inputs are rows of the input projections ``pz``, ``pr``, ``ph``
+    [T', B, H] (the UNSTACK the importer splits them with; ``loops.recurrence.gru_sequence_rows``): row
+    ``start + t * stride`` for time step t of ``count``."""
+    loops = recurrence_loops()
+    pz, pr, ph = (np.ascontiguousarray(p, np.float32) for p in (pz, pr, ph))
+    h = np.ascontiguousarray(h0, np.float32)
+    out = np.empty((count,) + h.shape, np.float32)
+    loops.gru_sequence_rows(pz, pr, ph, start, stride, h, rz, rr, rh, bh, bool(linear_before_reset), out,
+                            np.empty((4, h.shape[1]), np.float32))
+    return tuple(out)
+
+
 @specialiser("OH_NN_OPS_LSTM")
 def specialise_lstm(op, general, inputs, arguments, addends):
     """:func:`_bound_lstm` for static float32 shapes, constant weights and biases and no zoneout (checked once by the
@@ -195,4 +208,4 @@ def specialise_lstm(op, general, inputs, arguments, addends):
                              loops.lstm_layer)
 
 
-__all__ = ["gru_chain", "gru_cell", "lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]
+__all__ = ["gru_chain", "gru_chain_rows", "gru_cell", "lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]

@@ -88,13 +88,17 @@ def specialise_unstack(op, general, inputs, arguments, addends):
     return functools.partial(_unstacked, general, tuple(x.shape), int(axis) % len(x.shape))
 
 
-def _stacked(general, shapes, dtype, axis, *arrays, **kwargs):
-    """STACK of static shapes of one dtype: numpy's stack without the reference's checks per call; ``general``
-    for inputs that are not as planned."""
+def _stacked(general, shapes, dtype, out_shape, places, *arrays, **kwargs):
+    """STACK of static shapes of one dtype: each input copied into its place of the output (numpy's own stack
+    costs ~2.5 us of Python for two small arrays; these copies ~0.7); ``general`` for inputs that are not as
+    planned."""
     if len(arrays) != len(shapes) or any(type(a) is not np.ndarray or a.shape != s or a.dtype != dtype
                                          for a, s in zip(arrays, shapes)):
         return general(*arrays)
-    return np.stack(arrays, axis=axis)
+    out = np.empty(out_shape, dtype)
+    for place, a in zip(places, arrays):
+        out[place] = a
+    return out
 
 
 @specialiser("OH_NN_OPS_STACK")
@@ -105,5 +109,8 @@ def specialise_stack(op, general, inputs, arguments, addends):
     if (not inputs or any(s is None for s in shapes) or len(set(shapes)) != 1 or len(dtypes) != 1
             or not isinstance(axis, (int, np.integer)) or not -len(shapes[0]) - 1 <= axis <= len(shapes[0])):
         return None
-    return functools.partial(_stacked, general, tuple(tuple(s) for s in shapes), dtypes.pop(),
-                             int(axis) % (len(shapes[0]) + 1))
+    axis = int(axis) % (len(shapes[0]) + 1)
+    shape = tuple(shapes[0])
+    out_shape = shape[:axis] + (len(inputs),) + shape[axis:]
+    places = tuple((slice(None),) * axis + (i,) for i in range(len(inputs)))
+    return functools.partial(_stacked, general, tuple(tuple(s) for s in shapes), dtypes.pop(), out_shape, places)

@@ -155,10 +155,12 @@ def test_an_unrolled_gru_runs_as_one_compiled_loop_and_keeps_the_contract(direct
         fast = assert_contract(model, feeds)
         names = [getattr(s.fn, "__name__", "") for s in fast.prepared.steps]
         directions = 2 if direction == "bidirectional" else 1
-        # every time step of each direction in one chain (but the first without an initial state: left as it is)
-        assert names.count("gru_chain") == directions, names
-        chains = [s for s in fast.prepared.steps if getattr(s.fn, "__name__", "") == "gru_chain"]
+        # every time step of each direction in one chain (but the first without an initial state: left as it is),
+        # reading its gate inputs as rows of the input projections (the importer's UNSTACK)
+        assert names.count("gru_chain_rows") == directions, names
+        chains = [s for s in fast.prepared.steps if getattr(s.fn, "__name__", "") == "gru_chain_rows"]
         assert all(len(s.outputs) == (7 if initial else 6) for s in chains)
+        assert all(s.kwargs["stride"] == (-1 if k == 1 else 1) for k, s in enumerate(chains))
         # onnxruntime's own GRU as a second, independent oracle of the outputs
         import onnxruntime as ort
 
@@ -199,3 +201,16 @@ def test_full_connection_with_constant_weights_keeps_the_contract(rng):
         model = net.finish([net.op(OP.OH_NN_OPS_FULL_CONNECTION, inputs, out_shape, **params)])
         fast = assert_contract(model, [[rng.standard_normal(shape).astype(F32)]])
         assert getattr(fast.prepared.steps[0].fn, "func", None).__name__ == "_bound_full_connection"
+
+
+def test_gru_chains_that_cannot_read_rows_stack_their_gate_inputs(rng, monkeypatch):
+    # the chain's other form (gate inputs that are not one UNSTACK's consecutive rows): stacked per run
+    from nnrt_onnx.accel.fusions import gru_cells
+
+    monkeypatch.setattr(gru_cells, "_projection_rows", lambda *_: None)
+    proto = _gru_model(rng, steps=5, batch=2, features=3, hidden=4, direction="bidirectional",
+                       linear_before_reset=0, initial=True, bias=True)
+    model = from_onnx(proto).model
+    feeds = [[rng.standard_normal(model.tensors[t].dims).astype(F32) for t in model.inputs]]
+    fast = assert_contract(model, feeds)
+    assert [getattr(s.fn, "__name__", "") for s in fast.prepared.steps].count("gru_chain") == 2

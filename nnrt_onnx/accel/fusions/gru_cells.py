@@ -13,14 +13,15 @@ rational tanh (``accel.contract``, the recurrences' tolerance).
 Then the time steps of one recurrence -- fused cells with the same weights, each one's new state the next one's
 previous state -- become one step over the whole chain (``accel.recurrent.gru_chain``: one compiled loop over
 time, no Python per time step), placed at its last cell, where nothing between its first and last cell reads its
-states."""
+states; where the steps' gate inputs are consecutive rows that one UNSTACK splits from each input projection (the
+importer's form), the step reads the projections themselves (``gru_chain_rows``: nothing stacked per run)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...enums import OH_NN_OperationType
 from ...plan import merged, readers_and_producers
-from ..recurrent import gru_chain, gru_cell, recurrence_loops
+from ..recurrent import gru_chain, gru_chain_rows, gru_cell, recurrence_loops
 
 _OP = OH_NN_OperationType
 FLOAT32 = np.dtype(np.float32)
@@ -85,11 +86,17 @@ def _chain_cells(plan) -> None:
         members = set(chain)
         if any(t in states for i in range(chain[0], chain[-1]) if i not in members for t in steps[i].inputs):
             continue  # (a state read before the chain's last cell: the chain cannot run as one step there)
-        first, last = steps[chain[0]], steps[chain[-1]]
-        inputs = (first.inputs[3],) + tuple(t for i in chain for t in steps[i].inputs[:3])
+        first = steps[chain[0]]
         group = [steps[i] for i in chain]
-        one = merged(first, gru_chain, dict(first.kwargs), 0, inputs, group, 0,
-                     tuple(t for s in group for t in s.release))
+        rows = _projection_rows(plan, steps, [steps[i].inputs[:3] for i in chain])
+        if rows is not None:  # the gate inputs are rows of three projections: read in place
+            projections, start, stride = rows
+            one = merged(first, gru_chain_rows, dict(first.kwargs, start=start, stride=stride, count=len(chain)), 0,
+                         (first.inputs[3],) + projections, group, 0, tuple(t for s in group for t in s.release))
+        else:
+            inputs = (first.inputs[3],) + tuple(t for i in chain for t in steps[i].inputs[:3])
+            one = merged(first, gru_chain, dict(first.kwargs), 0, inputs, group, 0,
+                         tuple(t for s in group for t in s.release))
         one.outputs = tuple(steps[i].outputs[0] for i in chain)
         one.checks = tuple(c for s in group for c in s.checks)
         one.op = first.op
@@ -99,6 +106,34 @@ def _chain_cells(plan) -> None:
         gone.update(chain[:-1])
     if replaced:
         plan.steps[:] = [replaced.get(i, s) for i, s in enumerate(steps) if i not in gone]
+
+
+def _projection_rows(plan, steps, gate_inputs):
+    """((pz, pr, ph), start, stride) when each gate's inputs along the chain are consecutive outputs (one index
+    apart, either way) of one UNSTACK along axis 0 of a static float32 projection -- the importer's form -- else
+    None."""
+    producer = {t: (s, k) for s in steps if s.op == _OP.OH_NN_OPS_UNSTACK for k, t in enumerate(s.outputs)}
+    projections, starts, strides = [], set(), set()
+    for g in range(3):
+        found = [producer.get(inputs[g]) for inputs in gate_inputs]
+        if any(f is None for f in found) or len({id(s) for s, _ in found}) != 1:
+            return None
+        unstack = found[0][0]
+        axis = unstack.kwargs.get("axis")
+        source = unstack.inputs[0]
+        if not isinstance(axis, (int, np.integer)) or int(axis) != 0 or plan.static[source] is None \
+                or plan.compute_dtype[source] != FLOAT32:
+            return None
+        indices = [k for _, k in found]
+        stride = indices[1] - indices[0] if len(indices) > 1 else 1
+        if stride not in (1, -1) or any(b - a != stride for a, b in zip(indices, indices[1:])):
+            return None
+        projections.append(source)
+        starts.add(indices[0])
+        strides.add(stride)
+    if len(starts) != 1 or len(strides) != 1:
+        return None
+    return tuple(projections), starts.pop(), strides.pop()
 
 
 def _same_weights(a, b) -> bool:

@@ -128,3 +128,15 @@ def gru_sequence(xz, xr, xh, h0, rz, rr, rh, bh, linear_before_reset, out, scrat
     for t in range(xz.shape[0]):
         gru_step(xz[t], xr[t], xh[t], h0 if t == 0 else out[t - 1], rz, rr, rh, bh, linear_before_reset, out[t],
                  scratch)
+
+
+@numba.njit(**_JIT)
+def gru_sequence_rows(pz, pr, ph, start, stride, h0, rz, rr, rh, bh, linear_before_reset, out,
+                      scratch):  # pragma: no cover (compiled)
+    """:func:`gru_sequence` reading the steps' gate inputs straight from the input projections ``pz``, ``pr``,
+    ``ph`` [T', B, H]: time step t of the chain reads their row ``start + t * stride`` (a reverse recurrence runs
+    its rows backwards), so nothing is stacked per run."""
+    for t in range(out.shape[0]):
+        row = start + t * stride
+        gru_step(pz[row], pr[row], ph[row], h0 if t == 0 else out[t - 1], rz, rr, rh, bh, linear_before_reset,
+                 out[t], scratch)
