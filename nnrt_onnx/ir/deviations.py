@@ -17,6 +17,11 @@ RULES = {
         "Resize and Upsample with scales: each output length is floor(input length x scale) of the exact "
         "product, as the specification, onnx shape inference and onnx.reference compute it; onnxruntime multiplies "
         "in float32, which can round up past an integer (scale 0.7 on 10 gives 7 there, 6 here)"),
+    "resize-nearest-sizes": (
+        "Resize nearest to given sizes: the source of each output is picked from x_resized / (out / in) in float64, "
+        "as onnx.reference computes it, so that an exact tie (1 / (2 / 7) = 3.5) rounds as nearest_mode says; "
+        "float32 arithmetic lands below some ties (3.4999998) and picks the other source, and onnxruntime's does "
+        "at a few of them"),
     "convtranspose-same-small-kernel": (
         "ConvTranspose auto_pad SAME_UPPER/SAME_LOWER with a kernel smaller than the stride: the padding the SAME "
         "rule asks for is negative, pads are >= 0, so none is applied and the output is the full (in - 1) * stride "

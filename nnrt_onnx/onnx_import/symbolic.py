@@ -6,7 +6,8 @@ cancels and the ``-1`` is 64, so RESHAPE can take ``[-1, 64]``. A dynamic dim is
 (shape inference carries those from tensor to tensor), else by the tensor and axis it belongs to.
 
 Only the ops that move shape elements around are followed (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze,
-Cast, Identity) and integer constants; anything else gives up (None).
+Cast, Identity), integer constants, and Add/Sub/Mul/Div on elements known as numbers (a symbol only through what
+leaves it as it is); anything else gives up (None).
 """
 from __future__ import annotations
 
@@ -95,7 +96,38 @@ class ShapeValues:
             if len(starts) != 1 or len(ends) != 1 or len(steps) != 1 or steps[0] == 0:
                 return None
             return data[slice(starts[0], ends[0], steps[0])]
+        if op in _ARITHMETIC and len(inputs) == 2 and inputs[1]:
+            return _arithmetic(op, self.value(inputs[0], depth + 1), self.value(inputs[1], depth + 1))
         return None
+
+
+# shape arithmetic exporters write (torch's ``x.size(1) // 2``): on known elements; a symbol survives only what leaves
+# it unchanged (times or divided by 1, plus or minus 0)
+_ARITHMETIC = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+               "Div": lambda a, b: None if b == 0 else abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)}
+
+
+def _arithmetic(op: str, left, right) -> list[int | str] | None:
+    """``op`` element by element (one side may have one element), integer Div truncating toward zero as
+    onnxruntime's; None where a result cannot be told."""
+    if left is None or right is None or (len(left) != len(right) and 1 not in (len(left), len(right))):
+        return None
+    count = max(len(left), len(right))
+    result: list[int | str] = []
+    for a, b in zip(left * count if len(left) == 1 else left, right * count if len(right) == 1 else right):
+        if isinstance(a, str) or isinstance(b, str):
+            symbol, other = (a, b) if isinstance(a, str) else (b, a)
+            keeps = isinstance(other, int) and (other == 0 and op in ("Add", "Sub") and symbol is a or
+                                                other == 1 and (op == "Mul" or op == "Div" and symbol is a))
+            if not keeps:
+                return None
+            result.append(symbol)
+            continue
+        value = _ARITHMETIC[op](a, b)
+        if value is None:
+            return None
+        result.append(int(value))
+    return result
 
 
 def reshape_target(input_dims: Sequence[int | str], requested: Sequence[int | str], allowzero: bool) -> list[int] | None:

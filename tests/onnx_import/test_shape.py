@@ -218,3 +218,20 @@ def test_squeeze_without_axes_on_a_dynamic_dim_names_the_dim_to_pin():
     (issue,) = caught.value.issues
     assert issue.reason == "dynamic_shape" and "decides the output's rank" in issue.message
     assert "pin input 'x' dim 0 (N)" in issue.message
+
+
+@pytest.mark.parametrize("op, operand", [("Div", 2), ("Mul", 1), ("Sub", 0)])
+def test_reshape_to_shape_arithmetic_on_a_known_dim_over_a_dynamic_batch(op, operand):
+    # torch's x.view(x.size(0), x.size(1) // 2, -1): the symbolic shape reader gave up at the Div (the target was
+    # refused as not constant; a differential fuzzer's find)
+    dim = lambda axis, name: [helper.make_node("Gather", ["s", f"i{axis}"], [name], axis=0)]  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), *dim(0, "batch"), *dim(1, "channels"),
+             helper.make_node(op, ["channels", "k"], ["part"]),
+             helper.make_node("Concat", ["batch", "part", "minus_one"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    model = dynamic_model(nodes, [("x", FLOAT, ["N", 6, 4])], [("y", FLOAT, None)],
+                          [("i0", np.array([0], np.int64)), ("i1", np.array([1], np.int64)),
+                           ("k", np.array([operand], np.int64)), ("minus_one", np.array([-1], np.int64))],
+                          check=False)
+    rng = np.random.default_rng(1)
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, 6, 4)).astype(np.float32)} for n in (1, 2, 3)])

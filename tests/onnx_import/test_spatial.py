@@ -259,3 +259,27 @@ def test_space_to_depth_crd_with_dynamic_channels():
     model = dynamic_model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")],
                           [("x", FLOAT, ["N", "C", 4, 6])], [("y", FLOAT, ["N", None, 2, 3])], opset=28)
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, n + 1, 4, 6)} for n in (1, 2, 3)])
+
+
+@pytest.mark.parametrize("width, out, ctm, nearest", [(7, 2, "asymmetric", "round_prefer_ceil"),
+                                                      (14, 4, "asymmetric", "round_prefer_ceil"),
+                                                      (7, 3, "half_pixel", "round_prefer_floor")])
+def test_nearest_resize_to_sizes_breaks_an_exact_tie_as_its_mode_says(width, out, ctm, nearest):
+    # 1 / float32(2 / 7) is 3.4999998, which took source 3; the exact 3.5 rounds up under round_prefer_ceil
+    # (onnxruntime and onnx.reference both take 4; rule resize-nearest-sizes; a differential fuzzer's find)
+    model = dynamic_model([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest",
+                                            coordinate_transformation_mode=ctm, nearest_mode=nearest)],
+                          [("x", FLOAT, [1, 2, 3, width])], [("y", FLOAT, [1, 2, 3, out])],
+                          [("sizes", np.array([1, 2, 3, out], np.int64))], opset=19, check=False)
+    x = np.arange(2 * 2 * 3 * width, dtype=np.float32).reshape(2, 2, 3, width)
+    runs_like_onnxruntime(model, [{"x": x[:1]}])
+
+
+def test_resize_keeping_the_aspect_ratio_rounds_the_exact_product():
+    # not_smaller: scale max(7 / 6, 2 / 3) = 7 / 6; width round(3 x 7 / 6) = round(3.5) = 4 (onnxruntime and
+    # onnx.reference), not 3 from the float32 quotient's product 3.4999998 (a differential fuzzer's find)
+    model = dynamic_model([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], axes=[2, 3],
+                                            keep_aspect_ratio_policy="not_smaller")],
+                          [("x", FLOAT, [1, 2, 6, 3])], [("y", FLOAT, [1, 2, 7, 4])],
+                          [("sizes", np.array([7, 2], np.int64))], opset=19)
+    runs_like_onnxruntime(model, [{"x": rand_normal(1, 1, 2, 6, 3)}])

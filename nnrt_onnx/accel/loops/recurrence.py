@@ -9,12 +9,11 @@ scalar call of ~19 ns, 60x the loop's 0.3 ns per value, and it was 90% of a smal
 rounding of the reference kernels, not bit-identical (``accel.contract``). No fast-math."""
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from ..numba_cache import cache_ok
+from ..numba_cache import jit
 
-_JIT = dict(cache=cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+_JIT = dict(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 _F32 = np.float32
 _CLAMP = _F32(7.90531110763549805)  # tanh is 1 - 2e-7 there: float32's 1 beyond
 _P = tuple(_F32(v) for v in (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
@@ -23,7 +22,7 @@ _Q = tuple(_F32(v) for v in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843
 _HALF = _F32(0.5)
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def tanh(x):  # pragma: no cover (compiled): the module doc's rational tanh of a float32
     v = _CLAMP if x > _CLAMP else x  # (comparisons are false for NaN: it goes through as NaN)
     v = -_CLAMP if v < -_CLAMP else v
@@ -40,12 +39,12 @@ def tanh(x):  # pragma: no cover (compiled): the module doc's rational tanh of a
     return v * p / q
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def sigmoid(x):  # pragma: no cover (compiled): 0.5 * tanh(0.5 * x) + 0.5
     return tanh(x * _HALF) * _HALF + _HALF
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def _product(gates, pre, h, recur):  # pragma: no cover (compiled): gates = pre + h @ recur
     width = gates.shape[0]
     count = h.shape[0]
@@ -64,7 +63,7 @@ def _product(gates, pre, h, recur):  # pragma: no cover (compiled): gates = pre 
             gates[j] += hk * row[j]
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def lstm_layer(pre, recur, h, c, out, gates, gi, go, gf, gg):  # pragma: no cover (compiled)
     """One LSTM layer over its whole sequence, every direction: ``pre`` [D, T, B, 4H] (the input part of every
     step with both biases), ``recur`` [D, H, 4H] (R transposed), the state ``h``, ``c`` [D, B, H] updated in
@@ -90,7 +89,7 @@ def lstm_layer(pre, recur, h, c, out, gates, gi, go, gf, gg):  # pragma: no cove
                     ob[k] = hb[k]
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def gru_step(xz, xr, xh, h, rz, rr, rh, bh, linear_before_reset, out, scratch):  # pragma: no cover (compiled)
     """One GRU time step of an unrolled ONNX GRU (``onnx_import.handlers.recurrent``), batch rows ``h`` [B, H] ->
     ``out`` [B, H]: ``z = sigmoid(xz + h Rz)``, ``r = sigmoid(xr + h Rr)``, with ``linear_before_reset``
@@ -121,7 +120,7 @@ def gru_step(xz, xr, xh, h, rz, rr, rh, bh, linear_before_reset, out, scratch): 
             ob[k] = cand + z[k] * (hb[k] - cand)
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def gru_sequence(xz, xr, xh, h0, rz, rr, rh, bh, linear_before_reset, out, scratch):  # pragma: no cover (compiled)
     """:func:`gru_step` over a chain of time steps: ``xz``, ``xr``, ``xh`` [T, B, H] the steps' gate inputs in the
     chain's order, ``h0`` [B, H] the state before it, ``out`` [T, B, H] the states after each step."""
@@ -130,7 +129,7 @@ def gru_sequence(xz, xr, xh, h0, rz, rr, rh, bh, linear_before_reset, out, scrat
                  scratch)
 
 
-@numba.njit(**_JIT)
+@jit(**_JIT)
 def gru_sequence_rows(pz, pr, ph, start, stride, h0, rz, rr, rh, bh, linear_before_reset, out,
                       scratch):  # pragma: no cover (compiled)
     """:func:`gru_sequence` reading the steps' gate inputs straight from the input projections ``pz``, ``pr``,

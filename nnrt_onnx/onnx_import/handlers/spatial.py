@@ -81,11 +81,13 @@ def _linear_coeffs_antialias(ratio: float, scale: float) -> np.ndarray:
     return values / values.sum()
 
 
-def _source_coordinates(in_size: int, out_size: int, scale: float, ctm: str, roi, length: float) -> np.ndarray:
-    """The input coordinate of every output position along one axis, in float32 as onnxruntime computes it.
+def _source_coordinates(in_size: int, out_size: int, scale: float, ctm: str, roi, length: float,
+                        work=np.float32) -> np.ndarray:
+    """The input coordinate of every output position along one axis, in float32 as onnxruntime computes it (or in
+    ``work``: float64 for a nearest resize to given sizes, see :func:`resize`).
     ``length`` is the formulas' ``length_resized``: the integer ``out_size`` (onnxruntime, and the specification's
     "length of the resized tensor"; rule resize-length-resized) or ``scale * in_size`` (onnx.reference)."""
-    f32 = np.float32
+    f32 = work
     y = np.arange(out_size, dtype=f32)
     scale32 = f32(scale)
     if ctm == "align_corners":
@@ -110,12 +112,12 @@ def _source_coordinates(in_size: int, out_size: int, scale: float, ctm: str, roi
 
 def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: str, *, roi=None,
                    cubic_a: float = -0.75, exclude_outside: bool = False, antialias: bool = False,
-                   nearest_mode: str = "round_prefer_floor", length: float | None = None):
+                   nearest_mode: str = "round_prefer_floor", length: float | None = None, work=np.float32):
     """The [out, in] matrix of ONNX Resize along one axis (the ONNX reference's interpolation, at onnxruntime's
     source coordinates) and the mask of output positions that take the extrapolation value (tf_crop_and_resize),
     or None. ``length``: the ``length_resized`` of the coordinate formulas (default ``out_size``)."""
     limits.require_shape([out_size, in_size], np.float64, "the interpolation matrix of a resized axis")
-    x = _source_coordinates(in_size, out_size, scale, ctm, roi, out_size if length is None else length)
+    x = _source_coordinates(in_size, out_size, scale, ctm, roi, out_size if length is None else length, work)
     extrapolated = ((x < 0) | (x > in_size - 1)) if ctm == "tf_crop_and_resize" else None
     x = x.astype(np.float64)
     floor = np.floor(x)
@@ -310,13 +312,16 @@ def resize(ctx: NodeContext) -> None:
                                              f"static, got {list(shape)}", tensor=x)
     if sizes is not None:
         out_sizes = [d if k else int(v) for v, d, k in zip(sizes, in_sizes, kept)]
-        # onnxruntime's scale of a sized axis: the float32 quotient
+        # onnxruntime's scale of a sized axis: the float32 quotient (for interpolation; nearest picks its source
+        # in float64, below)
         axis_scales = [1.0 if k else float(np.float32(o) / np.float32(i)) for o, i, k in zip(out_sizes, in_sizes, kept)]
         if policy != "stretch":
             pick = min if policy == "not_larger" else max if policy == "not_smaller" else None
             if pick is None:
                 raise _unsupported(f"keep_aspect_ratio_policy={policy!r} is not supported")
-            common = pick(axis_scales)
+            # the common scale of the exact quotients: round(3 * 7 / 6) is 4 (onnxruntime, onnx.reference), the
+            # float32 quotient's product 3.4999998 rounded to 3
+            common = pick(o / i for o, i, k in zip(out_sizes, in_sizes, kept) if not k)
             axis_scales = [common] * count
             out_sizes = [int(common * i + 0.5) for i in in_sizes]
     else:
@@ -335,6 +340,16 @@ def resize(ctx: NodeContext) -> None:
         axis_nearest = nearest_mode or ("floor" if scale >= 1 else "ceil")
         options = dict(roi=pair, cubic_a=cubic_a, exclude_outside=exclude, antialias=antialias,
                        nearest_mode=axis_nearest)
+        if sizes is not None and mode == "nearest":
+            # which source a nearest output takes is decided at ties (3.5 of 7 -> 2, asymmetric), which float32
+            # quotients break either way: float64, x_resized / (out / in), as onnx.reference (onnxruntime agrees
+            # but for a few ties its float32 arithmetic rounds the other way; rule resize-nearest-sizes)
+            exact = scale if policy != "stretch" else out_size / size  # (the policy's common scale: exact already)
+            plan[axis] = _resize_matrix(size, out_size, exact, mode, ctm, work=np.float64, **options)
+            if not np.array_equal(plan[axis][0], _resize_matrix(size, out_size, scale, mode, ctm, **options)[0]):
+                ctx.deviation("resize-nearest-sizes", f"axis {axis}: {size} -> {out_size}: float64 and float32 "
+                                                      f"coordinates pick different sources at a tie")
+            continue
         plan[axis] = _resize_matrix(size, out_size, scale, mode, ctm, **options)
         fractional = scale * size
         if fractional != out_size and ctm in _LENGTH_MODES and not np.array_equal(
