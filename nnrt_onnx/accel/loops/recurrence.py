@@ -14,6 +14,7 @@ import numpy as np
 from ..numba_cache import jit
 
 _JIT = dict(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+_INLINE = dict(_JIT, inline="always")  # (helpers compiled into their callers: no kernels of their own)
 _F32 = np.float32
 _CLAMP = _F32(7.90531110763549805)  # tanh is 1 - 2e-7 there: float32's 1 beyond
 _P = tuple(_F32(v) for v in (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
@@ -22,7 +23,7 @@ _Q = tuple(_F32(v) for v in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843
 _HALF = _F32(0.5)
 
 
-@jit(**_JIT)
+@jit(**_INLINE)
 def tanh(x):  # pragma: no cover (compiled): the module doc's rational tanh of a float32
     v = _CLAMP if x > _CLAMP else x  # (comparisons are false for NaN: it goes through as NaN)
     v = -_CLAMP if v < -_CLAMP else v
@@ -39,12 +40,12 @@ def tanh(x):  # pragma: no cover (compiled): the module doc's rational tanh of a
     return v * p / q
 
 
-@jit(**_JIT)
+@jit(**_INLINE)
 def sigmoid(x):  # pragma: no cover (compiled): 0.5 * tanh(0.5 * x) + 0.5
     return tanh(x * _HALF) * _HALF + _HALF
 
 
-@jit(**_JIT)
+@jit(**_INLINE)
 def _product(gates, pre, h, recur):  # pragma: no cover (compiled): gates = pre + h @ recur
     width = gates.shape[0]
     count = h.shape[0]
