@@ -5,13 +5,15 @@ never raises and writes nothing -- so a sweep can be handed to any engine that r
 :func:`sweep` runs them here, in order. One model's failure (it cannot be converted, onnxruntime cannot load it,
 it runs out of memory, a bug) is that model's row, never the end of the sweep.
 
-Each row carries the process's peak resident memory when the model was done (``peak_rss``, bytes, None where the
-platform does not say) and whether this model raised it (``peak_rss_this_model``): when it did, ``peak_rss`` is the
-peak of this model's check; when it did not, only a bound (an engine running each model in a fresh process gets the
-exact figure every time). With ``CheckOptions.page`` the row also carries the model's HTML report page (``page``,
-``workflows/html_report.py``; ``page_error`` says why when it could not be rendered), rendered where the model was
-checked: whoever holds the row writes it
-(``sweep_report.write_model_page``, which takes it out of the row) before the row is stored or printed.
+Each row carries the peak resident memory of the model's check (``peak_rss``, bytes, None where the platform does
+not say) and whether that figure is this model's own (``peak_rss_this_model``). On Linux it is: ``check_one``
+resets the process's peak-RSS watermark before the model (``/proc/self/clear_refs``) and reads it after
+(``VmHWM``). Elsewhere the figure is the process's peak so far (``getrusage``; on Linux that figure would also carry
+the peak of the process that forked this one), this model's own only when it raised it, else a bound.
+
+With ``CheckOptions.page`` the row also carries the model's HTML report page (``page``, ``workflows/html_report.py``;
+``page_error`` says why when it could not be rendered), rendered where the model was checked: whoever holds the row
+writes it (``sweep_report.write_model_page``, which takes it out of the row) before the row is stored or printed.
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     from .parity import check_model
 
     started = time.perf_counter()
+    own_peak = reset_peak()
     peak_before = peak_rss()
     row: dict[str, Any] = {"model": path, "ok": False, "verdict": None, "onnx_nodes": None, "nnrt_operations": None,
                            "worst_output": None, "warnings": 0, "seconds": None, "error": None, "report": None,
@@ -101,8 +104,8 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
         row["verdict"] = "ERROR"
     row["seconds"] = time.perf_counter() - started
     row["peak_rss"] = peak_rss()
-    row["peak_rss_this_model"] = row["peak_rss"] is not None and peak_before is not None and \
-        row["peak_rss"] > peak_before
+    row["peak_rss_this_model"] = row["peak_rss"] is not None and (
+        own_peak or (peak_before is not None and row["peak_rss"] > peak_before))
     return row
 
 
@@ -119,13 +122,32 @@ def _add_page(row: dict[str, Any], report, options: CheckOptions) -> None:
 
 
 def peak_rss() -> int | None:
-    """The process's peak resident memory so far, in bytes (None where the platform does not say)."""
+    """This process's peak resident memory, in bytes (None where the platform does not say): Linux's ``VmHWM``
+    (since the process started or :func:`reset_peak`), else ``getrusage``'s ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
     except ImportError:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS says bytes, Linux KiB
+
+
+def reset_peak() -> bool:
+    """Start this process's peak resident memory afresh from what it holds now (Linux 4.0+: ``clear_refs`` 5);
+    False where that cannot be done."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def _rank(value: float) -> float:
@@ -169,4 +191,4 @@ def sweep(paths: Sequence[str], options: CheckOptions, progress: Progress | None
     return rows
 
 
-__all__ = ["CheckOptions", "check_one", "find_models", "peak_rss", "sweep", "verdict_of"]
+__all__ = ["CheckOptions", "check_one", "find_models", "peak_rss", "reset_peak", "sweep", "verdict_of"]

@@ -137,7 +137,7 @@ def sweep_html(rows: Sequence[dict[str, Any]], command: str | None = None, total
         ops = "-" if row.get("onnx_nodes") is None else f"{row['onnx_nodes']} &rarr; {row.get('nnrt_operations')}"
         memory = memory_text(row).replace("<=", "\u2264")
         memory_note = ("not known on this platform" if row.get("peak_rss") is None else
-                       "the process's peak while this model was checked" if row.get("peak_rss_this_model") else
+                       "the peak of this model's check" if row.get("peak_rss_this_model") else
                        "this model did not raise the process's peak: only a bound")
         css = {"pass": "", "warn": "warn", "fail": "bad"}[row_css]
         body.append(f'<tr class="model {css}" data-state="{row_css}"><td class="num">{position + 1}</td>'
@@ -147,9 +147,10 @@ def sweep_html(rows: Sequence[dict[str, Any]], command: str | None = None, total
                     f'<td class="num">{seconds(row.get("seconds"))}</td><td class="num" title="{e(memory_note)}">'
                     f'{e(memory)}</td></tr>')
     body.append("</tbody></table></div>")
-    body.append('<p class="note">Peak memory is the peak resident memory of the process that checked the model, '
-                'when it was done; "&le;" marks a model that did not raise that process\'s peak (only a bound). Each '
-                "model's name links to its own report.</p>")
+    body.append('<p class="note">Peak memory is the peak resident memory of the model\'s check (on Linux the '
+                'process\'s watermark starts afresh for each model); "&le;" marks a figure that is only a bound (a '
+                "platform without that reset, where the model did not raise the process's peak). Each model's name "
+                "links to its own report.</p>")
     phases: dict[str, float] = {}
     for row in rows:
         for item in (row.get("report") or {}).get("phases", []):
