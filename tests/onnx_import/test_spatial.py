@@ -194,7 +194,7 @@ def test_resize_of_a_dynamic_resized_dim_names_the_dim_to_pin(attrs):
     assert "resized dims [2]" in issue.message and "pin input 'x' dim 2 (H)" in issue.message
 
 
-# -- Resize over dims known at run time only (issue 26): the coordinates computed by the model ----------------------------
+# -- Resize over dims known at run time only (issue 26): the coordinates computed by the model -------------------------
 
 _CTMS = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"]
 _RUN_TIME_CASES = [("nearest", ctm, nearest) for ctm in _CTMS
@@ -272,7 +272,8 @@ def test_nearest_resize_of_integers_over_dynamic_dims():
     model = dynamic_model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
                           [("x", INT32, [1, "H", "W"])], [("y", INT32, [None] * 3)],
                           [("scales", np.asarray([1, 2, 0.5], F))], 13)
-    runs_like_onnxruntime(model, [{"x": np.arange(h * w, dtype=np.int32).reshape(1, h, w)} for h, w in [(2, 2), (3, 7)]])
+    runs_like_onnxruntime(model, [{"x": np.arange(h * w, dtype=np.int32).reshape(1, h, w)}
+                                  for h, w in [(2, 2), (3, 7)]])
 
 
 def test_resize_over_a_dynamic_dim_takes_the_floor_of_the_exact_product():
@@ -287,7 +288,8 @@ def test_resize_over_a_dynamic_dim_takes_the_floor_of_the_exact_product():
     assert got.shape == expected.shape == (1, 1, 3, 6)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     (deviation,) = from_onnx(model).deviations
-    assert deviation.rule == "resize-output-size" and "run time" in deviation.detail and "floor(10 x" in deviation.detail
+    assert deviation.rule == "resize-output-size"
+    assert "run time" in deviation.detail and "floor(10 x" in deviation.detail
 
 
 def test_resize_over_a_dynamic_dim_records_the_length_reading():
