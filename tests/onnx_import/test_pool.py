@@ -287,6 +287,15 @@ def test_max_pool_indices_of_other_dtypes(dtype, np_dtype):
     runs_like_onnxruntime(model, [{"x": x}])
 
 
+@pytest.mark.parametrize("dtype,lowest", [(TP.INT8, np.int8(-128)), (TP.FLOAT, np.float32(-np.inf))])
+def test_max_pool_indices_never_point_into_the_padding(dtype, lowest):
+    # windows whose every value is the lowest one, the value the padding holds: the first cell inside wins
+    model = _indices_model([1, 1, 4, 4], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 0, dtype)
+    x = np.full((1, 1, 4, 4), lowest)
+    x[0, 0, 3, 3] = 1
+    runs_like_onnxruntime(model, [{"x": x}])
+
+
 def test_max_pool_indices_feed_max_unpool():
     # SegNet's decoder: MaxUnpool scatters the pooled values back to the positions MaxPool found
     model = dynamic_model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2]),
