@@ -240,17 +240,106 @@ def test_batch_first_layout_over_a_dynamic_batch(op):
     assert result.model.tensors[result.model.inputs[0]].dims[0] == -1
 
 
-@pytest.mark.parametrize("op", ["GRU", "RNN"])
-def test_unrolled_recurrence_over_a_dynamic_sequence_names_the_time_dim(op):
-    model = _dynamic_recurrent_model(op, "forward", ["T", "N", 3], with_h0=False)
+UNROLLED_ONLY = {  # over a dynamic sequence: (op, attributes, runtime weights, words of the refusal)
+    "gru": ("GRU", {}, False, None),
+    "rnn_relu": ("RNN", dict(activations=["Relu"]), False, "activation relu"),
+    "rnn_clip": ("RNN", dict(clip=2.0), False, "clip=2.0"),
+    "rnn_runtime_weights": ("RNN", {}, True, "W known only at run time"),
+    "rnn_scaledtanh_alpha_0": ("RNN", dict(activations=["ScaledTanh"], activation_alpha=[0.0]), False,
+                               "activation scaledtanh"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNROLLED_ONLY))
+def test_unrolled_recurrence_over_a_dynamic_sequence_names_the_time_dim(case):
+    op, attrs, runtime_weights, words = UNROLLED_ONLY[case]
+    model = _dynamic_recurrent_model(op, "forward", ["T", "N", 3], with_h0=False, **attrs)
+    if runtime_weights:
+        (w,) = [i for i in model.graph.initializer if i.name == "w"]
+        model.graph.initializer.remove(w)
+        model.graph.input.append(V("w", FLOAT, list(w.dims)))
     with pytest.raises(ConversionError) as caught:
         from_onnx(model)
     (issue,) = caught.value.issues
     assert issue.reason == "dynamic_shape" and "unrolled over its time steps" in issue.message
     assert "pin input 'x' dim 0 (T): --input-shape x=<T>,<N>,3" in issue.message
+    if words is None:
+        assert "NNRt's LSTM" not in issue.message
+    else:
+        assert "NNRt's LSTM computes an RNN only with" in issue.message and words in issue.message
 
 
-# -- LSTM: sequence_lens, clip and what NNRt's LSTM does not compute (issue 26) -----------------------------------------
+# -- RNN on NNRt's LSTM: a sequence it cannot unroll (issue 26) --------------------------------------------------------
+
+def _op_types(model):
+    return {op.op.name for op in from_onnx(model).model.operations}
+
+
+@pytest.mark.parametrize("with_lengths", [False, True], ids=["", "lengths"])
+@pytest.mark.parametrize("with_h0", [False, True], ids=["zero_h0", "h0"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_rnn_over_a_dynamic_sequence_on_nnrt_lstm(direction, with_h0, with_lengths):
+    # steps and batch known at run time; lengths 0, partial and full
+    model = _dynamic_recurrent_model("RNN", direction, ["T", "N", 3], with_h0=with_h0, with_lengths=with_lengths)
+    assert "OH_NN_OPS_LSTM" in _op_types(model)
+    dirs = 2 if direction == "bidirectional" else 1
+    feeds = []
+    for n, steps, lengths in ((1, 1, [1]), (3, 5, [0, 5, 2]), (2, 4, [3, 1])):
+        feed = {"x": rand_normal(60 + n, steps, n, 3) * 2}
+        if with_h0:
+            feed["h0"] = rand_normal(70 + n, dirs, n, 4)
+        if with_lengths:
+            feed["lens"] = np.asarray(lengths, np.int32)
+        feeds.append(feed)
+    runs_like_onnxruntime(model, feeds)
+
+
+RNN_ON_LSTM_ACTIVATIONS = {
+    "sigmoid": ("forward", dict(activations=["Sigmoid"])),
+    "scaledtanh": ("reverse", dict(activations=["ScaledTanh"], activation_alpha=[1.5], activation_beta=[0.7])),
+    "one_per_direction": ("bidirectional", dict(activations=["ScaledTanh", "Sigmoid"], activation_alpha=[-0.8],
+                                                activation_beta=[1.3])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RNN_ON_LSTM_ACTIVATIONS))
+def test_rnn_on_nnrt_lstm_activations(case):
+    direction, attrs = RNN_ON_LSTM_ACTIVATIONS[case]
+    model = _dynamic_recurrent_model("RNN", direction, ["T", "N", 3], with_h0=True, with_lengths=True, **attrs)
+    dirs = 2 if direction == "bidirectional" else 1
+    runs_like_onnxruntime(model, [{"x": rand_normal(60 + n, 4, n, 3), "h0": rand_normal(70 + n, dirs, n, 4),
+                                   "lens": np.asarray([4, 2, 0][:n], np.int32)} for n in (1, 3)])
+
+
+@pytest.mark.parametrize("with_lengths", [False, True], ids=["", "lengths"])
+def test_rnn_on_nnrt_lstm_batch_first(with_lengths):
+    # layout=1 (which onnxruntime does not run): the layout-0 model on the transposed input is the oracle
+    feeds = {"x": rand_normal(5, 4, 3, 3), "h0": rand_normal(6, 2, 3, 4), "lens": np.asarray([4, 0, 2], np.int32)}
+    if not with_lengths:
+        del feeds["lens"]
+    want = ort_run(_dynamic_recurrent_model("RNN", "bidirectional", ["T", "N", 3], True, 0, with_lengths), feeds)
+    batch_first = dict(feeds, x=feeds["x"].transpose(1, 0, 2), h0=feeds["h0"].transpose(1, 0, 2))
+    y, y_h = run_ours(_dynamic_recurrent_model("RNN", "bidirectional", ["N", "T", 3], True, 1, with_lengths),
+                      batch_first)
+    np.testing.assert_allclose(y, want[0].transpose(2, 0, 1, 3), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y_h, want[1].transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
+
+
+def test_rnn_too_long_to_unroll_runs_on_nnrt_lstm(monkeypatch):
+    from nnrt_onnx.onnx_import.handlers import recurrent
+
+    monkeypatch.setattr(recurrent, "MAX_OPERATIONS_PER_NODE", 15)  # (10 steps x 2 operations each > 15)
+    model = _dynamic_recurrent_model("RNN", "bidirectional", [10, "N", 3], with_h0=True)
+    assert "OH_NN_OPS_LSTM" in _op_types(model)
+    runs_like_onnxruntime(model, [{"x": rand_normal(8, 10, 2, 3), "h0": rand_normal(9, 2, 2, 4)}])
+    clipped = _dynamic_recurrent_model("RNN", "forward", [10, "N", 3], with_h0=False, clip=1.0)
+    with pytest.raises(ConversionError) as caught:
+        from_onnx(clipped)
+    (issue,) = caught.value.issues
+    assert issue.reason == "too_large" and "clip=1.0" in issue.message
+
+
+# -- LSTM: sequence_lens, clip and what NNRt's LSTM does not compute (issue 26) ----------------------------------------
 
 def _lstm_model(direction, x_dims, outputs=("y", "y_h", "y_c"), lengths=None, states=True, peepholes=False,
                 layout=0, **attrs):

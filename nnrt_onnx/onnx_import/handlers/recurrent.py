@@ -14,6 +14,10 @@ Decisions (also in the mapping rows' notes):
   kept (a reverse pass starts at the entry's last step) and Y is 0 there, and an entry of length 0 has Y_h 0, as
   onnxruntime. GRU: ``h~ = g(xh + (r*H) Rh^T + Rbh + Wbh)`` or, with linear_before_reset,
   ``g(xh + Wbh + r*(H Rh^T + Rbh))``; ``H' = h~ + z*(H - h~)``.
+* An RNN whose sequence cannot be unrolled (its length dynamic, or too long) runs on NNRt's LSTM when its
+  activations are Tanh, Sigmoid or ScaledTanh, without clip, over constant weights (:func:`_rnn_on_lstm`: the cell
+  state held where tanh is 1, so h is the output gate's sigmoid; tanh(z) = 2 sigmoid(2z) - 1 read back affinely).
+  Otherwise, and for a GRU (which NNRt's LSTM cannot compute), the sequence length must be static.
 * LSTM: NNRt's six-input LSTM uses ONNX's gate order (iofc) and bias layout; reverse runs forward on the
   time-reversed sequence (GATHER). With ``sequence_lens``, one LSTM per direction over each entry's sequence
   (reversed within its length for a reverse pass), Y masked, Y_h gathered at each entry's last step, Y_c held
@@ -205,14 +209,11 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
     if x_shape is None or len(x_shape) != 3:
         raise ConversionIssue(INVALID_MODEL, f"X must have rank 3, got shape {x_shape}")
     seq, batch = (x_shape[1], x_shape[0]) if layout else (x_shape[0], x_shape[1])
-    if seq < 0 or x_shape[2] < 0:  # (the batch may stay dynamic)
-        axis = [1 if layout else 0, 2][x_shape[2] < 0 <= seq]
-        raise ConversionIssue(DYNAMIC_SHAPE, f"{kind} is unrolled over its time steps (NNRt has no loops and no "
-                                             f"{kind} operation): the sequence length and input size of X "
-                                             f"(shape {list(x_shape)}) must be static", tensor=x, axes=(axis,))
-    if seq * directions * 2 > MAX_OPERATIONS_PER_NODE:  # each unrolled step emits at least two operations
-        raise ConversionIssue(TOO_LARGE, f"{kind} over {seq} time steps would unroll into more than "
-                                         f"{MAX_OPERATIONS_PER_NODE} NNRt operations")
+    if x_shape[2] < 0:  # (the batch may stay dynamic; the sequence too where an RNN runs on NNRt's LSTM)
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the input size of {kind}'s X (shape {list(x_shape)}) must be static",
+                              tensor=x, axes=(2,))
+    if len(ctx.node.output) > 2 and any(ctx.node.output[2:]):
+        raise ConversionIssue(INVALID_MODEL, f"{kind} has at most 2 outputs")
     w_shape, r_shape = ctx.static_shape(w, "W"), ctx.static_shape(r, "R")
     hidden = ctx.attr("hidden_size")
     hidden = int(hidden) if hidden is not None else int(r_shape[-1])
@@ -225,8 +226,6 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
     specs = _activation_specs(ctx, ["Tanh"] if gates == 1 else ["Sigmoid", "Tanh"], directions)
     linear_before_reset = int(ctx.attr("linear_before_reset", 0)) if gates == 3 else 0
     lengths = sequence_lengths(ctx, 4, seq, batch)
-    # per step: which batch entries are still within their sequence ([batch, 1]; None: all of them)
-    masks = None if lengths is None else [lengths.step_mask(t) for t in range(seq)]
     b = ctx.input(3) if ctx.has_input(3) else None
     if b is not None and ctx.static_shape(b, "B") != (directions, 2 * gates * hidden):
         raise ConversionIssue(INVALID_MODEL, f"B has shape {list(ctx.value(b).shape)}, expected "
@@ -242,6 +241,21 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
             h0 = None
         elif layout:
             h0 = _transpose(ctx, h0, (1, 0, 2))
+    if seq < 0 or seq * directions * 2 > MAX_OPERATIONS_PER_NODE:  # each unrolled step emits at least 2 operations
+        why_not = _why_not_on_lstm(ctx, gates, specs, clip, (w, r, b))
+        if why_not is None:
+            _rnn_on_lstm(ctx, x, (w, r, b), h0, specs, lengths, direction, layout,
+                         (seq, batch, x_shape[2], hidden))
+            return
+        if seq < 0:
+            raise ConversionIssue(DYNAMIC_SHAPE, f"{kind} is unrolled over its time steps (NNRt has no loops and no "
+                                                 f"{kind} operation{why_not}): the sequence length of X (shape "
+                                                 f"{list(x_shape)}) must be static", tensor=x,
+                                  axes=(1 if layout else 0,))
+        raise ConversionIssue(TOO_LARGE, f"{kind} over {seq} time steps would unroll into more than "
+                                         f"{MAX_OPERATIONS_PER_NODE} NNRt operations{why_not}")
+    # per step: which batch entries are still within their sequence ([batch, 1]; None: all of them)
+    masks = None if lengths is None else [lengths.step_mask(t) for t in range(seq)]
     time_axis = 1 if layout else 0
 
     finals, sequences = [], []
@@ -330,8 +344,6 @@ def _recurrent(ctx: NodeContext, gates: int) -> None:
 
     y = ctx.output(0) if len(ctx.node.output) > 0 and ctx.node.output[0] else None
     y_h = ctx.output(1) if len(ctx.node.output) > 1 and ctx.node.output[1] else None
-    if len(ctx.node.output) > 2 and any(ctx.node.output[2:]):
-        raise ConversionIssue(INVALID_MODEL, f"{kind} has at most 2 outputs")
     if y is not None:
         if directions == 1:
             stacked = _stack(ctx, sequences[0], time_axis, hint=f"{ctx.name}.Y")
@@ -354,6 +366,108 @@ def _masked_step(ctx: NodeContext, mask: str, new: str, previous: str | None, hi
     kept = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, new, previous or zero], value.dtype, value.shape, f"{hint}.kept")
     out = ctx.emit_to(OP.OH_NN_OPS_WHERE, [mask, new, zero], value.dtype, value.shape, f"{hint}.y")
     return kept, out
+
+
+# -- RNN on NNRt's LSTM (a sequence that cannot be unrolled) ----------------------------------------------------------
+
+def _as_sigmoid(spec) -> tuple[float, float, float] | None:
+    """An RNN activation f as ``f(z) = scale * sigmoid(k * z) + shift``: (k, scale, shift), or None. tanh(z) is
+    2 sigmoid(2z) - 1; ScaledTanh alpha * tanh(beta * z) (alpha != 0, else the state could not be read back)."""
+    name, alpha, beta = spec
+    if name == "sigmoid":
+        return 1.0, 1.0, 0.0
+    if name == "tanh":
+        return 2.0, 2.0, -1.0
+    if name == "scaledtanh" and alpha != 0:
+        return 2.0 * beta, 2.0 * alpha, -alpha
+    return None
+
+
+def _why_not_on_lstm(ctx: NodeContext, gates: int, specs, clip: float | None, weights) -> str | None:
+    """None where an RNN runs on NNRt's LSTM (:func:`_rnn_on_lstm`), else why not (a clause for the problem)."""
+    if gates != 1:
+        return ""
+    reasons = sorted({name for name, alpha, beta in specs if _as_sigmoid((name, alpha, beta)) is None})
+    reasons = [f"activation {', '.join(reasons)}"] if reasons else []
+    if clip is not None:
+        reasons.append(f"clip={clip}")
+    reasons += [f"{what} known only at run time" for what, name in zip("WRB", weights)
+                if name is not None and ctx.value(name).data is None]
+    if not reasons:
+        return None
+    return (f"; NNRt's LSTM computes an RNN only with Tanh, Sigmoid or ScaledTanh activations, no clip and constant "
+            f"W, R, B -- here {', '.join(reasons)}")
+
+
+# the RNN's cell state on NNRt's LSTM: held (input gate shut, forget gate open) where tanh is exactly 1, in float16,
+# float32 and float64
+_HELD_CELL = 20.0
+
+
+def _rnn_on_lstm(ctx: NodeContext, x: str, weights, h0: str | None, specs, lengths, direction: str, layout: int,
+                 dims) -> None:
+    """RNN over a sequence it cannot unroll (dynamic, or too long) as one NNRt LSTM per direction whose cell state
+    is held at 20 (input gate shut and forget gate open by biases of -/+1e4, cell state initial 20: tanh(c) = 1
+    exactly), so that its h is its output gate, sigmoid(W_o x + R_o h + b_o). With the activation written as
+    ``f(z) = scale * sigmoid(k z) + shift`` (:func:`_as_sigmoid`) and the state as ``H = scale * h + shift``:
+    W_o = k W, R_o = k scale R, b_o = k (Wb + Rb + shift R 1), h0 = (H0 - shift) / scale; Y and Y_h are read back
+    as scale * h + shift before ``lengths`` zero Y past each entry's length and pick each entry's last step (a
+    reverse pass over each entry's steps reversed within its length, as :func:`_lstm_with_lengths`)."""
+    steps, batch, features, hidden = dims
+    dtype = ctx.value(x).dtype
+    dirs = 2 if direction == "bidirectional" else 1
+    w, r, b = (None if name is None else np.asarray(ctx.value(name).data, np.float64) for name in weights)
+    if layout:
+        x = ctx.transpose(x, (1, 0, 2))
+    ys, hs = [], []
+    for d in range(dirs):
+        reverse = direction == "reverse" or d == 1
+        hint = f"{ctx.name}.d{d}"
+        k, scale, shift = _as_sigmoid(specs[d])
+        w4, r4, b4 = np.zeros((1, 4 * hidden, features)), np.zeros((1, 4 * hidden, hidden)), np.zeros((1, 8 * hidden))
+        bias = np.zeros(hidden) if b is None else b[d, :hidden] + b[d, hidden:]
+        w4[0, hidden:2 * hidden] = k * w[d]  # gates i, o, f, c: only o reads the input and the state
+        r4[0, hidden:2 * hidden] = k * scale * r[d]
+        b4[0, :hidden] = -_FREEZE
+        b4[0, hidden:2 * hidden] = k * (bias + shift * r[d].sum(axis=1))
+        b4[0, 2 * hidden:3 * hidden] = _FREEZE
+        state_shape = (1, batch, hidden)
+        if h0 is None:
+            h0_d = _state_zeros(ctx, x, 1, state_shape, dtype, f"d{d}.initial_h", value=-shift / scale)
+        else:
+            h0_d = _binary(ctx, OP.OH_NN_OPS_SUB, _direction_slice(ctx, h0, d, dirs, f"{hint}.H0"),
+                           ctx.constant(np.asarray(shift, dtype)), f"{hint}.H0_shifted")
+            h0_d = _binary(ctx, OP.OH_NN_OPS_MUL, h0_d, ctx.constant(np.asarray(1 / scale, dtype)), f"{hint}.h0")
+        c0_d = _state_zeros(ctx, x, 1, state_shape, dtype, f"d{d}.initial_c", value=_HELD_CELL)
+        if reverse:
+            x_d = lengths.reversed_within(x) if lengths is not None else _time_reverse(ctx, x, steps)
+        else:
+            x_d = x
+        y = ctx.new_value(dtype, (steps, batch, hidden), f"{hint}.y")
+        hy = ctx.new_value(dtype, state_shape, f"{hint}.hy")
+        cy = ctx.new_value(dtype, state_shape, f"{hint}.cy")
+        params = {"OH_NN_LSTM_BIDIRECTIONAL": False, "OH_NN_LSTM_HAS_BIAS": True, "OH_NN_LSTM_INPUT_SIZE": features,
+                  "OH_NN_LSTM_HIDDEN_SIZE": hidden, "OH_NN_LSTM_NUM_LAYERS": 1, "OH_NN_LSTM_NUM_DIRECTIONS": 1}
+        ctx.emit(OP.OH_NN_OPS_LSTM, [x_d, *(ctx.constant(a.astype(dtype), f"{hint}.{what}")
+                                            for a, what in ((w4, "W4"), (r4, "R4"), (b4, "B4"))), h0_d, c0_d],
+                 [y, hy, cy], params)
+
+        def read_back(h, tag, scale=scale, shift=shift, hint=hint):  # H = scale * h + shift
+            if scale != 1:
+                h = _binary(ctx, OP.OH_NN_OPS_MUL, h, ctx.constant(np.asarray(scale, dtype)), f"{hint}.{tag}.scaled")
+            if shift != 0:
+                h = _binary(ctx, OP.OH_NN_OPS_ADD, h, ctx.constant(np.asarray(shift, dtype)), f"{hint}.{tag}.H")
+            return h
+
+        y = read_back(y, "Y")
+        if lengths is not None:
+            hs.append(lengths.last_steps(y))
+            ys.append(lengths.zero_outside(lengths.reversed_within(y) if reverse else y))
+        else:
+            hs.append(read_back(_reshape(ctx, hy, (-1, hidden)), "Y_h"))
+            ys.append(_time_reverse(ctx, y, steps) if reverse else y)
+    y_seq = ys[0] if dirs == 1 else _concat(ctx, ys, 2, hint=f"{ctx.name}.y")
+    _lstm_results(ctx, y_seq, [_stack(ctx, hs, 0, hint=f"{ctx.name}.hy")], steps, batch, dirs, hidden, layout)
 
 
 @converts("RNN")
@@ -391,13 +505,14 @@ def _time_reverse(ctx: NodeContext, name: str, steps: int) -> str:
     return out
 
 
-def _state_zeros(ctx: NodeContext, x: str, batch_axis: int, state_shape, dtype, hint: str) -> str:
-    """Zeros of the state shape [dirs, batch, hidden] (a FILL of the batch read at run time when dynamic)."""
+def _state_zeros(ctx: NodeContext, x: str, batch_axis: int, state_shape, dtype, hint: str, value: float = 0) -> str:
+    """Zeros (or ``value``) of the state shape [dirs, batch, hidden] (a FILL of the batch read at run time when
+    dynamic)."""
     if state_shape[1] >= 0:
-        return ctx.constant(np.zeros(state_shape, dtype), f"{ctx.name}.{hint}")
+        return ctx.constant(np.full(state_shape, value, dtype), f"{ctx.name}.{hint}")
     shape = shape_of_parts(ctx, [state_shape[0], dims_tensor(ctx, x, [batch_axis]), state_shape[2]],
                            f"{ctx.name}.{hint}")
-    return ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(0, dtype)), shape], dtype, state_shape,
+    return ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(value, dtype)), shape], dtype, state_shape,
                        f"{ctx.name}.{hint}")
 
 
