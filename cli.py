@@ -16,7 +16,7 @@ import click
 
 from nnrt_onnx import NNRtError, __version__
 from nnrt_onnx.errors import UserError
-from nnrt_onnx.onnx_import import ConversionError
+from nnrt_onnx.ir.issues import ConversionError
 
 
 class FriendlyGroup(click.Group):
@@ -94,6 +94,16 @@ def _progress(items, label: str):
     if not sys.stderr.isatty():
         return contextlib.nullcontext(items)
     return click.progressbar(items, label=label, file=sys.stderr)
+
+
+def _phases():
+    """A status line on stderr for each phase of a command still running after 2 s, when stderr is a terminal;
+    None otherwise (pipes, CI logs, tests)."""
+    if not sys.stderr.isatty():
+        return None
+    from nnrt_onnx.workflows.phases import StatusLine
+
+    return StatusLine(sys.stderr)
 
 
 class ByteSize(click.ParamType):
@@ -247,6 +257,10 @@ def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
               help="Device name, backend or id: cpu (native numpy kernels) or onnxruntime (the same model exported "
                    "to ONNX and run by onnxruntime).")
 @click.option("--float16", is_flag=True, help="Compute float32 work in float16 (EnableFloat16).")
+@click.option("--fast-paths", is_flag=True,
+              help="Run the native device's fast paths (compiled kernels, fusions) instead of its reference plan: "
+                   "their start-up (numba, ~0.4 s even from the disk cache) costs more than they save in one run; "
+                   "`bench` always uses them.")
 @click.option("--expected", multiple=True, metavar="NAME=FILE|FILE.npz",
               help="Golden outputs (.npy/.pb/.npz) to compare with, by check's tolerance rule; exit 1 when outside.")
 @click.option("--rtol", type=Tolerance(), help="Relative tolerance against --expected [float32: 1e-4].")
@@ -255,11 +269,13 @@ def ops(as_json: bool, markdown: bool, hdi: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Outputs (dtype, shape, statistics), timings as JSON.")
 @_max_constant_bytes
 def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs, seed: int, value_ranges,
-        save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, expected, rtol, atol,
-        as_json: bool, max_constant_bytes: int | None) -> None:
+        save_inputs, output_dir: str | None, output_npz, device: str, float16: bool, fast_paths: bool, expected, rtol,
+        atol, as_json: bool, max_constant_bytes: int | None) -> None:
     """Run MODEL (.nnrt or .onnx) once and print its outputs' shapes, statistics and timings.
 
-    Exits 1 when a --float16 run produces NaN or Inf, or an output is outside its --expected golden value.
+    On the native device, the reference plan runs (nothing to compile or load: the quickest way to one result in a
+    fresh process); --fast-paths runs the plan `bench` measures. Exits 1 when a --float16 run produces NaN or
+    Inf, or an output is outside its --expected golden value.
     With --output-dir, each output is saved as DIR/<name>.npy (the name percent-encoded, so every tensor name has
     its own file) and DIR/manifest.json maps the tensor names to their files.
     """
@@ -284,12 +300,12 @@ def run(model_path: str, inputs: tuple[str, ...], input_shapes, constant_inputs,
     golden = parse_expected_specs(expected, output_names(model))
     if save_inputs:
         save_arrays(save_inputs, dict(zip(names, arrays)))
-    result = run_model(model, arrays, device_id, float16)
+    result = run_model(model, arrays, device_id, float16, fast_paths=fast_paths)
     stats = [tensor_stats(a) for a in result.outputs]
     checks = [compare(result.outputs[result.names.index(n)], v, n, rtol, atol) for n, v in golden.items()]
     if as_json:
         click.echo(json.dumps(json_safe({
-            "model": model_path, "device": device, "float16": float16, "seed": seed,
+            "model": model_path, "device": device, "float16": float16, "fast_paths": fast_paths, "seed": seed,
             "inputs": {n: {"dtype": str(a.dtype), "shape": list(a.shape),
                            "source": "given" if n in model_inputs.data else "random"} for n, a in zip(names, arrays)},
             "outputs": [{"name": n, "dtype": str(a.dtype), "shape": list(a.shape), "stats": st.to_dict()}
@@ -408,11 +424,16 @@ def _quantization_text(summary) -> str:
 
 
 def _must_compile(model) -> None:
-    """Build ``model`` for the native CPU device (what `run` does first); a UserError when it cannot."""
+    """Build ``model`` for the native CPU device, its reference plan (what `run` does first: the fast paths take
+    every model the reference plan takes, and loading their compiled kernels would cost a fresh process more than
+    the conversion); a UserError when it cannot."""
     from nnrt_onnx import Compilation
+    from nnrt_onnx.workflows.inference import reference_plan
 
     try:
-        Compilation(model).build()
+        compilation = Compilation(model)
+        reference_plan(compilation)
+        compilation.build()
     except NNRtError as exc:
         raise UserError(f"the converted model does not compile ({exc.code.name}): {exc.message}; nothing written") \
             from None
@@ -599,20 +620,21 @@ def _echo_table(rows, indent: str = "") -> None:
               help="Golden outputs (.npy/.pb/.npz): native must be within tolerance of them too.")
 @click.option("--strict", is_flag=True,
               help="Fail on any warning: an ill-conditioned or constant output, a side a referee overruled.")
-@click.option("--no-float64", "no_float64", is_flag=True,
-              help="Never ask the float64 referee (faster: a disagreement then simply fails).")
+@click.option("--float64/--no-float64", "float64", default=None,
+              help="Always ask the float64 referee, even where it cannot change the result (slow on big models) / "
+                   "never ask it (a disagreement then simply fails). Default: only where it can change the result.")
 @click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
               help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @_max_constant_bytes
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
-          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, no_float64: bool,
+          save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, float64: bool | None,
           html_path, as_json: bool, max_constant_bytes: int | None):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
-    When they disagree (or an output is constant) a float64 referee (onnx.reference) says who is right: native,
-    onnxruntime, or neither -- or that the model is ill-conditioned (a warning). Several models or a directory:
+    When they disagree (or, with --strict, agree only just) a float64 referee (onnx.reference) says who is right:
+    native, onnxruntime, or neither -- or that the model is ill-conditioned (a warning). Several models or a directory:
     one summary row per model. Exits 0 when every model passes, 1 otherwise (or on an error), 2 on a malformed
     command line.
     """
@@ -631,16 +653,15 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
         if given:
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
-                                   f"--per-layer, --strict, --no-float64, --json", ctx)
-        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, not no_float64, as_json,
-                    max_constant_bytes)
+                                   f"--per-layer, --strict, --float64, --no-float64, --json", ctx)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
-               per_layer, repro_dir, expected, strict, not no_float64, html_path, as_json, max_constant_bytes, steps)
+               per_layer, repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes, steps)
 
 
 def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol, per_layer,
-               repro_dir, expected, strict, float64_opinion, html_path, as_json, max_constant_bytes,
+               repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes,
                steps=None) -> None:
     from nnrt_onnx.workflows.model_inputs import (
         parse_constant_specs,
@@ -657,8 +678,9 @@ def _check_one(model_path, inputs, input_shapes, constant_inputs, seed, ranges, 
     per_layer = per_layer or repro_dir is not None or html_path is not None
     report = check_model(model, given, seed, per_layer, rtol=rtol, atol=atol, input_shapes=input_shapes,
                          constant_inputs=parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes),
-                         progress=_progress, label=label, strict=strict, expected=golden, value_ranges=ranges or None,
-                         float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes, steps=steps)
+                         phases=_phases(), label=label, strict=strict, expected=golden, value_ranges=ranges or None,
+                         float64_opinion=float64 is not False, float64_always=float64 is True,
+                         max_constant_bytes=max_constant_bytes, steps=steps)
     if save_inputs:
         save_arrays(save_inputs, report.input_arrays)
     diverged = (report.culprit or report.first_divergence) is not None
@@ -719,6 +741,8 @@ def _print_check(report, show_layers: bool = True) -> None:
     if report.expected:
         click.echo("against the expected outputs (native, then onnxruntime):")
         _echo_table(_comparison_rows(report.expected + report.expected_reference), "  ")
+    if report.float64_not_asked is not None:
+        click.echo(f"float64 referee not asked: {report.float64_not_asked}")
     if report.float64 is not None and report.float64.get("error") is None:
         f = report.float64
         click.echo(f"float64 referee (onnx.reference, the model in double; {f['trials']} Monte Carlo runs, "
@@ -797,13 +821,14 @@ def _print_check(report, show_layers: bool = True) -> None:
             click.echo(f"OK: all {len(report.outputs)} output(s) within tolerance{tail}")
 
 
-def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64_opinion, as_json,
+def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json,
                 max_constant_bytes=None) -> None:
     from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
 
     options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
                            value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
-                           float64_opinion=float64_opinion, max_constant_bytes=max_constant_bytes)
+                           float64_opinion=float64 is not False, float64_always=float64 is True,
+                           max_constant_bytes=max_constant_bytes)
     models = find_models(paths)
     rows = sweep(models, options, progress=_progress)
     ok = all(row["ok"] for row in rows)

@@ -13,6 +13,7 @@ folding is exercised). The models:
   resnet18_half  ResNet-18 with half the channels (32..256), 224x224
   unet_small     U-Net, 4 levels, 16..128 channels, 128x128, transposed-conv upsampling
   bert_tiny      BERT encoder, 2 layers, hidden 64, 4 heads, intermediate 256, seq 128 (transformers' BertModel)
+  bert_tiny_seq16  the same encoder at sequence length 16 (the start-up benchmark's, bench/bench_startup.py)
   lstm_classifier  embedding 64 -> LSTM(64 -> 128), 1 layer, seq 64, batch 8 -> linear 10
 """
 from __future__ import annotations
@@ -176,7 +177,7 @@ def _export(model, args, path, input_names, output_names):
                           opset_version=17, dynamo=False)
 
 
-def _bert(path):
+def _bert(path, seq=128):
     from transformers import BertConfig, BertModel
 
     config = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -192,7 +193,7 @@ def _bert(path):
         def forward(self, ids):
             return self.bert(input_ids=ids).last_hidden_state
 
-    ids = torch.randint(0, 1000, (1, 128), generator=torch.Generator().manual_seed(2))
+    ids = torch.randint(0, 1000, (1, seq), generator=torch.Generator().manual_seed(2))
     _export(Wrapped(), (ids,), path, ["input_ids"], ["hidden"])
 
 
@@ -201,6 +202,7 @@ MODELS = {
     "resnet18_half": lambda p: _export(ResNet18(), (torch.randn(1, 3, 224, 224),), p, ["x"], ["y"]),
     "unet_small": lambda p: _export(UNet(), (torch.randn(1, 3, 128, 128),), p, ["x"], ["y"]),
     "bert_tiny": _bert,
+    "bert_tiny_seq16": lambda p: _bert(p, seq=16),
     "lstm_classifier": lambda p: _export(LSTMClassifier(), (torch.randn(64, 8, 64),), p, ["x"], ["y"]),
 }
 

@@ -315,11 +315,16 @@ def load_entry(path: Path) -> OpSpec:
 
 
 @cache
+def _load_entry(path: Path) -> OpSpec:
+    return load_entry(path)
+
+
+@cache
 def op_table() -> dict[OH_NN_OperationType, OpSpec]:
     """All entries, keyed by operation type, in enum order."""
     entries = {}
     for path in sorted((mappings_dir() / "ops").glob("*.toml")):
-        entry = load_entry(path)
+        entry = _load_entry(path)
         if entry.op in entries:
             raise OpTableError(f"{path.name}: {entry.op.name} already declared in {entries[entry.op].file.name}")
         if path.stem != entry.name:
@@ -329,7 +334,18 @@ def op_table() -> dict[OH_NN_OperationType, OpSpec]:
 
 
 def op_spec(op: OH_NN_OperationType | int) -> OpSpec:
-    return op_table()[OH_NN_OperationType(op)]
+    """The entry of ``op`` (KeyError: none): read alone, from the file its name gives, until something needs the
+    whole table -- a model's few op types are not worth parsing every entry at start-up (0.2 s)."""
+    op = OH_NN_OperationType(op)
+    if op_table.cache_info().currsize:
+        return op_table()[op]
+    path = mappings_dir() / "ops" / f"{op.name[len('OH_NN_OPS_'):].lower()}.toml"
+    if not path.is_file():
+        return op_table()[op]  # raises KeyError, or finds an entry filed under another name (an error there)
+    entry = _load_entry(path)
+    if entry.op != op:
+        return op_table()[op]  # the whole table's checks name the misfiled entry
+    return entry
 
 
 def _parameter_variant(tensor_type: OH_NN_TensorType, count: int) -> ParamVariant:

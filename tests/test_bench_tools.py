@@ -48,3 +48,13 @@ def test_ab_switch_turns_every_switch_on_and_off(monkeypatch):
     for switch, patches in ab_switch.PLAN_SWITCHES.items():  # every plan-time switch names what exists
         for module, name, _ in patches:
             assert hasattr(importlib.import_module(module), name), (switch, module, name)
+
+
+def test_bench_check_measures_a_fresh_check():
+    if not Path("/usr/bin/time").exists():
+        pytest.skip("bench_check measures the peak memory with /usr/bin/time")
+    bench_check = _script("bench_check")
+    model = str(BENCH.parent / "models" / "tiny_mlp.onnx")
+    wall, peak_gb, referee, ok = bench_check._run(BENCH.parent, model, ["--float64"])
+    assert ok and wall > 0 and 0.01 < peak_gb < 64 and 0 < referee < wall
+    assert bench_check._run(BENCH.parent, model, [])[2] == 0.0  # agreement: the referee is not asked

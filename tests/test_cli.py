@@ -340,6 +340,45 @@ def test_progress_bars_only_on_a_terminal(cli_main, monkeypatch):
         assert ("comparing layers" in stream.getvalue()) == shown
 
 
+def test_phase_lines_only_on_a_terminal(cli_main, monkeypatch):
+    import inspect
+    import io
+    import sys
+
+    from nnrt_onnx.workflows.phases import StatusLine
+
+    phases = inspect.unwrap(cli_main.callback).__globals__["_phases"]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert phases() is None
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    line = phases()
+    assert isinstance(line, StatusLine) and line.stream is terminal and line.delay == 2.0
+
+
+def test_check_says_when_and_why_the_referee_was_not_asked(invoke):
+    result = invoke("check", SMALL_CNN)
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("float64 referee")]
+    assert line.startswith("float64 referee not asked: every floating output agrees within tolerance (the closest "
+                           "to it: ")
+    assert result.stderr == ""  # no status line off a terminal
+    asked = invoke("check", SMALL_CNN, "--float64", "--json")
+    data = json.loads(asked.stdout)
+    assert data["float64"]["asked_because"] == ["it was asked for"] and data["float64_not_asked"] is None
+    assert {o["float64"]["verdict"] for o in data["outputs"]} == {None}
+    off = invoke("check", SMALL_CNN, "--no-float64")
+    assert "float64 referee not asked: turned off" in off.stdout
+    many = invoke("check", SMALL_CNN, TINY_MLP, "--float64", "--json")
+    rows = json.loads(many.stdout)["models"]
+    assert len(rows) == 2 and all(m["report"]["float64"]["asked_because"] == ["it was asked for"] for m in rows)
+
+
 # -- what users say about inputs: data pins shapes, --input-shape, --constant-input ---------------------------------
 
 @pytest.fixture

@@ -201,3 +201,234 @@ def test_batch_normalization_uses_the_running_statistics(opset):
     (expected,) = ort_run(model, {"x": x})
     np.testing.assert_allclose(f64.float64_reference(model, {"x": x}, tolerance, trials=0).truth["y"], expected,
                                rtol=1e-5, atol=1e-5)
+
+
+# -- the lockstep evaluation: the same results as whole runs, in bounded memory ---------------------------------------
+
+def whole_runs(model, feed, trials=f64.TRIALS, seed=0, half=()):
+    """The oracle of the lockstep evaluation, the referee as first written: onnx.reference runs the double model
+    whole, once as it is and once per trial with the floating outputs of every rounding node times 1 + U(-ulp, ulp)
+    (float16's ulp for the tensors named in ``half``), every tensor kept; the spreads are max rel, computed here."""
+    from onnx.reference import ReferenceEvaluator
+
+    double = f64.double_model(model)
+    legacy = f64.corrected_reference_ops(next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")))
+    inputs = {i.name for i in model.graph.input}
+    feed64 = {n: v.astype(np.float64) if v.dtype.kind == "f" else v for n, v in feed.items() if n in inputs}
+
+    def run(rng):
+        evaluator = ReferenceEvaluator(double, new_ops=legacy)
+        for node in evaluator.rt_nodes_ if rng is not None else []:
+            if node.op_type in f64.EXACT_OPS:
+                continue
+
+            def perturbed(*args, _real=node.run, _names=list(node.onnx_node.output), **kwargs):
+                results = list(_real(*args, **kwargs))
+                for i, (name, value) in enumerate(zip(_names, results)):
+                    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
+                        ulp = 2.0 ** -10 if name in half else 2.0 ** -23
+                        results[i] = value * (1.0 + rng.uniform(-ulp, ulp, value.shape))
+                return tuple(results)
+
+            node.run = perturbed
+        return evaluator.run(None, feed64, intermediate=True)
+
+    def max_rel(x, t, rtol, atol):
+        assert np.isfinite(x).all() and np.isfinite(t).all()
+        floor = max(atol * float(np.abs(t).max()) / rtol, np.finfo(np.float64).tiny)
+        return float((np.abs(x - t) / np.maximum(np.abs(t), floor)).max()) if t.size else 0.0
+
+    truth = run(None)
+    produced = [o for node in model.graph.node for o in node.output if o]
+    floating = [n for n in produced if isinstance(truth.get(n), np.ndarray) and truth[n].dtype == np.float64]
+    spread = dict.fromkeys(floating, 0.0)
+    for trial in range(trials):
+        values = run(np.random.default_rng([seed, trial]))
+        for n in floating:
+            rtol, atol = tolerance(np.dtype(np.float16 if n in half else np.float32))
+            spread[n] = max(spread[n], max_rel(values[n], truth[n], rtol, atol))
+    return {n: truth[n] for n in produced}, spread
+
+
+def control_flow_model():
+    """What the lockstep evaluation must get right besides plain nodes: a weight computed by ConstantOfShape (the
+    trials share it), an initializer also declared as an input (IR 3), an If whose branches read a tensor and an
+    initializer of the enclosing graph, and a float16 stretch (its spread measured in float16 ulps)."""
+    outer = helper.make_tensor_value_info("c", TensorProto.FLOAT, [2, 8])
+    then_branch = helper.make_graph([helper.make_node("Mul", ["b", "k"], ["c"])], "then", [], [outer])
+    else_branch = helper.make_graph([helper.make_node("Sub", ["b", "k"], ["c"])], "else", [], [outer])
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("MatMul", ["x", "w"], ["a"]),
+             helper.make_node("MatMul", ["a", "ones"], ["b"]),
+             helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["positive"]),
+             helper.make_node("If", ["positive"], ["c"], then_branch=then_branch, else_branch=else_branch),
+             helper.make_node("Cast", ["c"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Mul", ["h", "h"], ["h2"]),
+             helper.make_node("Cast", ["h2"], ["y"], to=TensorProto.FLOAT)]
+    rng = np.random.default_rng(6)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([8, 8], np.int64), "shape"),
+             numpy_helper.from_array((rng.random(8) + 0.5).astype(np.float32), "k"),
+             numpy_helper.from_array(np.float32(0), "zero")]
+    graph = helper.make_graph(nodes, "flow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                                              helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 3
+    return model, {"x": rng.standard_normal((2, 8)).astype(np.float32)}, {"h", "h2"}
+
+
+def _zoo_cases():
+    rng = np.random.default_rng(0)
+    return {
+        "small_cnn": lambda: (onnx.load(str(MODELS / "small_cnn.onnx")),
+                              {"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}, set()),
+        "residual_block": lambda: (onnx.load(str(MODELS / "residual_block.onnx")),
+                                   {"x": rng.standard_normal((1, 8, 16, 16)).astype(np.float32)}, set()),
+        "ill_conditioned": lambda: (ill_conditioned_model(),
+                                    {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}, set()),
+        "control_flow": control_flow_model,
+    }
+
+
+@pytest.mark.parametrize("case", list(_zoo_cases()))
+def test_the_lockstep_evaluation_gives_what_whole_runs_give(case):
+    model, feed, half = _zoo_cases()[case]()
+    truth, spread = whole_runs(model, feed, half=half)
+    ref = f64.float64_reference(model, feed, tolerance)
+    assert ref.spread == spread  # the same draws at the same nodes: the same numbers
+    assert set(ref.truth) == set(truth)
+    for name, value in truth.items():
+        np.testing.assert_array_equal(ref.truth[name], value, err_msg=name)
+    if case == "control_flow":
+        assert ref.spread["h2"] > 2.0 ** -20 and 0 < ref.spread["b"] < 2.0 ** -20  # float16 ulps, float32 ulps
+        assert ref.spread["ones"] == 0.0
+    kept = f64.float64_reference(model, feed, tolerance, names=[model.graph.output[0].name])
+    assert list(kept.truth) == [model.graph.output[0].name] and kept.spread == spread
+
+
+def chain_model(layers: int, size: int = 1 << 16):
+    """x -> (Mul by its own weight, Add a bias) x ``layers``: every tensor and every weight ``size`` floats."""
+    rng = np.random.default_rng(9)
+    nodes, inits, previous = [], [], "x"
+    for i in range(layers):
+        inits += [numpy_helper.from_array((rng.random(size) + 0.5).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal(size).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("Mul", [previous, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"])]
+        previous = f"a{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size])],
+                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [size])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_memory_is_bounded_by_the_live_tensors_not_by_the_graph():
+    """Whole runs hold every tensor and every weight (in double) of the three runs: 4 times the layers, 4 times the
+    memory. The lockstep evaluation holds a few tensors and one weight at a time."""
+    import tracemalloc
+
+    x = np.random.default_rng(1).standard_normal(1 << 16).astype(np.float32)
+    peaks = {}
+    for layers in (4, 16):
+        model = chain_model(layers)
+        output = model.graph.output[0].name
+        tracemalloc.start()
+        ref = f64.float64_reference(model, {"x": x}, tolerance, names=[output])
+        peaks[layers] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert list(ref.truth) == [output] and len(ref.spread) == 2 * layers
+    megabyte = 1 << 20
+    assert peaks[16] < peaks[4] + 2 * megabyte, peaks  # one layer in double is 0.5 MB a tensor
+
+
+def test_the_referee_adds_little_to_the_peak_memory_of_a_process():
+    """Measured where protobuf's own copies show too (tracemalloc sees numpy only): the process's peak RSS. A chain
+    of 16 layers with 4 MB weights: whole runs added 1.4 GB to the peak; a double copy of the model 0.2 GB."""
+    import subprocess
+    import sys
+
+    script = """
+import resource, sys
+import numpy as np
+from test_float64 import chain_model, tolerance
+from nnrt_onnx.workflows import float64 as f64
+model = chain_model(16, 1 << 20)
+x = np.random.default_rng(1).standard_normal(1 << 20).astype(np.float32)
+f64.float64_reference(chain_model(1, 8), {"x": x[:8]}, tolerance)  # imports and first calls before the baseline
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+f64.float64_reference(model, {"x": x}, tolerance, names=[model.graph.output[0].name])
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) < 128  # MB above the peak the model's making already reached
+
+
+def _max_pool_model(outputs, **attributes):
+    node = helper.make_node("MaxPool", ["x"], outputs, **attributes)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 3, 9, 8])],
+                              [onnx.ValueInfoProto(name=o) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _run_or_error(model, x, new_ops=None):
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        return ReferenceEvaluator(model, new_ops=new_ops).run(None, {"x": x})
+    except ValueError as exc:  # an empty window (all padding, or all NaN): numpy's max of nothing
+        return type(exc)
+
+
+@pytest.mark.parametrize("attributes", [
+    dict(kernel_shape=[3, 3], strides=[2, 2]),
+    dict(kernel_shape=[2, 3], strides=[3, 1], pads=[1, 0, 2, 2]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    dict(kernel_shape=[3, 2], strides=[1, 1], dilations=[2, 3], pads=[2, 1, 0, 3]),
+    dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[2, 2], strides=[2, 1], auto_pad="VALID"),
+    dict(kernel_shape=[1, 1], strides=[2, 2], pads=[0, 0, 3, 3], ceil_mode=1),  # windows wholly in the padding
+    dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),  # unit strides: GoogLeNet's
+    dict(kernel_shape=[3, 2], strides=[1, 1], pads=[1, 0, 0, 1]),
+    dict(kernel_shape=[2, 2], auto_pad="VALID"),
+    dict(kernel_shape=[3, 3], ceil_mode=1, pads=[0, 0, 1, 1]),
+    dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
+    dict(kernel_shape=[2, 2], auto_pad="SAME_LOWER"),
+    dict(kernel_shape=[2, 2], pads=[2, 0, 2, 0]),  # padding as large as the kernel: a window wholly in it
+])
+@pytest.mark.parametrize("special", [None, -np.inf, np.nan])
+def test_the_referees_max_pool_is_onnx_references(attributes, special):
+    """The referee takes the maxima of onnx.reference's MaxPool windows by numpy slices: exactly its values (or the
+    same error)."""
+    x = np.random.default_rng(7).standard_normal((2, 3, 9, 8))
+    if special is not None:
+        x[0, 1, :3, :2] = special
+        x[1, 2, 4, 5] = special
+    for outputs in (["y"], ["y", "indices"]):
+        model = _max_pool_model(outputs, **attributes)
+        expected, got = _run_or_error(model, x), _run_or_error(model, x, [f64._max_pool_class()])
+        if not isinstance(expected, list):
+            assert got is expected
+            continue
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)
+
+
+def test_the_referees_unit_stride_max_pool_reads_asymmetric_pads_as_onnx_says():
+    """onnx.reference pools unit strides by another loop, which reads pads [H begin, W begin, H end, W end] as [top,
+    bottom, left, right]; the referee's windows are its strided path's, which reads them right (onnxruntime says)."""
+    x = np.random.default_rng(8).standard_normal((2, 3, 9, 8)).astype(np.float32)
+    model = _max_pool_model(["y"], kernel_shape=[3, 2], pads=[2, 0, 1, 1])
+    (got,) = _run_or_error(model, x.astype(np.float64), [f64._max_pool_class()])
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    (expected,) = ort_run(model, {"x": x})
+    assert got.shape == expected.shape == (2, 3, 10, 8)  # 9 + 2 + 1 - 3 + 1 rows, 8 + 0 + 1 - 2 + 1 columns
+    np.testing.assert_array_equal(got, expected)
+    (wrong,) = _run_or_error(_max_pool_model(["y"], kernel_shape=[3, 2], pads=[2, 0, 1, 1]), x.astype(np.float64))
+    assert wrong.shape == (2, 3, 9, 9)  # onnx.reference alone

@@ -558,7 +558,12 @@ def test_ill_conditioned_model_passes_with_a_warning_and_fails_strict(monkeypatc
     model = ill_conditioned_model()
     clean = check_model(model)
     assert clean.ok and clean.outputs[0].within  # here both sides round alike ...
-    assert clean.outputs[0].float64.verdict == f64.ILL_CONDITIONED  # ... by luck: the referee says so
+    # ... on a constant output: a warning whatever the referee says, which it is therefore not asked
+    assert clean.outputs[0].constant and clean.float64 is None and clean.outputs[0].float64 is None
+    assert clean.float64_not_asked.endswith("'y' constant: a warning either way")
+    asked = check_model(model, float64_always=True)
+    assert asked.outputs[0].float64.verdict == f64.ILL_CONDITIONED  # ... by luck: the referee says so, when asked
+    assert asked.float64["asked_because"] == ["it was asked for"] and asked.float64_not_asked is None
     assert not check_model(model, strict=True).ok
 
     one_ulp_up(monkeypatch)
@@ -648,6 +653,85 @@ def test_a_model_onnx_reference_cannot_run_gets_a_note_not_a_verdict(monkeypatch
     assert report.notes == ["no float64 opinion: onnx.reference cannot evaluate the model (no implementation for that)"]
 
 
+# -- when the float64 referee is asked: where it can change the result ---------------------------------------------
+
+def _native_scaled(monkeypatch, factor):
+    """native's outputs times ``factor``: a relative error of ``factor - 1`` on every element of every output."""
+    import nnrt_onnx.workflows.parity as parity
+
+    real = parity._run_native
+
+    def scaled(*args, **kwargs):
+        return [np.asarray(o * o.dtype.type(factor)) for o in real(*args, **kwargs)]
+
+    monkeypatch.setattr(parity, "_run_native", scaled)
+
+
+def _referee_forbidden(monkeypatch):
+    import nnrt_onnx.workflows.float64 as f64
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the float64 referee was asked")
+
+    monkeypatch.setattr(f64, "float64_reference", forbidden)
+
+
+def test_where_the_sides_agree_the_referee_is_not_asked_and_the_report_says_why(monkeypatch):
+    _referee_forbidden(monkeypatch)
+    report = check_model(MODELS / "tiny_mlp.onnx")
+    assert report.ok and report.float64 is None and report.outputs[0].float64 is None
+    assert report.float64_not_asked.startswith("every floating output agrees within tolerance (the closest to it: "
+                                               "'scores', max rel ")
+    assert report.float64_not_asked.endswith(" x rtol): an agreement passes whatever the referee finds")
+    assert report.to_dict()["float64_not_asked"] == report.float64_not_asked
+    layered = check_model(MODELS / "small_cnn.onnx", per_layer=True)
+    assert layered.float64 is None and layered.float64_not_asked.endswith("; every compared layer agrees too")
+    off = check_model(MODELS / "tiny_mlp.onnx", float64_opinion=False)
+    assert off.float64_not_asked == "turned off"
+
+
+def test_under_strict_an_agreement_near_the_tolerance_is_judged(monkeypatch):
+    """Under strict an ill-conditioned output fails even where the sides agree; ill-conditioning shows as agreement
+    only just within tolerance: beyond a tenth of it, the referee is asked (here: well-conditioned, it passes)."""
+    _native_scaled(monkeypatch, 1 + 5e-5)  # max rel 5e-5: half the float32 rtol
+    plain = check_model(MODELS / "tiny_mlp.onnx")
+    assert plain.outputs[0].within and plain.outputs[0].max_rel == pytest.approx(5e-5, rel=0.05)
+    assert plain.float64 is None  # an agreement passes whatever the referee finds
+    strict = check_model(MODELS / "tiny_mlp.onnx", strict=True)
+    assert strict.float64["asked_because"] == ["an output agrees only just (max rel beyond 0.1 x rtol) under --strict"]
+    verdict = strict.outputs[0].float64
+    assert verdict.verdict is None and verdict.spread < 1e-6 and verdict.native_error == pytest.approx(5e-5, rel=0.1)
+    assert strict.ok  # judged well-conditioned: no warning
+    monkeypatch.undo()
+    _native_scaled(monkeypatch, 1 + 5e-6)  # max rel 5e-6: a twentieth of the rtol
+    _referee_forbidden(monkeypatch)
+    far = check_model(MODELS / "tiny_mlp.onnx", strict=True)
+    assert far.ok and far.float64_not_asked.endswith(" x rtol), none beyond 0.1 x rtol")
+
+
+def test_the_referee_asked_for_judges_every_floating_output():
+    report = check_model(MODELS / "small_cnn.onnx", float64_always=True)
+    assert report.float64["asked_because"] == ["it was asked for"] and report.float64_not_asked is None
+    assert all(c.float64 is not None and c.float64.verdict is None for c in report.outputs)
+
+
+def test_check_tells_its_phases_as_they_go():
+    import contextlib
+
+    seen = []
+
+    @contextlib.contextmanager
+    def phases(label, total=None, unit=""):
+        updates = []
+        yield updates.append
+        seen.append((label, total, unit, updates[-1] if updates else None))
+
+    check_model(MODELS / "small_cnn.onnx", per_layer=True, float64_always=True, phases=phases)
+    assert seen == [("converting", None, "", None), ("running natively", None, "", None),
+                    ("running onnxruntime", None, "", None), ("float64 referee", 13, "nodes", 13),
+                    ("comparing layers", 13, "nodes", 13)]
+
+
 # -- output validation ------------------------------------------------------------------------------------------------
 
 def _unary_model(op, shape=(2, 3), **attrs):
@@ -684,7 +768,7 @@ def test_statistics_of_each_side_by_hand():
     assert report.to_dict()["outputs"][0]["reference_stats"]["std"] == pytest.approx(np.sqrt(11 / 4))
 
 
-def test_a_constant_output_is_a_warning():
+def test_a_constant_output_is_a_warning(monkeypatch):
     nodes = [helper.make_node("Mul", ["x", "zero"], ["m"]), helper.make_node("Add", ["m", "three"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
@@ -695,8 +779,20 @@ def test_a_constant_output_is_a_warning():
     assert report.ok and report.outputs[0].constant
     assert report.warnings == ["output 'y' is constant (3 to 3 over 4 elements): agreement on it says little about "
                                "the conversion"]
-    assert report.outputs[0].float64.verdict is None  # asked, and a constant is perfectly conditioned
+    # not asked: it could only say something about an agreement, and a constant one is a warning anyway
+    assert report.float64 is None and report.outputs[0].float64 is None
+    assert report.float64_not_asked == ("every floating output agrees within tolerance (the closest to it: 'y', max "
+                                        "rel 0 x rtol): an agreement passes whatever the referee finds; 'y' constant: "
+                                        "a warning either way")
+    asked = check_model(model, float64_always=True)
+    assert asked.outputs[0].float64.verdict is None  # asked, and a constant is perfectly conditioned
     assert not check_model(model, strict=True).ok
+    # under strict a constant output fails whatever the referee says: not asked even near the tolerance
+    _native_scaled(monkeypatch, 1 + 5e-5)
+    _referee_forbidden(monkeypatch)
+    near = check_model(model, strict=True)
+    assert near.outputs[0].max_rel > 1e-5 and not near.ok and near.float64 is None
+    assert "none beyond 0.1 x rtol but constant ones; 'y' constant: a warning either way" in near.float64_not_asked
 
 
 # -- golden outputs, value ranges, per-layer accounting ----------------------------------------------------------------
@@ -906,13 +1002,16 @@ def test_the_shipped_light_squeezenet_is_ill_conditioned_at_its_softmax():
     from nnrt_onnx.workflows import float64 as f64
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
-    report = check_model(path)
+    report = check_model(path, float64_always=True)
     (c,) = report.outputs
     assert c.float64.verdict == f64.ILL_CONDITIONED and c.float64.amplifier["op_type"] == "Softmax"
     assert report.ok and report.culprit is None
     assert any("ill-conditioned" in w and "(Softmax" in w for w in report.warnings)
     report.strict = True
     assert not report.ok
+    # unasked, the referee runs only where the sides disagree (AVX2): a pass with a warning either way
+    default = check_model(path)
+    assert default.ok and default.warnings and (default.float64 is None) == default.outputs[0].within
 
 
 def test_a_grown_repro_of_an_ir3_model_with_computed_weights_is_valid(monkeypatch, tmp_path):

@@ -16,7 +16,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .numba_cache import cache_ok
+from .numba_cache import jit
 from .tile_layout import LANES
 from .vector_ir import (
     ZERO,
@@ -114,8 +114,8 @@ _OUT = numba.float32[:, :, :, :]
 _INT = numba.int64
 
 
-@numba.njit(numba.void(_IMAGE, _TAPS, _VECTOR, _OUT, _INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.boolean),
-            cache=cache_ok(), nogil=True, boundscheck=False)
+@jit(numba.void(_IMAGE, _TAPS, _VECTOR, _OUT, _INT, _INT, _INT, _INT, _INT, _INT, _INT, numba.boolean), nogil=True,
+     boundscheck=False)
 def depthwise_3x3(x, wt, bias, out, s_h, s_w, d_h, d_w, pt, pl, activation, has_bias):  # pragma: no cover
     # every output row in blocks of 16 channels: the pixels with a tap column outside the input (left and right
     # edges) bounded, the others not

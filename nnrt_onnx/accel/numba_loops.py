@@ -1,6 +1,7 @@
 """Optional compiled loops (numba) for the kernels numpy cannot fuse, each with a pure-numpy path beside it: the
-functions the accelerated kernels call, each compiling its loop on first use (the loops' builders are in
-:mod:`.loops`, one module per job) and declining (None or False) where it cannot run.
+functions the accelerated kernels call, each compiling its loop on first use or loading it from the disk cache
+(:mod:`.numba_cache`; the loops are in :mod:`.loops`, one module per job) and declining (None or False) where it
+cannot run.
 
 numba is a dependency (it pays 3-12x on depthwise convolution and 6x on average pooling, docs/performance.md), but
 never a requirement: when it cannot be imported (a platform without wheels), or with the environment variable
@@ -60,23 +61,26 @@ def _get(name: str):
     return None if fn is _DISABLED else fn
 
 
-# each loop's builder: name -> (module of .loops, function building it from the numba module)
-_BUILDERS = {"depthwise": ("depthwise", "build_depthwise"), "depthwise3x3": ("depthwise", "build_depthwise_3x3"),
-             "erf": ("elementwise", "build_erf"), "gelu": ("elementwise", "build_gelu"),
-             "softmax": ("rows", "build_softmax"), "layer_norm": ("rows", "build_layer_norm"),
-             "pool": ("pool", "build_pool"), "lstm": ("lstm", "build_lstm"), "kn2row": ("conv", "build_kn2row_gather"),
-             "winograd": ("conv", "build_winograd"), "im2col": ("conv", "build_im2col"),
-             "swap_last_axes": ("shuffle", "build_swap_last_axes"),
-             "channel_affine": ("finish", "build_channel_affine"), "finish_rows": ("finish", "build_finish_rows")}
+# each loop: name -> (module of .loops, its function or tuple of functions); importing the module imports numba
+_LOOPS = {"depthwise": ("depthwise", "depthwise_loop"), "depthwise3x3": ("depthwise", "depthwise_3x3"),
+          "erf": ("elementwise", "erf_loop"), "gelu": ("elementwise", "gelu_loop"),
+          "softmax": ("rows", "softmax_rows"), "layer_norm": ("rows", "layer_norm_rows"),
+          "pool": ("pool", "pool_loop"), "lstm": ("lstm", ("gates_in", "cell")), "kn2row": ("conv", "gather"),
+          "winograd": ("conv", ("transform_in", "transform_out")), "im2col": ("conv", "im2col_rows"),
+          "swap_last_axes": ("shuffle", "swap"),
+          "channel_affine": ("finish", "affine_rows"), "finish_rows": ("finish", "finish_rows")}
 
 
 def _build(name: str):
     try:
-        import numba
+        import numba  # noqa: F401
     except ImportError:
         return _DISABLED
-    module, builder = _BUILDERS[name]
-    return getattr(importlib.import_module(f"{__package__}.loops.{module}"), builder)(numba)
+    module_name, attribute = _LOOPS[name]
+    module = importlib.import_module(f"{__package__}.loops.{module_name}")
+    if isinstance(attribute, tuple):
+        return tuple(getattr(module, a) for a in attribute)
+    return getattr(module, attribute)
 
 
 def _post_arrays(post, c: int, dtype):

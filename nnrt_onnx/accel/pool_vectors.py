@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .numba_cache import cache_ok
+from .numba_cache import jit
 from .tile_layout import LANES
 from .vector_ir import ZERO, RowBlock, counted_loop, f32, i32, i64, inside, mask_type, splat, vec, vector_intrinsics
 
@@ -130,8 +130,8 @@ _OUT = numba.float32[:, :, :, :]
 _INT = numba.int64
 
 
-@numba.njit(numba.boolean(_IMAGE, _OUT, numba.boolean, _INT, _INT, _INT, _INT, _INT, _INT, numba.boolean),
-            cache=cache_ok(), nogil=True, boundscheck=False)
+@jit(numba.boolean(_IMAGE, _OUT, numba.boolean, _INT, _INT, _INT, _INT, _INT, _INT, numba.boolean), nogil=True,
+     boundscheck=False)
 def pool(x, out, is_max, k_h, k_w, s_h, s_w, pt, pl, start_at_zero):  # pragma: no cover (compiled)
     # False: a window this module has no loop for
     if k_h == 2 and k_w == 2:

@@ -13,7 +13,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .numba_cache import cache_ok
+from .numba_cache import jit
 from .tile_layout import LANES
 from .vector_ir import argument_array, f32, i8p, i32, i64, lane_mask, pointer_suffix, splat, vec, vector_intrinsics
 
@@ -93,7 +93,7 @@ _IN = types.Array(types.float32, 3, "C", readonly=True)
 _OUT = numba.float32[:, :, ::1]
 
 
-@numba.njit(numba.boolean(_IN, _OUT), cache=cache_ok(), nogil=True, boundscheck=False)
+@jit(numba.boolean(_IN, _OUT), nogil=True, boundscheck=False)
 def swap_last_axes(x, out):  # pragma: no cover (compiled): out[r, k, j] = x[r, j, k]; False: another G
     groups = x.shape[1]
     if groups == 2:

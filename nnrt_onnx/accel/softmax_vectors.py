@@ -22,7 +22,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .numba_cache import cache_ok
+from .numba_cache import jit
 from .tile_layout import LANES
 from .vector_ir import ALL_LANES, argument_array, counted_loop, f32, i8p, i32, i64, vec, vector_intrinsics
 
@@ -104,7 +104,7 @@ _ROWS = types.Array(types.float32, 2, "C", readonly=True)
 _OUT = numba.float32[:, ::1]
 
 
-@numba.njit(numba.void(_ROWS, _OUT), cache=cache_ok(), nogil=True, boundscheck=False, error_model="numpy")
+@jit(numba.void(_ROWS, _OUT), nogil=True, boundscheck=False, error_model="numpy")
 def shift_rows(x, out):  # pragma: no cover (compiled): out = x - max(x) per row, as _accel's shift_rows
     rows, n = x.shape
     maxima = np.empty(LANES, np.float32)
@@ -129,7 +129,7 @@ def shift_rows(x, out):  # pragma: no cover (compiled): out = x - max(x) per row
             o[k] = xr[k] - m
 
 
-@numba.njit(numba.void(_OUT), cache=cache_ok(), nogil=True, boundscheck=False, error_model="numpy")
+@jit(numba.void(_OUT), nogil=True, boundscheck=False, error_model="numpy")
 def normalise_rows(e):  # pragma: no cover (compiled): e /= sum(e) per row, as _accel's normalise_rows
     rows, n = e.shape
     sums = np.empty(LANES, np.float64)

@@ -11,7 +11,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .numba_cache import cache_ok
+from .numba_cache import jit
 from .tile_layout import (
     CHUNK_MULTIPLE,
     FINISH_ACTIVATION_MASK,
@@ -276,8 +276,8 @@ product = make_product(False)
 gathered_product = make_product(True)
 
 
-@numba.njit(numba.void(_READ_STACK, _READ_STACK, _STACK, _READ_STACK, numba.int64, _READ_COLUMNS, _READ_STACK,
-                       numba.boolean, numba.int64, numba.int64), cache=cache_ok(), nogil=True, boundscheck=False)
+@jit(numba.void(_READ_STACK, _READ_STACK, _STACK, _READ_STACK, numba.int64, _READ_COLUMNS, _READ_STACK, numba.boolean,
+                numba.int64, numba.int64), nogil=True, boundscheck=False)
 def driver(a3, b3, c3, tables, finish, columns, addends, gathered, k_block,
            chunk_bytes):  # pragma: no cover (compiled)
     # b3, tables (the finish's [3, N] vectors), addends: one per matrix, or one for all; gathered: A's columns by

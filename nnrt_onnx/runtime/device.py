@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, MutableMapping, Sequence
-
-import numpy as np
+import threading
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping, Sequence
 
 from ..enums import OH_NN_DeviceType, OH_NN_OperationType, OH_NN_PerformanceMode, OH_NN_Priority
 from ..errors import NNRtError, invalid, unsupported
+
+if TYPE_CHECKING:  # annotations only: importing the registry needs no numpy (a CLI's --help never loads it)
+    import numpy as np
 
 
 @dataclass
@@ -71,20 +73,42 @@ def cannot_capture(device_name: str) -> NNRtError:
 
 
 _DEVICES: dict[int, Device] = {}
+# the built-in devices' modules, imported on the registry's first use (``import nnrt_onnx`` stays light: numpy,
+# the kernels and onnxruntime load only when a device is wanted); each registers its device
+_LOADERS: list[Callable[[], object]] = []
+_LOADING = threading.RLock()
+
+
+def register_device_loader(loader: Callable[[], object]) -> None:
+    """Have ``loader`` (which registers devices) called before the registry is next used."""
+    with _LOADING:
+        _LOADERS.append(loader)
+
+
+def _load_devices() -> None:
+    with _LOADING:
+        while _LOADERS:
+            _LOADERS.pop(0)()
 
 
 def register_device(device: Device) -> None:
+    if _LOADERS:
+        _load_devices()
     if device.id in _DEVICES and _DEVICES[device.id] is not device:
         raise ValueError(f"device id {device.id} is already taken by {_DEVICES[device.id].name}")
     _DEVICES[device.id] = device
 
 
 def all_device_ids() -> list[int]:
+    if _LOADERS:
+        _load_devices()
     return sorted(_DEVICES)
 
 
 def get_device(device_id: int) -> Device:
     """The device with this id; 0 means the first device, as in NNRt."""
+    if _LOADERS:
+        _load_devices()
     if device_id == 0 and _DEVICES:
         return _DEVICES[all_device_ids()[0]]
     try:

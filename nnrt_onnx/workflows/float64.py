@@ -1,5 +1,6 @@
 """A third opinion for ``nnrt-onnx check``: the ONNX model computed in float64, and how far an honest float32
-result may be from it. Used when native and onnxruntime disagree (or agree on an output that is constant).
+result may be from it. ``check`` asks it where its verdict can change the result (``workflows/parity.py`` says when:
+an output that disagrees, under ``--strict`` one that agrees only just, a layer that disagrees).
 
 **The float64 truth.** The ONNX model with every floating tensor retyped to double (initializers, Constant and
 ConstantOfShape values, Cast targets, declared types, subgraphs, functions) and evaluated by ``onnx.reference``,
@@ -7,7 +8,9 @@ the ONNX project's Python implementation of the spec -- independent of both side
 would be faster, but a bug in one of them would then be in the truth too, and the referee could never find native
 wrong.) ``onnx.reference`` is not bug-free; this module replaces what was found wrong: Softmax, LogSoftmax and
 Hardmax (it implements only opset 13's form; older opsets coerce to 2D), LRN (it sums over the batch, not the
-channels) and BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones). When
+channels), BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones) and MaxPool with
+unit strides (it reads asymmetric pads in the wrong order; its strided path, right, takes those windows too -- by
+numpy slices here, not its Python loop over every output element: most of a CNN's referee time). When
 native and onnxruntime agree but both are far from the float64 result, the referee is the suspect (verdict
 "float64 disagrees with both", a note, never a failure).
 
@@ -39,6 +42,15 @@ good as float32 can be on this input.
 warning; ``--strict`` fails it. The node named for an ill-conditioned output is its *amplifier*: the first node
 (in graph order, among the output's ancestors) whose output spread exceeds its tolerance while every floating
 input's spread is within it -- where ulp-level noise turns into visible differences.
+
+**How it runs** (:func:`float64_reference`): in bounded memory. The truth and the trials advance together, node by
+node, through one evaluator's node implementations; a tensor's spread is measured as soon as the runs have computed
+it, and every tensor is dropped after its last reader (only the truths asked for are kept). The weights are read
+from the model one at a time, made double when a node first needs them, and dropped after their last reader -- the
+double model itself holds none. Where a node's inputs in a trial are the truth's own (nothing upstream rounds:
+weights, shapes, the graph's inputs), the trial shares the truth's result (times its noise, where the node rounds)
+instead of computing it again: the numbers are those of separate whole runs (``tests/test_float64.py`` compares
+them), at a fraction of the time and memory.
 """
 from __future__ import annotations
 
@@ -85,6 +97,18 @@ def relative_error(x, truth, rtol: float, atol: float) -> float:
         return math.inf
     if not x.size:
         return 0.0
+    if np.isfinite(t).all() and np.isfinite(x).all():  # the usual case, in fewer passes over the data: the same value
+        scale = float(np.abs(t).max())
+        floor = atol * scale / rtol if rtol > 0 else atol * scale
+        floor = max(floor, np.finfo(np.float64).tiny)
+        difference = np.subtract(x, t)
+        np.abs(difference, out=difference)
+        denominator = np.abs(t)
+        np.maximum(denominator, floor, out=denominator)
+        with np.errstate(over="ignore"):
+            np.divide(difference, denominator, out=difference)
+        value = float(difference.max())
+        return value if not math.isnan(value) else math.inf
     finite_t = np.isfinite(t)
     both = finite_t & np.isfinite(x)
     same_special = (np.isnan(x) & np.isnan(t)) | ((x == t) & ~both)
@@ -260,8 +284,9 @@ def _double_node(node) -> None:
 
 def corrected_reference_ops(opset: int) -> list:
     """What onnx.reference gets wrong, corrected (module doc): Softmax, LogSoftmax and Hardmax with the semantics of
-    the model's opset (onnx.reference has only 13's), LRN and inference BatchNormalization. (Also the quantized
-    comparison's referee: ``quant_compare.reference_evaluator``.)"""
+    the model's opset (onnx.reference has only 13's), LRN, inference BatchNormalization and MaxPool (unit strides'
+    asymmetric pads; its loops made slices). (Also the quantized comparison's referee:
+    ``quant_compare.reference_evaluator``.)"""
     from onnx.reference.op_run import OpRun
 
     def compute(kind: str, x: np.ndarray, axis: int | None) -> np.ndarray:
@@ -324,7 +349,62 @@ def corrected_reference_ops(opset: int) -> list:
         return ((y + np.reshape(bias, shape)).astype(x.dtype),)
 
     classes.append(type("BatchNormalization", (OpRun,), {"op_domain": "", "_run": batch_norm}))
+    classes.append(_max_pool_class())
     return classes
+
+
+def _max_pool_class():
+    """onnx.reference's MaxPool with its 2-D strided or dilated windows taken by numpy slices instead of a Python
+    loop over every output element (half of VGG-19's referee time): the same windows (onnx.reference computes them,
+    this only takes their maxima), the same values -- a maximum rounds nothing. Unit strides go the same way where
+    onnx.reference's other loop (CommonPool) takes the same windows, or reads asymmetric pads wrongly. Its own loops
+    still run for the Indices output, NaN inputs (they skip NaNs differently), ceil_mode, SAME padding, padding as
+    large as the kernel, and other dtypes."""
+    from onnx.reference.ops.op_max_pool import MaxPool
+
+    def max_pool_2d(self, x, auto_pad, ceil_mode, dilations, kernel_shape, new_pads, storage_order, strides,
+                    output_spatial_shape):
+        if len(self.output) != 1 or x.ndim != 4 or x.dtype.kind != "f" or np.isnan(x).any():
+            return MaxPool._max_pool_2d(self, x, auto_pad, ceil_mode, dilations, kernel_shape, new_pads,
+                                        storage_order, strides, output_spatial_shape)
+        size = x.shape[2:]
+        out = [int(n) for n in output_spatial_shape]
+        starts = [-int(new_pads[axis][0]) for axis in range(2)]  # window i of an axis: start + i * stride
+        before = [max(0, -start) for start in starts]
+        after = [max(0, start + (n - 1) * stride + (k - 1) * d + 1 - length)
+                 for start, n, stride, k, d, length in zip(starts, out, strides, kernel_shape, dilations, size)]
+        padded = np.full(x.shape[:2] + tuple(length + b + a for length, b, a in zip(size, before, after)), -np.inf,
+                         x.dtype)
+        padded[:, :, before[0]:before[0] + size[0], before[1]:before[1] + size[1]] = x
+        y = np.full(x.shape[:2] + tuple(out), -np.inf, x.dtype)
+        for i in range(kernel_shape[0]):
+            row = starts[0] + before[0] + i * dilations[0]
+            for j in range(kernel_shape[1]):
+                column = starts[1] + before[1] + j * dilations[1]
+                np.maximum(y, padded[:, :, row:row + (out[0] - 1) * strides[0] + 1:strides[0],
+                                     column:column + (out[1] - 1) * strides[1] + 1:strides[1]], out=y)
+        empty = [np.array([not any(0 <= starts[axis] + n * strides[axis] + i * dilations[axis] < size[axis]
+                                   for i in range(kernel_shape[axis])) for n in range(out[axis])], bool)
+                 for axis in range(2)]
+        y[:, :, empty[0], :] = 0  # a window wholly in the padding is 0, as onnx.reference leaves it
+        y[:, :, :, empty[1]] = 0
+        return (y,)
+
+    def run(self, x, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, pads=None,
+            storage_order=None, strides=None):
+        attributes = dict(auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations, kernel_shape=kernel_shape,
+                          pads=pads, storage_order=storage_order, strides=strides)
+        ones = all(v is None or all(d == 1 for d in v) for v in (strides, dilations))
+        if (ones and len(self.output) == 1 and x.ndim == 4 and x.dtype.kind == "f" and not ceil_mode
+                and auto_pad in (None, "", "NOTSET", "VALID") and not np.isnan(x).any()
+                and all(p < k for p, k in zip(pads or [], list(kernel_shape) * 2))):
+            # onnx.reference pools unit strides by another loop, over every output element (most of GoogLeNet's
+            # referee time), which reads asymmetric pads as [top, bottom, left, right]; here (no NaN, padding under
+            # the kernel's size, no ceil_mode or SAME) its strided path takes the same windows, read right, by slices
+            return self._max_pool(x, **attributes)
+        return MaxPool._run(self, x, **attributes)
+
+    return type("MaxPool", (MaxPool,), {"op_domain": "", "_max_pool_2d": max_pool_2d, "_run": run})
 
 
 def helper_value(attribute):
@@ -337,8 +417,9 @@ def _default_opset(model) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 21)
 
 
-def _original_dtypes(model) -> dict[str, str]:
-    """Tensor name -> numpy dtype name of the floating tensors of the original model (where known)."""
+def _original_dtypes(model, initializers: Iterable[Any] = ()) -> dict[str, str]:
+    """Tensor name -> numpy dtype name of the floating tensors of the original model (where known); ``initializers``:
+    the main graph's, when ``model`` is the copy without them (:func:`_without_initializers`)."""
     import onnx
     from onnx import helper
 
@@ -355,11 +436,47 @@ def _original_dtypes(model) -> dict[str, str]:
                 found[info.name] = np.dtype(helper.tensor_dtype_to_np_dtype(elem)).name
             except (KeyError, TypeError):
                 found[info.name] = "bfloat16"
-    for tensor in graph.initializer:
+    for tensor in list(graph.initializer) + list(initializers):
         if tensor.data_type in _float_types() or tensor.data_type == onnx.TensorProto.DOUBLE:
             found[tensor.name] = "float16" if tensor.data_type == onnx.TensorProto.FLOAT16 else (
                 "float64" if tensor.data_type == onnx.TensorProto.DOUBLE else "float32")
     return found
+
+
+def _without_initializers(model) -> tuple[Any, dict[str, Any]]:
+    """(a copy of ``model`` whose main graph declares its initializers as inputs instead of holding them, the
+    initializers by name -- the model's own TensorProtos, not copies): the weights are then read one at a time, when
+    a node needs them, instead of all at once in double."""
+    import onnx
+    from onnx import helper
+
+    def copy_fields(source, target, skip=()) -> None:
+        for descriptor, value in source.ListFields():
+            if descriptor.name in skip:
+                continue
+            if hasattr(value, "extend"):  # a repeated field
+                getattr(target, descriptor.name).extend(value)
+            elif descriptor.message_type is not None:
+                getattr(target, descriptor.name).CopyFrom(value)
+            else:
+                setattr(target, descriptor.name, value)
+
+    light = onnx.ModelProto()
+    copy_fields(model, light, skip=("graph",))
+    copy_fields(model.graph, light.graph, skip=("initializer",))
+    initializers = {t.name: t for t in model.graph.initializer}
+    declared = {i.name for i in light.graph.input}
+    light.graph.input.extend(helper.make_tensor_value_info(name, t.data_type, list(t.dims))
+                             for name, t in initializers.items() if name not in declared)
+    return light, initializers
+
+
+def _as_double(tensor) -> np.ndarray:
+    """An initializer's value as the double model holds it (floating types in float64)."""
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(tensor)
+    return value.astype(np.float64) if tensor.data_type in _float_types() else value
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -417,71 +534,135 @@ class Float64Reference:
 
 
 def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Tolerance, trials: int = TRIALS,
-                      seed: int = 0, names: Iterable[str] | None = None) -> Float64Reference:
+                      seed: int = 0, names: Iterable[str] | None = None,
+                      on_node: Callable[[int, int], None] | None = None) -> Float64Reference:
     """Run the double model (truth) and ``trials`` Monte Carlo runs on ``feed`` (see the module doc).
 
     ``tolerance(dtype)`` gives a floating dtype's (rtol, atol). ``names`` limits the truth kept to those tensors
-    (spreads are kept for every floating tensor: the amplifier needs them). Raises whatever onnx.reference raises
-    for a model it cannot evaluate.
+    (spreads are kept for every floating tensor: the amplifier needs them). ``on_node(done, total)`` is called after
+    each node. Raises whatever onnx.reference raises for a model it cannot evaluate.
+
+    In bounded memory: the truth and the trials advance together, node by node (``onnx.reference``'s node
+    implementations, one evaluator for all the runs); a tensor's spread is measured as soon as it is computed, and
+    every tensor is dropped after its last reader (the truths of ``names`` excepted); an initializer is turned into
+    double only when a node reads it. A trial whose inputs to a node are the truth's own (nothing upstream of it
+    rounds: weights, shapes, the graph's inputs) shares the truth's result instead of computing it again.
     """
     import time
 
     from onnx.reference import ReferenceEvaluator
 
     started = time.perf_counter()
-    double = double_model(model)
-    legacy = corrected_reference_ops(_default_opset(model))
-    original = _original_dtypes(model)
-    feed64 = {n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
-              for n, v in feed.items()}
+    light, initializers = _without_initializers(model)
+    original = _original_dtypes(light, initializers.values())
+    evaluator = ReferenceEvaluator(double_model(light), new_ops=corrected_reference_ops(_default_opset(model)))
+    nodes = list(evaluator.rt_nodes_)
+    protos = list(model.graph.node)
+    if len(nodes) != len(protos):
+        raise RuntimeError(f"onnx.reference made {len(nodes)} nodes of the graph's {len(protos)}")
+    reads = [[i for i in proto.input] + sorted(_outer_names(proto)) for proto in protos]
+    last_reader = {name: index for index, names_read in enumerate(reads) for name in names_read}
     inputs = {i.name for i in model.graph.input}
-    produced = [o for node in model.graph.node for o in node.output if o]
-
-    def evaluate(rng: np.random.Generator | None) -> dict[str, Any]:
-        evaluator = ReferenceEvaluator(double, new_ops=legacy)
-        if rng is not None:
-            _perturb(evaluator, rng, original)
-        return evaluator.run(None, {n: v for n, v in feed64.items() if n in inputs}, intermediate=True)
-
-    clean = evaluate(None)
-    floating = [n for n in produced if isinstance(clean.get(n), np.ndarray) and clean[n].dtype == np.float64]
-    tolerances = {}
-    for n in floating:
-        found = tolerance(np.dtype(original.get(n, "float32")))
-        tolerances[n] = found if found is not None else tolerance(np.dtype(np.float32))
-    spread = dict.fromkeys(floating, 0.0)
-    for trial in range(trials):
-        perturbed = evaluate(np.random.default_rng([seed, trial]))
-        for n in floating:
-            value = perturbed.get(n)
-            if isinstance(value, np.ndarray):
-                rtol, atol = tolerances[n]
-                spread[n] = max(spread[n], relative_error(value, clean[n], rtol, atol))
-        del perturbed
+    start: dict[str, Any] = {"": None}
+    start.update(evaluator.rt_inits_)  # what the double model still holds (sparse initializers)
+    start.update({n: (np.asarray(v).astype(np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v))
+                  for n, v in feed.items() if n in inputs})
+    runs = [dict(start) for _ in range(1 + trials)]  # runs[0]: the truth; then the Monte Carlo trials
+    generators = [np.random.default_rng([seed, trial]) for trial in range(trials)]
+    produced = [o for proto in protos for o in proto.output if o]
     wanted = set(names) if names is not None else set(produced)
-    truth = {n: np.asarray(v) for n, v in clean.items() if n in wanted and isinstance(v, (np.ndarray, np.generic))}
-    return Float64Reference(truth, spread, tolerances, trials, time.perf_counter() - started, list(model.graph.node))
+    kept: dict[str, np.ndarray] = {}
+    spread: dict[str, float] = {}
+    tolerances: dict[str, tuple[float, float]] = {}
+
+    for index, (node, proto) in enumerate(zip(nodes, protos)):
+        for name in reads[index]:  # a weight turns double when first read (it stays while its readers need it)
+            if name not in runs[0] and name in initializers:
+                value = _as_double(initializers[name])
+                for run in runs:
+                    run[name] = value
+        truth = _run_node(node, runs[0])
+        results = [truth]
+        for trial, run in enumerate(runs[1:]):
+            same = node.op_type not in RANDOM_OPS and all(run.get(n) is runs[0].get(n) for n in reads[index])
+            values = truth if same else _run_node(node, run)
+            if node.op_type not in EXACT_OPS:
+                values = _rounded(values, proto.output, original, generators[trial])
+            results.append(values)
+        for position, name in enumerate(proto.output):
+            if not name or position >= len(truth):
+                continue
+            for run, values in zip(runs, results):
+                run[name] = values[position]
+            value = truth[position]
+            if not (isinstance(value, np.ndarray) and value.dtype == np.float64):
+                continue
+            found = tolerance(np.dtype(original.get(name, "float32")))
+            tolerances[name] = rtol_atol = found if found is not None else tolerance(np.dtype(np.float32))
+            trial_values = [r[position] for r in results[1:] if isinstance(r[position], np.ndarray)]
+            spread[name] = max((0.0 if v is value else relative_error(v, value, *rtol_atol) for v in trial_values),
+                               default=0.0)
+        for name in set(reads[index]) | set(proto.output):  # drop what no later node reads
+            if last_reader.get(name, -1) <= index and name:
+                if name in wanted and name in runs[0]:
+                    kept[name] = runs[0][name]
+                for run in runs:
+                    run.pop(name, None)
+        if on_node is not None:
+            on_node(index + 1, len(nodes))
+    for name in wanted - set(kept):  # the graph's inputs and initializers, when asked for
+        if name in runs[0]:
+            kept[name] = runs[0][name]
+        elif name in initializers:
+            kept[name] = _as_double(initializers[name])
+    truth_kept = {n: np.asarray(v) for n, v in kept.items() if isinstance(v, (np.ndarray, np.generic))}
+    return Float64Reference(truth_kept, spread, tolerances, trials, time.perf_counter() - started, protos)
 
 
-def _perturb(evaluator, rng: np.random.Generator, dtypes: Mapping[str, str]) -> None:
-    """Make every rounding node of ``evaluator`` multiply its floating outputs by ``1 + U(-ulp, ulp)``."""
-    for node in evaluator.rt_nodes_:
-        if node.op_type in EXACT_OPS:
-            continue
-        real = node.run
-        names: Sequence[str] = list(node.onnx_node.output)
+# ops whose result is drawn at random: never shared between the runs
+RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
+                        "Bernoulli", "Dropout"})
 
-        def run(*args, _real=real, _names=names, **kwargs):
-            results = list(_real(*args, **kwargs))
-            for i, (name, value) in enumerate(zip(_names, results)):
-                if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
-                    ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
-                    results[i] = value * (1.0 + rng.uniform(-ulp, ulp, value.shape))
-            return tuple(results)
 
-        node.run = run
+def _outer_names(node) -> set[str]:
+    """The names the subgraphs of ``node`` (If, Loop, Scan ...) may read from the enclosing graph: every name they
+    read (an over-approximation: it keeps those tensors alive until the node has run)."""
+    import onnx
+
+    found: set[str] = set()
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else (
+            list(attribute.graphs) if attribute.type == onnx.AttributeProto.GRAPHS else [])
+        for graph in graphs:
+            for inner in graph.node:
+                found.update(i for i in inner.input if i)
+                found |= _outer_names(inner)
+    return found
+
+
+def _run_node(node, values: Mapping[str, Any]) -> tuple:
+    """One node of an onnx.reference evaluator on ``values`` (what ``ReferenceEvaluator.run`` does for it)."""
+    arguments = []
+    for name in node.input:
+        if name not in values:
+            raise RuntimeError(f"onnx.reference: input {name!r} of {node.op_type} {node.onnx_node.name!r} is unknown")
+        arguments.append(values[name])
+    if node.need_context():  # a subgraph reads the enclosing graph's tensors
+        return tuple(node.run(*arguments, context=values))
+    return tuple(node.run(*arguments))
+
+
+def _rounded(values: tuple, names: Sequence[str], dtypes: Mapping[str, str], rng: np.random.Generator) -> tuple:
+    """A rounding node's floating outputs times ``1 + U(-ulp, ulp)`` of their original dtype (see the module doc)."""
+    results = list(values)
+    for i, (name, value) in enumerate(zip(names, results)):
+        if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
+            ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
+            # an array even for a 0-d tensor (the product of two 0-d arrays is a numpy scalar: its spread was 0)
+            results[i] = np.asarray(value * (1.0 + rng.uniform(-ulp, ulp, value.shape)))
+    return tuple(results)
 
 
 __all__ = ["ACCEPTED", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K", "NATIVE_WRONG",
-           "NEITHER", "ORT_WRONG", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference", "judge",
-           "relative_error"]
+           "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference",
+           "judge", "relative_error"]

@@ -176,17 +176,33 @@ class RunResult:
     run_seconds: float
 
 
-def run_model(model: Model, inputs: Sequence[np.ndarray], device_id: int = 1, float16: bool = False) -> RunResult:
+def run_model(model: Model, inputs: Sequence[np.ndarray], device_id: int = 1, float16: bool = False,
+              fast_paths: bool = True) -> RunResult:
+    """Compile ``model`` for the device and run it once. ``fast_paths=False``: the native device's reference plan
+    (every operation its reference kernel: no numba, nothing compiled), which is what a single run of a
+    fresh process should use -- loading the compiled kernels (numba's import and start, even from the disk cache)
+    costs more than they save in one run (docs/performance.md, "Start-up")."""
     start = time.perf_counter()
     compilation = Compilation(model)
     compilation.set_device(device_id)
     compilation.enable_float16(float16)
+    if not fast_paths:
+        reference_plan(compilation)
     compilation.build()
     executor = Executor(compilation)
     compiled = time.perf_counter()
     outputs = executor.run_arrays(list(inputs))
     done = time.perf_counter()
     return RunResult(outputs, output_names(model), compiled - start, done - compiled)
+
+
+def reference_plan(compilation: Compilation) -> None:
+    """Have ``compilation`` build the reference plan where its device is the native one (others have no plan)."""
+    from ..runtime.cpu import CpuDevice
+    from ..runtime.specialise import REFERENCE_PLAN_EXTENSION
+
+    if isinstance(get_device(compilation.device_id), CpuDevice):
+        compilation.add_extension_config(REFERENCE_PLAN_EXTENSION, b"1")
 
 
 @dataclass

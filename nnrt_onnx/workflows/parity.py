@@ -21,20 +21,36 @@ Output validation: every output's statistics (min/max/mean/std of the finite ele
 sides. A NaN on either side fails the output -- NaN on both sides is not agreement. A constant reference output
 (``tensor_stats.is_constant``) is a warning: agreement on it says little.
 
-A third opinion (``workflows/float64.py``, where the rule is defined): when a floating output or layer disagrees
-beyond tolerance, or a reference output is constant, the model is also computed in float64 by ``onnx.reference``
-with Monte Carlo runs that estimate each tensor's expected float32 error, and every floating output (and compared
-layer) gets a verdict: ill-conditioned, native is wrong, onnxruntime is wrong, neither matches float64. An output
-passes when it is within tolerance, or when the verdict clears native (ill-conditioned, onnxruntime is wrong, both
-within tolerance of float64) -- with a warning; ``strict=True`` fails on every warning. Per layer, the *culprit* is
-the first layer where native is wrong by the float64 rule.
+A third opinion (``workflows/float64.py``, where the rule is defined): the model computed in float64 by
+``onnx.reference``, with Monte Carlo runs that estimate each tensor's expected float32 error, gives every floating
+output (and compared layer) a verdict: ill-conditioned, native is wrong, onnxruntime is wrong, neither matches
+float64. An output passes when it is within tolerance, or when the verdict clears native (ill-conditioned,
+onnxruntime is wrong, both within tolerance of float64) -- with a warning; ``strict=True`` fails on every warning.
+Per layer, the *culprit* is the first layer where native is wrong by the float64 rule.
+
+The referee costs three runs of ``onnx.reference`` in double (a minute on VGG-19), so it is asked only where its
+verdict can change the result of the check -- ``report.float64["asked_because"]`` says why, and
+``report.float64_not_asked`` why it was not:
+
+- a floating output disagrees: the verdict decides between a failure (native is wrong, neither matches) and a pass
+  with a warning. The truths of the layers are kept too: a disagreement the referee clears has every layer compared;
+- under ``strict``, a floating output that is not constant agrees, but its max rel exceeds :data:`NEAR_TOLERANCE` (a
+  tenth) of its rtol: an ill-conditioned output fails under strict, and ill-conditioning shows as sides that agree
+  only just (the spread that makes an output ill-conditioned, beyond rtol, is the size of the differences two
+  float32 implementations make). An agreement closer than that is taken as well-conditioned: a heuristic, since two
+  sides may round alike by luck;
+- per layer, a floating layer disagrees (and no output made the referee run): the culprit fails the check;
+- ``float64_always=True`` (``check --float64``): always, on every floating output.
+
+Not asked otherwise: on an agreement the referee can only say ill-conditioned (a warning) or that float64 disagrees
+with both (a note), so an agreeing output passes whatever it finds; and a constant output is a warning either way
+(a failure under strict either way). The referee runs node by node in bounded memory (``workflows/float64.py``).
 
 Golden outputs (``expected``) are compared with native (and onnxruntime) by the same rule; native outside
 tolerance of a golden output fails the check.
 """
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
@@ -43,7 +59,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -52,6 +68,7 @@ from . import float64 as f64
 from .converting import convert_as_convert
 from .inference import complete_inputs, input_names, safe_file_name
 from .model_inputs import ModelInputs
+from .phases import Phases, no_phases
 from .tensor_stats import TensorStats, is_constant, tensor_stats
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
@@ -60,11 +77,8 @@ FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
     "float64": (1e-7, 1e-9),
 }
 
-Progress = Callable[[Sequence[Any], str], ContextManager[Iterable[Any]]]
-
-
-def _no_progress(items: Sequence[Any], label: str) -> ContextManager[Iterable[Any]]:
-    return contextlib.nullcontext(items)
+# under strict, an agreeing output whose max rel exceeds this fraction of its rtol is judged by the float64 referee
+NEAR_TOLERANCE = 0.1
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -295,6 +309,7 @@ class ParityReport:
     expected: list[Comparison] = field(default_factory=list)  # native vs golden outputs
     expected_reference: list[Comparison] = field(default_factory=list)  # onnxruntime vs golden outputs
     float64: dict[str, Any] | None = None  # {"asked_because", "seconds", "trials", "error"} when it was asked
+    float64_not_asked: str | None = None  # why the float64 referee was not asked (None: it was, or nothing floats)
     notes: list[str] = field(default_factory=list)
     # the nodes converted by a reading of the ONNX spec onnx.reference or onnxruntime do not share (ir.deviations)
     deviations: list[dict[str, Any]] = field(default_factory=list)
@@ -334,7 +349,7 @@ class ParityReport:
             "model": self.model, "ok": self.ok, "strict": self.strict, "seed": self.seed, "inputs": self.inputs,
             "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations, "seconds": self.seconds,
             "outputs": [c.to_dict() for c in self.outputs], "warnings": self.warnings, "notes": self.notes,
-            "float64": self.float64, "deviations": self.deviations,
+            "float64": self.float64, "float64_not_asked": self.float64_not_asked, "deviations": self.deviations,
         }
         if self.expected:
             data["expected"] = {"native": [c.to_dict() for c in self.expected],
@@ -458,21 +473,23 @@ def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
 def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0, per_layer: bool = False, *,
                 rtol: float | None = None, atol: float | None = None,
                 input_shapes: Mapping[str, Sequence[int]] | None = None,
-                constant_inputs: Mapping[str, Any] | None = None, progress: Progress | None = None,
+                constant_inputs: Mapping[str, Any] | None = None, phases: Phases | None = None,
                 label: str | None = None, device: int | None = None, strict: bool = False,
                 expected: Mapping[str, np.ndarray] | None = None,
                 value_ranges: Mapping[str | None, tuple[float, float]] | None = None, float64_opinion: bool = True,
-                steps: float | None = None, **import_options) -> ParityReport:
+                float64_always: bool = False, steps: float | None = None, **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
     as ``nnrt-onnx run`` makes for that seed; ``value_ranges`` maps input names -- or None for all -- to the
     (low, high) of their random values); the data given pins the input's dynamic dims. ``rtol``/``atol``
     override the float tolerances. ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to
-    values (arrays, or literals as ``"16000"``); other keywords go to ``from_onnx``. ``progress(items, label)`` may wrap long loops;
+    values (arrays, or literals as ``"16000"``); other keywords go to ``from_onnx``. ``phases`` (``workflows.phases``)
+    is told each phase (converting, each side's run, the float64 referee, the per-layer comparison);
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
-    ``expected``: golden outputs by ONNX output name. ``float64_opinion=False`` never asks the float64 referee;
+    ``expected``: golden outputs by ONNX output name. The float64 referee is asked where it can change the result
+    (the module doc); ``float64_always=True`` asks it on every check, ``float64_opinion=False`` never;
     ``strict``: a warning fails the check. ``steps``: how many quantization steps a dequantized output of a quantized
     model may be off (default ``quant_compare.DEFAULT_STEPS``, one); onnx.reference judges a disagreement there.
     Raises UserError for bad inputs, ConversionError when the model cannot be converted, NNRtError (OH_NN_UNSUPPORTED)
@@ -483,12 +500,13 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     import time
 
     started = time.perf_counter()
-    progress = progress or _no_progress
+    phase = phases or no_phases
     model, default_label = load_checked(onnx_path)
     label = label or default_label
     given = dict(inputs or {})
-    conversion = convert_as_convert(model, ModelInputs(given, dict(input_shapes or {}), dict(constant_inputs or {})),
-                                    **import_options)
+    with phase("converting"):
+        conversion = convert_as_convert(model, ModelInputs(given, dict(input_shapes or {}),
+                                                           dict(constant_inputs or {})), **import_options)
     result, pinned = conversion.result, conversion.options
     nnrt, graph = result.model, result.graph
     names = input_names(nnrt)
@@ -529,7 +547,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                 wanted[name] = (index_of[located[0]], located[1])
 
     native_outputs, capture, reference = _run_both(model, nnrt, arrays, feed, wanted if per_layer else None, device,
-                                                   label)
+                                                   label, phase)
     comparisons, native_outputs_onnx = [], []
     for position, name in enumerate(output_names):
         located = graph.locate(name)
@@ -565,12 +583,17 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         report.expected_reference.append(compare(reference[name], value, name, rtol, atol))
 
     truth = None
-    why = _float64_wanted(comparisons, "an output disagrees") if float64_opinion else []
+    why, why_not = _float64_wanted(comparisons, strict, float64_always) if float64_opinion else ([], "turned off")
     if why:
-        truth = _float64(report, model, feed, rtol, atol, why)
+        # a disagreement the referee clears has every layer compared too: their truths are kept for that
+        layers_too = per_layer or any(_floating(c) and not c.within for c in comparisons)
+        kept = [c.name for c in comparisons if _floating(c)] + (list(wanted) if layers_too else [])
+        truth = _float64(report, model, feed, rtol, atol, why, kept, phase)
         for position, c in enumerate(comparisons):
             if truth is not None and _floating(c):
                 c.float64 = truth.verdict(c.name, native_outputs_onnx[position], reference[c.name], c.within)
+    else:
+        report.float64_not_asked = why_not
     for c in comparisons:
         if c.float64 is not None and c.float64.verdict == f64.SUSPECT:
             report.notes.append(f"native and onnxruntime agree on {c.name!r} but onnx.reference's float64 result "
@@ -579,7 +602,7 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     if cleared and not per_layer:
         # the referee cleared a disagreement: compare every layer too, so that no bug hides behind ill-conditioning
         try:
-            _, capture, reference = _run_both(model, nnrt, arrays, feed, wanted, device, label)
+            _, capture, reference = _run_both(model, nnrt, arrays, feed, wanted, device, label, phase)
         except NNRtError as exc:
             report.notes.append(f"the layers were not compared ({exc.message})")
         else:
@@ -588,13 +611,17 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
                                 f"compared too, to rule out a bug hidden by the ill-conditioning")
 
     if per_layer:
-        layers, native_values = _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress)
+        layers, native_values = _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, phase)
         report.layers = layers
         if float64_opinion:
             if report.float64 is None:  # not asked yet
                 layer_results = [c for layer in layers for c in layer.outputs]
-                why = _float64_wanted(layer_results, "a layer disagrees", outputs=False)
-                truth = _float64(report, model, feed, rtol, atol, why) if why else None
+                if any(_floating(c) and not c.within for c in layer_results):  # a culprit fails the check
+                    report.float64_not_asked = None
+                    kept = [c.name for c in comparisons if _floating(c)] + list(wanted)
+                    truth = _float64(report, model, feed, rtol, atol, ["a layer disagrees"], kept, phase)
+                elif report.float64_not_asked is not None:
+                    report.float64_not_asked += "; every compared layer agrees too"
             for layer in layers if truth is not None else []:
                 for c in layer.outputs:
                     if _floating(c) and c.name in native_values:
@@ -645,18 +672,21 @@ def _deviation_notes(report: ParityReport) -> list[str]:
     return notes
 
 
-def _run_both(model, nnrt, arrays, feed, wanted, device, label):
+def _run_both(model, nnrt, arrays, feed, wanted, device, label, phase: Phases = no_phases):
     """(native outputs, captured tensors or None, onnxruntime's values by name): both sides on the same inputs;
     with ``wanted`` (ONNX name -> (NNRt index, perm)) every intermediate tensor too."""
     capture: dict[int, Any] | None = {i: None for i, _ in wanted.values()} if wanted is not None else None
     hidden: dict[int, str] = {}
-    native_outputs = _run_native(nnrt, arrays, capture, device, hidden)
+    with phase("running natively"):
+        native_outputs = _run_native(nnrt, arrays, capture, device, hidden)
     if capture is not None:
         capture = _Captured(capture, hidden)
     intermediate = [o for node in model.graph.node for o in node.output if o] if wanted is not None else []
-    session = _session(_with_all_outputs(model, intermediate) if wanted is not None else model, label)
-    fetch = [o.name for o in session.get_outputs()]
-    return native_outputs, capture, {n: _tensor_of(v) for n, v in zip(fetch, session.run(fetch, feed))}
+    with phase("running onnxruntime"):
+        session = _session(_with_all_outputs(model, intermediate) if wanted is not None else model, label)
+        fetch = [o.name for o in session.get_outputs()]
+        values = {n: _tensor_of(v) for n, v in zip(fetch, session.run(fetch, feed))}
+    return native_outputs, capture, values
 
 
 def _tensor_of(value):
@@ -676,14 +706,15 @@ class _Captured(dict):
         self.hidden = hidden
 
 
-def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, progress):
+def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol, phase: Phases = no_phases):
     """(the LayerResults in graph order, native values of the compared tensors in the ONNX layout)."""
     dynamic = _dynamic_tensors(model)
     layers: list[LayerResult] = []
     native_values: dict[str, np.ndarray] = {}
     nodes = list(model.graph.node)
-    with progress(nodes, "comparing layers") as items:
-        for position, node in enumerate(items):
+    with phase("comparing layers", len(nodes), "nodes") as update:
+        for position, node in enumerate(nodes):
+            update(position + 1)
             name = node.name or next((o for o in node.output if o), node.op_type)
             outs = [o for o in node.output if o]
             found = [o for o in outs if o in wanted and capture.get(wanted[o][0]) is not None and o in reference]
@@ -788,14 +819,34 @@ def _judge_dropped_dynamic_quantization(model, result, comparisons: list[Compari
             f"{dropped_quantization.FACTOR:g} x that")]))
 
 
-def _float64_wanted(comparisons: Sequence[Comparison], disagreement: str, outputs: bool = True) -> list[str]:
-    """Why the float64 referee should be asked about these comparisons (empty: it need not be)."""
+def _float64_wanted(outputs: Sequence[Comparison], strict: bool, always: bool) -> tuple[list[str], str | None]:
+    """(why the float64 referee should be asked about these outputs -- empty: it need not be --, else why it is not:
+    what it would be asked about cannot change the result; None when there is no floating output). The rule is the
+    module doc's."""
+    floating = [c for c in outputs if _floating(c)]
+    near = [c for c in floating if c.within and not c.constant and c.max_rel > NEAR_TOLERANCE * c.rtol]
     why = []
-    if any(_floating(c) and not c.within for c in comparisons):
-        why.append(disagreement)
-    if outputs and any(c.constant for c in comparisons):
-        why.append("an output is constant")
-    return why
+    if any(not c.within for c in floating):
+        why.append("an output disagrees")
+    if strict and near:
+        why.append(f"an output agrees only just (max rel beyond {NEAR_TOLERANCE:g} x rtol) under --strict")
+    if always and floating:
+        why.append("it was asked for")
+    if why or not floating:
+        return why, None
+    closest = max(floating, key=lambda c: c.max_rel / c.rtol if c.rtol > 0 else 0.0)
+    ratio = closest.max_rel / closest.rtol if closest.rtol > 0 else 0.0
+    why_not = (f"every floating output agrees within tolerance (the closest to it: {closest.name!r}, max rel "
+               f"{ratio:.2g} x rtol)")
+    if strict:
+        constant_near = any(c.constant and c.max_rel > NEAR_TOLERANCE * c.rtol for c in floating)
+        why_not += f", none beyond {NEAR_TOLERANCE:g} x rtol{' but constant ones' if constant_near else ''}"
+    else:
+        why_not += ": an agreement passes whatever the referee finds"
+    constant = [c.name for c in floating if c.constant]
+    if constant:
+        why_not += f"; {', '.join(repr(n) for n in constant)} constant: a warning either way"
+    return why, why_not
 
 
 def _native_blamed(layer: LayerResult) -> bool:
@@ -809,10 +860,14 @@ def _native_blamed(layer: LayerResult) -> bool:
     return False
 
 
-def _float64(report: ParityReport, model, feed, rtol, atol, why: list[str]) -> f64.Float64Reference | None:
-    """The float64 reference (every tensor), or None with a note when onnx.reference cannot evaluate the model."""
+def _float64(report: ParityReport, model, feed, rtol, atol, why: list[str], names: Sequence[str],
+             phase: Phases = no_phases) -> f64.Float64Reference | None:
+    """The float64 reference (the truths of ``names``), or None with a note when onnx.reference cannot evaluate the
+    model."""
     try:
-        truth = f64.float64_reference(model, feed, lambda dtype: tolerances_for(dtype, rtol, atol))
+        with phase("float64 referee", len(model.graph.node), "nodes") as update:
+            truth = f64.float64_reference(model, feed, lambda dtype: tolerances_for(dtype, rtol, atol), names=names,
+                                          on_node=lambda done, total: update(done))
     except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types; the check goes on without it
         message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         report.float64 = {"asked_because": why, "error": message}

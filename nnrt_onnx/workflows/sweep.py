@@ -27,6 +27,7 @@ class CheckOptions:
     strict: bool = False
     value_ranges: tuple[tuple[str | None, float, float], ...] = ()  # (input name or None for all, low, high)
     float64_opinion: bool = True
+    float64_always: bool = False
     max_constant_bytes: int | None = None  # the import's memory budget (None: the default)
 
 
@@ -57,7 +58,8 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
         ranges = {name: (low, high) for name, low, high in options.value_ranges}
         report = check_model(path, seed=options.seed, per_layer=options.per_layer, rtol=options.rtol,
                              atol=options.atol, strict=options.strict, value_ranges=ranges or None,
-                             float64_opinion=options.float64_opinion, max_constant_bytes=options.max_constant_bytes)
+                             float64_opinion=options.float64_opinion, float64_always=options.float64_always,
+                             max_constant_bytes=options.max_constant_bytes)
     except ConversionError as exc:
         first = exc.issues[0] if exc.issues else "unknown problem"
         more = f" (+{len(exc.issues) - 1} more)" if len(exc.issues) > 1 else ""

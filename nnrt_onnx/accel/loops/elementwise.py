@@ -3,32 +3,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numba_cache import cache_ok as _cache_ok
-from .shared import build_erf_value
+from ..numba_cache import jit
+from .shared import erf_value
 
 
-def build_erf(numba):
-    erf_value = build_erf_value(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def erf_loop(x, out):  # pragma: no cover (compiled)
-        for k in range(x.size):
-            out[k] = np.float32(erf_value(np.float64(x[k])))
-        return out
-
-    return erf_loop
+@jit(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+def erf_loop(x, out):  # pragma: no cover (compiled)
+    for k in range(x.size):
+        out[k] = np.float32(erf_value(np.float64(x[k])))
+    return out
 
 
-def build_gelu(numba):
-    erf_value = build_erf_value(numba)
-
-    @numba.njit(cache=_cache_ok(), nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
-    def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
-        for k in range(x.size):
-            xk = x[k]
-            e = np.float32(erf_value(np.float64(xk / d)))  # the DIV in float32, then the ERF loop's evaluation
-            out[k] = (xk * (e + a)) * m
-        return out
-
-    return gelu_loop
-
+@jit(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
+def gelu_loop(x, out, d, a, m):  # pragma: no cover (compiled): (x * (erf(x / d) + a)) * m
+    for k in range(x.size):
+        xk = x[k]
+        e = np.float32(erf_value(np.float64(xk / d)))  # the DIV in float32, then the ERF loop's evaluation
+        out[k] = (xk * (e + a)) * m
+    return out

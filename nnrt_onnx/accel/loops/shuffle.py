@@ -1,19 +1,15 @@
 """The channel shuffle's transpose loop (numba)."""
 from __future__ import annotations
 
-from ..numba_cache import cache_ok as _cache_ok
+from ..numba_cache import jit
 
 
-def build_swap_last_axes(numba):
-    @numba.njit(cache=_cache_ok(), nogil=True, boundscheck=False)
-    def swap(x, out):  # pragma: no cover (compiled): out[r, k, j] = x[r, j, k], reading x in order
-        rows, a, b = x.shape
-        for r in range(rows):
-            src, dst = x[r], out[r]
-            for j in range(a):
-                for k in range(b):
-                    dst[k, j] = src[j, k]
-        return out
-
-    return swap
-
+@jit(nogil=True, boundscheck=False)
+def swap(x, out):  # pragma: no cover (compiled): out[r, k, j] = x[r, j, k], reading x in order
+    rows, a, b = x.shape
+    for r in range(rows):
+        src, dst = x[r], out[r]
+        for j in range(a):
+            for k in range(b):
+                dst[k, j] = src[j, k]
+    return out
