@@ -156,7 +156,8 @@ def _lstm_inputs(seed, dirs, steps, batch, features, hidden, layout=0):
     x_shape = (batch, steps, features) if layout else (steps, batch, features)
     state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
     return {"x": rand_normal(seed, *x_shape) * 0.5}, {
-        "w": rand_normal(seed + 1, dirs, 4 * hidden, features) * 0.4, "r": rand_normal(seed + 2, dirs, 4 * hidden, hidden) * 0.4,
+        "w": rand_normal(seed + 1, dirs, 4 * hidden, features) * 0.4,
+        "r": rand_normal(seed + 2, dirs, 4 * hidden, hidden) * 0.4,
         "b": rand_normal(seed + 3, dirs, 8 * hidden) * 0.2, "h0": rand_normal(seed + 4, *state) * 0.3,
         "c0": rand_normal(seed + 5, *state) * 0.3}
 
