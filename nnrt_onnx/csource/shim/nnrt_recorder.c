@@ -352,10 +352,10 @@ OH_NN_ReturnCode OH_NNModel_SetTensorType(OH_NNModel *model, uint32_t index, OH_
 }
 
 static void arg_indices(const OH_NN_UInt32Array *indices) {
-    if (indices == NULL) {
-        arg_null();
+    if (indices == NULL || (indices->data == NULL && indices->size > 0)) {
+        arg_null(); /* refused by the replay, as by the runtime */
     } else if (indices->data == NULL) {
-        arg_null();
+        argument('U', NULL, 0); /* {NULL, 0}: no indices (e.g. an operation without parameters) */
     } else {
         argument('U', indices->data, indices->size * sizeof(uint32_t));
     }
