@@ -239,15 +239,17 @@ def _tables(model: Model, name: str, places: dict[int, tuple[int, int]], paramet
     if needs_special:  # only for non-finite quantization scales
         lines += ["#include <math.h>", "#define NNRT_INFINITY ((double)INFINITY)", "#define NNRT_NAN ((double)NAN)", ""]
     lines += [f"#define TENSOR_COUNT ((size_t){len(model.tensors)})",
-              f"#define OPERATION_COUNT ((size_t){len(model.operations)})", "",
-              "static uint32_t NO_INDICES[1];", ""]
+              f"#define OPERATION_COUNT ((size_t){len(model.operations)})", ""]
+    io_indices = [indices(model.inputs), indices(model.outputs)]
+    if any("NO_INDICES" in row for row in [*operation_rows, *io_indices]):  # (an unused static is a warning)
+        lines += ["static uint32_t NO_INDICES[1]; /* {NO_INDICES, 0}: no indices, not NULL */", ""]
     lines += ["static const quant_row QUANTS[] = {", *(quant_rows or ["    {0, NULL, NULL, NULL},"]), "};", ""]
     lines += ["/* name, data type, format, tensor type, rank, dims, quantization, parameter values, offset and",
               " * length in the weights */",
               "static const tensor_row TENSORS[] = {", *tensor_rows, "};", ""]
     lines += ["static const operation_row OPERATIONS[] = {", *operation_rows, "};", ""]
-    lines += [f"static const OH_NN_UInt32Array MODEL_INPUTS = {indices(model.inputs)};",
-              f"static const OH_NN_UInt32Array MODEL_OUTPUTS = {indices(model.outputs)};", ""]
+    lines += [f"static const OH_NN_UInt32Array MODEL_INPUTS = {io_indices[0]};",
+              f"static const OH_NN_UInt32Array MODEL_OUTPUTS = {io_indices[1]};", ""]
     lines += [f"const {name}_io {name}_inputs[{len(model.inputs)}] = {{", io_rows(model.inputs), "};",
               f"const {name}_io {name}_outputs[{len(model.outputs)}] = {{", io_rows(model.outputs), "};"]
     return "\n".join(lines)
@@ -310,6 +312,7 @@ def emit_c(model: Model, directory: str | os.PathLike, name: str, *, embed_weigh
     else:
         values["weights_load"] = (
             f"    if ({name}_read_weights(weights_path, &weights_read, &weights_size, &status) != OH_NN_SUCCESS) {{\n"
+            f"        nnrt_failed(&status);\n"
             f"        status_code = fail(\"cannot read the weights (-w): \", weights_path);\n"
             "        goto done;\n    }\n    weights = weights_read;")
     values["weights_free"] = "    free(weights_read);"

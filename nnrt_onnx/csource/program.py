@@ -3,11 +3,14 @@ without a device (``build_emitted``), and ``capture`` of the model an app's own 
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+
+import numpy as np
 
 from ..errors import UserError
 from ..model import Model
@@ -15,7 +18,7 @@ from .emit import EmittedC
 from .toolchain import STRICT_C99, Toolchain, host_toolchain, include_dir, shim_source
 from .trace import Replay, TraceError, replay_file
 
-__all__ = ["ProgramRun", "build_program", "build_emitted", "run_recorded", "capture", "captured_model"]
+__all__ = ["ProgramRun", "build_program", "build_shim", "build_emitted", "run_recorded", "capture", "captured_model"]
 
 RUN_TIMEOUT = 120  # seconds a recorded program may take (an emulated one too)
 
@@ -31,20 +34,19 @@ class ProgramRun:
 def build_program(sources: Sequence[Path], output: Path, toolchain: Toolchain | None = None,
                   includes: Sequence[Path] = (), flags: Sequence[str] = STRICT_C99,
                   shim_object: Path | None = None) -> Path:
-    """Compile ``sources`` and link them with the recording shim into the executable ``output``. The shim is
-    compiled strictly (C99, warnings as errors) unless ``shim_object`` is an object of it already built."""
+    """Compile ``sources`` with ``flags`` and link them with the recording shim into the executable ``output`` (one
+    compiler invocation). The shim is compiled strictly (C99, warnings as errors) unless ``shim_object`` is an
+    object of it already built for this toolchain (see ``build_shim``)."""
     toolchain = toolchain or _host()
     output = Path(output)
-    includes = [*includes, include_dir()]
-    objects = [output.with_name(f"{output.name}.{i}.{Path(s).stem}.o") for i, s in enumerate(sources)]
-    jobs = list(zip(map(Path, sources), objects))
     if shim_object is None:
-        shim_object = output.with_name(f"{output.name}.shim.o")
-        jobs.append((shim_source(), shim_object))
-    for source, target in jobs:
-        toolchain.compile(source, target, includes, STRICT_C99 if source == shim_source() else flags)
-    cxx = any(Path(s).suffix in (".cc", ".cpp", ".cxx", ".C") for s in sources)
-    return toolchain.link([*objects, shim_object], output, cxx=cxx)
+        shim_object = build_shim(output.with_name(f"{output.name}.shim.o"), toolchain)
+    return toolchain.build([Path(s) for s in sources], output, [*includes, include_dir()], flags, [shim_object])
+
+
+def build_shim(output: Path, toolchain: Toolchain | None = None) -> Path:
+    """The recording shim as an object file, compiled with the strict C99 flags."""
+    return (toolchain or _host()).compile(shim_source(), Path(output), [include_dir()], STRICT_C99)
 
 
 def build_emitted(emitted: EmittedC, toolchain: Toolchain | None = None, output: Path | None = None,
@@ -60,15 +62,18 @@ def build_emitted(emitted: EmittedC, toolchain: Toolchain | None = None, output:
 
 def run_recorded(executable: Path, args: Sequence[str] = (), *, cwd: Path | None = None,
                  toolchain: Toolchain | None = None, trace: Path | None = None,
-                 timeout: float = RUN_TIMEOUT) -> ProgramRun:
+                 outputs: Sequence[np.ndarray] | None = None, timeout: float = RUN_TIMEOUT) -> ProgramRun:
     """Run a program linked with the shim (through the toolchain's emulator, if it has one) and replay its trace.
-    A program that fails still has its trace replayed: what it built before failing is kept."""
+    A program that fails still has its trace replayed: what it built before failing is kept. ``outputs``: the
+    values the shim's runs give the program (default: zeros, dynamic dims 1)."""
     toolchain = toolchain or _host()
     cwd = Path(cwd) if cwd is not None else Path(executable).parent
     with tempfile.TemporaryDirectory(prefix="nnrt_trace_") as scratch:
         trace_path = Path(trace) if trace is not None else Path(scratch) / "trace.bin"
         env = {**os.environ, "NNRT_TRACE": str(trace_path)}
         env.pop("NNRT_SHIM_OUTPUTS", None)
+        if outputs is not None:
+            env["NNRT_SHIM_OUTPUTS"] = str(_write_outputs(Path(scratch) / "outputs.bin", outputs))
         command = toolchain.run_command(Path(executable).resolve(), args)
         try:
             done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, errors="replace",
@@ -119,6 +124,17 @@ def capture(sources: Sequence[str | os.PathLike], args: Sequence[str] = (), *, f
                                    includes=[Path(i) for i in includes], flags=flags)
         run = run_recorded(executable, args, cwd=Path.cwd(), toolchain=toolchain)
     return captured_model(run, which), run
+
+
+def _write_outputs(path: Path, outputs: Sequence[np.ndarray]) -> Path:
+    """The shim's output file: per output u32 rank, i32 dims, u64 byte count, the bytes (little-endian)."""
+    with open(path, "wb") as file:
+        for array in outputs:
+            array = np.ascontiguousarray(array)
+            data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+            file.write(struct.pack("<I", array.ndim) + struct.pack(f"<{array.ndim}i", *array.shape)
+                       + struct.pack("<Q", len(data)) + data)
+    return path
 
 
 def _host() -> Toolchain:

@@ -63,6 +63,19 @@ class Toolchain:
         with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
             return list(pool.map(lambda job: self.compile(job[0], job[1], includes, flags), jobs))
 
+    def build(self, sources: Sequence[Path], output: Path, includes: Sequence[Path] = (),
+              flags: Sequence[str] = STRICT_C99, objects: Sequence[Path] = ()) -> Path:
+        """An executable from ``sources`` (compiled with ``flags``) and ``objects``, in one compiler invocation."""
+        cxx = any(Path(s).suffix in _CXX_SUFFIXES for s in sources)
+        if cxx and self.cxx is None:
+            raise UserError(f"{output.name}: no C++ compiler found (set CXX)")
+        compiler = self.cxx if cxx else self.cc
+        flags = [f.replace("-std=c99", "-std=c++11") for f in flags] if cxx else list(flags)
+        command = [*compiler, *flags, *(f"-I{i}" for i in includes), *map(str, sources), *map(str, objects),
+                   "-o", str(output)]
+        _run(command, f"{self.name} cannot build {output.name}")
+        return output
+
     def link(self, objects: Sequence[Path], output: Path, cxx: bool = False) -> Path:
         compiler = self.cxx if cxx and self.cxx else self.cc
         _run([*compiler, *(str(o) for o in objects), "-o", str(output)], f"{self.name} cannot link {output.name}")

@@ -119,7 +119,7 @@ static OH_NN_ReturnCode add_tensor(OH_NNModel *model, size_t index, NN_TensorDes
         }
         OH_NNQuantParam_Destroy(&params);
         if (code != OH_NN_SUCCESS) {
-            return failed(status, code, "OH_NNModel_SetTensorQuantParams (or an OH_NNQuantParam_Set call)", "tensor",
+            return failed(status, code, "OH_NNModel_SetTensorQuantParams or an OH_NNQuantParam_Set call", "tensor",
                           (long)index);
         }
     }
@@ -168,18 +168,18 @@ OH_NN_ReturnCode @name@_read_weights(const char *path, void **weights, size_t *s
     *size = 0;
     file = fopen(path, "rb");
     if (file == NULL) {
-        return failed(status, OH_NN_INVALID_PATH, "fopen (the weights file)", "", -1);
+        return failed(status, OH_NN_INVALID_PATH, "fopen of the weights file", "", -1);
     }
     data = (unsigned char *)malloc(@NAME@_WEIGHTS_SIZE > 0 ? @NAME@_WEIGHTS_SIZE + 1 : 1);
     if (data == NULL) {
         fclose(file);
-        return failed(status, OH_NN_MEMORY_ERROR, "malloc (the weights)", "", -1);
+        return failed(status, OH_NN_MEMORY_ERROR, "malloc for the weights", "", -1);
     }
     got = fread(data, 1, @NAME@_WEIGHTS_SIZE + 1, file); /* one byte more: a longer file is the wrong file */
     fclose(file);
     if (got != @NAME@_WEIGHTS_SIZE) {
         free(data);
-        return failed(status, OH_NN_INVALID_FILE, "fread (the weights file is not @NAME@_WEIGHTS_SIZE bytes)", "", -1);
+        return failed(status, OH_NN_INVALID_FILE, "fread: the weights file is not @NAME@_WEIGHTS_SIZE bytes", "", -1);
     }
     *weights = data;
     *size = got;
