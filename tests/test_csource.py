@@ -8,6 +8,7 @@ The cases are built together, once per module, in parallel (only those the sessi
 invocation per model, the shim compiled once."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -89,6 +90,15 @@ def built(request, tmp_path_factory) -> dict[str, Built]:
     return results
 
 
+def _as_the_c_api_says_it(model: Model) -> Model:
+    """NN_QuantParam has no axis: per-channel parameters along axis 0 come back with the axis unset, which means
+    axis 0 everywhere (the runtime's reading, nnrt_onnx/runtime/cpu.py)."""
+    for tensor in model.tensors:
+        if tensor.quant is not None and tensor.quant.count > 1 and tensor.quant.axis == 0:
+            tensor.quant = dataclasses.replace(tensor.quant, axis=None)
+    return model
+
+
 def _outputs(model: Model, inputs) -> list[np.ndarray]:
     compilation = Compilation(model)
     compilation.build()
@@ -107,7 +117,7 @@ def test_emitted_c_builds_the_converted_model(built, case_id):
     assert run.returncode == 0, run.stderr
     assert len(run.replay.models) == 1 and run.replay.finished == [0]
     rebuilt = run.replay.models[0]
-    assert_same_model(result.model, rebuilt)
+    assert_same_model(_as_the_c_api_says_it(result.model), rebuilt)
     # the program ran the model once, on zeros (dynamic dims 1) of the inputs' types
     assert len(run.replay.runs) == 1
     fed = run.replay.runs[0].inputs
