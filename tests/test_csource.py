@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from test_serialization import assert_same_model
 from nnrt_onnx import Compilation, Executor
 from nnrt_onnx.csource.emit import EmittedC, c_identifier, emit_c
 from nnrt_onnx.csource.program import ProgramRun, build_emitted, build_shim, run_recorded
-from nnrt_onnx.csource.toolchain import host_toolchain
+from nnrt_onnx.csource.toolchain import aarch64_toolchain, host_toolchain, qemu_aarch64
 from nnrt_onnx.errors import UserError
 from nnrt_onnx.model import Model
 
@@ -42,6 +41,9 @@ class Built:
     run: ProgramRun | None = None
     refused: str | None = None  # emit_c's refusal
     error: str | None = None  # anything else that went wrong
+    cross_error: str | None = None  # the aarch64-linux-musl build's or run's failure
+    cross_built: bool = False
+    same_trace_on_aarch64: bool | None = None  # None: not run (no qemu-user)
 
 
 def _selected(request) -> list[str]:
@@ -53,15 +55,27 @@ def _selected(request) -> list[str]:
     return sorted(ids)
 
 
-def _build_one(built: Built, toolchain, shim) -> None:
+def _build_one(built: Built, toolchain, shim, cross, cross_shim) -> None:
+    directory = built.emitted.directory
     try:
         executable = build_emitted(built.emitted, toolchain, shim_object=shim)
-        built.run = run_recorded(executable, cwd=built.emitted.directory, toolchain=toolchain)
+        built.run = run_recorded(executable, cwd=directory, toolchain=toolchain, trace=directory / "host.trace")
+        if cross is not None:
+            try:
+                arm = build_emitted(built.emitted, cross, output=directory / "main.aarch64", shim_object=cross_shim)
+                built.cross_built = True
+                if cross.runner:
+                    run_recorded(arm, cwd=directory, toolchain=cross, trace=directory / "aarch64.trace")
+                    built.same_trace_on_aarch64 = ((directory / "aarch64.trace").read_bytes()
+                                                   == (directory / "host.trace").read_bytes())
+            except UserError as error:
+                built.cross_error = str(error)
     except UserError as error:
         built.error = str(error)
-    finally:  # the weights are what they are read from, bit for bit; the replay keeps its own copy
-        if built.emitted.weights is not None and built.emitted.weights.exists():
-            built.emitted.weights.unlink()
+    finally:  # the weights and traces are big; the replay keeps its own copy
+        for path in (built.emitted.weights, directory / "host.trace", directory / "aarch64.trace"):
+            if path is not None and path.exists():
+                path.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +85,8 @@ def built(request, tmp_path_factory) -> dict[str, Built]:
     root = tmp_path_factory.mktemp("csource")
     toolchain = host_toolchain()
     shim = build_shim(root / "nnrt_recorder.o", toolchain)
+    cross = aarch64_toolchain()
+    cross_shim = build_shim(root / "nnrt_recorder.aarch64.o", cross) if cross is not None else None
     started = time.perf_counter()
     results: dict[str, Built] = {}
     with ThreadPoolExecutor(max_workers=jobs()) as pool:
@@ -83,7 +99,7 @@ def built(request, tmp_path_factory) -> dict[str, Built]:
             except UserError as error:
                 result.refused = str(error)
                 continue
-            pending.append(pool.submit(_build_one, result, toolchain, shim))
+            pending.append(pool.submit(_build_one, result, toolchain, shim, cross, cross_shim))
         for future in pending:
             future.result()
     print(f"\ncsource: {len(results)} models emitted, built and run in {time.perf_counter() - started:.1f} s")
@@ -129,6 +145,22 @@ def test_emitted_c_builds_the_converted_model(built, case_id):
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape
         assert g.tobytes() == e.tobytes()
+
+
+@pytest.mark.skipif(aarch64_toolchain() is None, reason="the ziglang package (the aarch64-linux-musl cross compiler, "
+                    "zig cc) is not installed: pip install -e '.[test,cross]'")
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_emitted_c_cross_compiles_for_aarch64_musl_and_records_the_same_calls(built, case_id):
+    """Built with zig cc -target aarch64-linux-musl (OpenHarmony's libc) at the strict flags, with the shim; run
+    under qemu-user where installed, its trace is byte for byte the host build's (same calls, arguments, data)."""
+    result = built[case_id]
+    if result.refused is not None:
+        return  # (the host test checks the refusal)
+    assert result.error is None and result.cross_error is None, result.error or result.cross_error
+    assert result.cross_built
+    if qemu_aarch64() is None:
+        pytest.skip("qemu-aarch64 (qemu-user) is not installed: the aarch64 build is not run")
+    assert result.same_trace_on_aarch64
 
 
 def test_the_cases_cover_every_parameter_tensor_type_of_the_op_table():
