@@ -351,3 +351,42 @@ def test_convert_emit_c_writes_the_directory(invoke, tmp_path):
     assert result.exit_code == 0 and (out / "cnn_weights.c").is_file()
     result = invoke("convert", str(root / "models" / "tiny_cnn.nnrt"), "--embed-weights", "-o", str(tmp_path / "a.onnx"))
     assert result.exit_code == 1 and "go with --emit c" in result.stderr
+
+
+# -- traces ---------------------------------------------------------------------------------------------------------
+
+def _record(name: str, args: list[tuple[str, bytes]], result: int) -> bytes:
+    out = len(name).to_bytes(2, "little") + name.encode() + len(args).to_bytes(2, "little")
+    for kind, data in args:
+        out += kind.encode() + len(data).to_bytes(8, "little") + data
+    return out + (result % (1 << 64)).to_bytes(8, "little")
+
+
+def test_a_malformed_trace_is_named():
+    from nnrt_onnx.csource.trace import TraceError, read_trace, replay
+
+    with pytest.raises(TraceError, match="no NNRTTRC1 magic"):
+        read_trace(b"NOTATRCE")
+    whole = b"NNRTTRC1" + _record("OH_NNModel_Construct", [], 1)
+    assert [(c.name, c.result) for c in read_trace(whole)] == [("OH_NNModel_Construct", 1)]
+    with pytest.raises(TraceError, match="truncated"):
+        read_trace(whole[:-3])
+    with pytest.raises(TraceError, match="unknown argument kind 'z'"):
+        read_trace(b"NNRTTRC1" + _record("OH_NNModel_Finish", [("z", b"")], 0))
+    finish = _record("OH_NNModel_Finish", [("q", (7).to_bytes(8, "little"))], 0)
+    with pytest.raises(TraceError, match="call #1 OH_NNModel_Finish names a model the trace never constructed"):
+        replay(read_trace(whole + finish))
+    with pytest.raises(TraceError, match=r"call #1 OH_NNModel_Finish is refused by the NNRt API"):
+        replay(read_trace(whole + _record("OH_NNModel_Finish", [("q", (1).to_bytes(8, "little"))], 0)))
+
+
+def test_capture_chooses_among_several_finished_models(invoke, tmp_path):
+    example = Path(__file__).resolve().parent.parent / "examples" / "capture" / "add_relu.c"
+    text = example.read_text().replace("int main(void) {", "static int run_once(void) {")
+    (tmp_path / "twice.c").write_text(text + "\nint main(void) { return run_once() | run_once(); }\n")
+    result = invoke("capture", str(tmp_path / "twice.c"), "-o", str(tmp_path / "m.nnrt"))
+    assert result.exit_code == 1 and "finished 2 models: choose one with --model-index 0..1" in result.stderr
+    result = invoke("capture", str(tmp_path / "twice.c"), "--model-index", "1", "-o", str(tmp_path / "m.nnrt"))
+    assert result.exit_code == 0 and (tmp_path / "m.nnrt").is_file(), result.stderr
+    result = invoke("capture", str(tmp_path / "twice.c"), "--model-index", "2", "-o", str(tmp_path / "m.nnrt"))
+    assert result.exit_code == 1 and "--model-index 2: the program finished 2 model(s)" in result.stderr
