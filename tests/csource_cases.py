@@ -89,6 +89,32 @@ def _realworld_cases() -> list[Case]:
     return cases
 
 
+def _helper_graph_cases() -> list[Case]:
+    """The real-world corpus' onnx.helper graphs (tools/realworld/helper_graphs.py), with their constant bindings."""
+    import importlib
+    import sys
+
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    entries = importlib.import_module("realworld.helper_graphs").models()
+
+    def make(entry):
+        from nnrt_onnx.ir.issues import ConversionError
+        from nnrt_onnx.onnx_import import from_onnx
+
+        proto = entry.build()
+        constants = {n: np.asarray(a) for n, a in entry.constants.items()}
+        inputs = {n: np.asarray(a) for n, a in entry.inputs.items()}
+        try:
+            model = from_onnx(proto, constant_inputs=constants).model
+        except ConversionError:
+            model = from_onnx(proto, constant_inputs=constants,
+                              input_shapes={n: a.shape for n, a in inputs.items()}).model
+        return model, [inputs[model.tensors[i].name] for i in model.inputs]
+
+    return [Case(f"realworld-{entry.name}", lambda entry=entry: make(entry)) for entry in entries]
+
+
 def _param_types(case: OpCase) -> set[OH_NN_TensorType]:
     return {OH_NN_TensorType[name] if isinstance(name, str) else OH_NN_TensorType(name) for name in case.params}
 
@@ -142,7 +168,7 @@ def _op_case(case: OpCase, axis: int | None) -> Case:
 
 
 def all_cases() -> list[Case]:
-    cases = _model_cases() + _light_cases() + _realworld_cases()
+    cases = _model_cases() + _light_cases() + _realworld_cases() + _helper_graph_cases()
     cases += [_op_case(case, axis) for case, axis in selected_op_cases()]
     return cases
 
