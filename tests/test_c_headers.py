@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 from support import REPO, shared_file

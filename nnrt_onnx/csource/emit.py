@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dtypes import element_size
 from ..enums import OH_NN_DataType as DT
 from ..enums import OH_NN_TensorType as TT
 from ..errors import UserError

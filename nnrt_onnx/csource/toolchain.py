@@ -9,7 +9,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,12 +56,6 @@ class Toolchain:
         _run(command, f"{self.name} cannot compile {source.name}")
         return output
 
-    def compile_all(self, jobs: Sequence[tuple[Path, Path]], includes: Sequence[Path] = (),
-                    flags: Sequence[str] = STRICT_C99, workers: int | None = None) -> list[Path]:
-        """Many objects at once (``workers`` compilers in parallel, default: the CPU count)."""
-        with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-            return list(pool.map(lambda job: self.compile(job[0], job[1], includes, flags), jobs))
-
     def build(self, sources: Sequence[Path], output: Path, includes: Sequence[Path] = (),
               flags: Sequence[str] = STRICT_C99, objects: Sequence[Path] = ()) -> Path:
         """An executable from ``sources`` (compiled with ``flags``) and ``objects``, in one compiler invocation."""
@@ -74,11 +67,6 @@ class Toolchain:
         command = [*compiler, *flags, *(f"-I{i}" for i in includes), *map(str, sources), *map(str, objects),
                    "-o", str(output)]
         _run(command, f"{self.name} cannot build {output.name}")
-        return output
-
-    def link(self, objects: Sequence[Path], output: Path, cxx: bool = False) -> Path:
-        compiler = self.cxx if cxx and self.cxx else self.cc
-        _run([*compiler, *(str(o) for o in objects), "-o", str(output)], f"{self.name} cannot link {output.name}")
         return output
 
     def run_command(self, executable: Path, args: Sequence[str] = ()) -> list[str]:
