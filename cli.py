@@ -354,7 +354,13 @@ def _stats_text(st) -> str:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to write.")
+@click.option("--output", "-o", required=True, type=click.Path(), help="The .nnrt (or .onnx) file to write; with "
+              "--emit c, the directory.")
+@click.option("--emit", type=click.Choice(["c"]), default=None, help="Write C99 source that builds the model through "
+              "the NNRt C API into the directory -o (docs/c_source.md).")
+@click.option("--embed-weights", is_flag=True, help="With --emit c: the weights as a C array, not a file.")
+@click.option("--name", "c_name", default=None, help="With --emit c: the prefix of the C functions and files "
+              "(default: the source's name).")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...", callback=_shape_specs,
               help="Pin an input's dims.")
 @click.option("--constant-input", "constant_inputs", multiple=True, metavar="NAME=FILE|VALUE[,VALUE...]",
@@ -367,9 +373,11 @@ def _stats_text(st) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Summary (or the list of problems) as JSON.")
 @_max_constant_bytes
 @click.pass_context
-def convert(ctx: click.Context, source: str, output: str, input_shapes, constant_inputs, nhwc_io: bool,
-            no_fold_batchnorm: bool, opset: int | None, as_json: bool, max_constant_bytes: int | None) -> None:
-    """Convert SOURCE.onnx to an NNRt model file (-o MODEL.nnrt), or SOURCE.nnrt to ONNX (-o MODEL.onnx).
+def convert(ctx: click.Context, source: str, output: str, emit: str | None, embed_weights: bool, c_name: str | None,
+            input_shapes, constant_inputs, nhwc_io: bool, no_fold_batchnorm: bool, opset: int | None, as_json: bool,
+            max_constant_bytes: int | None) -> None:
+    """Convert SOURCE.onnx to an NNRt model file (-o MODEL.nnrt), or SOURCE.nnrt to ONNX (-o MODEL.onnx); with
+    --emit c, SOURCE.onnx or SOURCE.nnrt to C source (-o DIR).
 
     Every node that cannot be converted is reported, with its reason, in one pass. The converted model is built
     (compiled for the native CPU device) before it is written: a model that cannot compile is an error, no file.
@@ -385,10 +393,21 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     if not src.is_file():
         raise UserError(f"{src}: no such file")
     direction = (src.suffix.lower(), dst.suffix.lower())
+    if emit is None and (embed_weights or c_name is not None):
+        raise UserError("--embed-weights and --name go with --emit c")
+    if emit is None and dst.is_dir():
+        raise UserError(f"{dst} is a directory: give the file to write (or --emit c)")
+    if emit == "c" and src.suffix.lower() == ".nnrt":
+        from nnrt_onnx.serialization import load_model
+
+        _emit_c(load_model(src), src, dst, c_name, embed_weights, as_json)
+        return
+    if emit == "c" and src.suffix.lower() != ".onnx":
+        raise UserError("convert --emit c takes MODEL.onnx or MODEL.nnrt")
     if direction == (".nnrt", ".onnx"):
         _export(src, dst, opset, as_json)
         return
-    if direction != (".onnx", ".nnrt"):
+    if direction != (".onnx", ".nnrt") and emit is None:
         raise UserError("convert takes MODEL.onnx -o MODEL.nnrt, or MODEL.nnrt -o MODEL.onnx")
     proto = load_structure(src)  # (its inputs; from_onnx reads the weights from the file itself)
     constants = parse_constant_specs(constant_inputs, max_bytes=max_constant_bytes)
@@ -396,6 +415,9 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
     result = from_onnx(str(src), **pinned, nhwc_io=nhwc_io, fold_batchnorm=not no_fold_batchnorm,
                        max_constant_bytes=max_constant_bytes)
     _must_compile(result.model)
+    if emit == "c":
+        _emit_c(result.model, src, dst, c_name, embed_weights, as_json)
+        return
     save_model(result.model, dst)
     stats = {**result.stats, "output": str(dst)}
     if as_json:
@@ -407,6 +429,20 @@ def convert(ctx: click.Context, source: str, output: str, input_shapes, constant
                f"{stats['fused_activations']} fused activations, {stats['folded_batchnorms']} batch norms folded")
     if stats.get("quantization"):
         click.echo(f"  {_quantization_text(stats['quantization'])}")
+
+
+def _emit_c(model, src, dst, name: str | None, embed_weights: bool, as_json: bool) -> None:
+    from nnrt_onnx.csource.emit import emit_c
+
+    emitted = emit_c(model, dst, name or src.stem, embed_weights=embed_weights, source=src.name)
+    if as_json:
+        click.echo(json.dumps({"name": emitted.name, "directory": str(dst), "files": [str(f) for f in emitted.files],
+                               "weights_bytes": emitted.weights_size}, indent=1))
+        return
+    click.echo(f"wrote the C source of {src.name} ({len(model.operations)} operations, {len(model.tensors)} tensors, "
+               f"{emitted.weights_size} bytes of weights) -> {dst}/: {emitted.name}.c, {emitted.name}.h, "
+               f"{emitted.name}_main.c, " + (f"{emitted.name}_weights.c" if emitted.weights is None
+                                              else f"{emitted.name}.weights") + ", neural_network_runtime/*.h")
 
 
 def _quantization_text(summary) -> str:
@@ -462,6 +498,46 @@ def _export(src, dst, opset: int | None, as_json: bool) -> None:
         return
     click.echo(f"exported {src.name} ({counts['operations']} operations) -> {dst} (opset {counts['opset']}, "
                f"{counts['onnx_nodes']} nodes, {counts['functions']} NNRt-domain functions) in {seconds:.2f} s")
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to "
+              "write.")
+@click.option("--cflag", "cflags", multiple=True, metavar="FLAG", help="A compiler flag for the sources (repeat).")
+@click.option("-I", "includes", multiple=True, type=click.Path(file_okay=False), help="An include directory.")
+@click.option("--arg", "args", multiple=True, metavar="ARG", help="An argument of the program (repeat).")
+@click.option("--model-index", type=click.IntRange(min=0), default=None, help="Which of the models the program "
+              "finishes (from 0), when it finishes several.")
+@click.option("--opset", type=click.IntRange(13, 23), default=None, help="Target ONNX opset of an .onnx output.")
+def capture(sources, output: str, cflags, includes, args, model_index: int | None, opset: int | None) -> None:
+    """The model that C code builds through the NNRt C API, as a .nnrt or .onnx file.
+
+    SOURCES (a program with its main) are compiled with the system C compiler against nnrt_onnx's NNRt headers and
+    linked with a recording implementation of the API; the program runs once and its calls are replayed through
+    the Python API, which validates each (docs/c_source.md).
+    """
+    from pathlib import Path
+
+    from nnrt_onnx.csource.program import capture as capture_model
+    from nnrt_onnx.serialization import atomic_write, save_model
+
+    dst = Path(output)
+    if dst.suffix.lower() not in (".nnrt", ".onnx"):
+        raise UserError("capture writes MODEL.nnrt or MODEL.onnx (-o)")
+    model, run = capture_model(sources, args, flags=cflags, includes=includes, which=model_index)
+    if dst.suffix.lower() == ".onnx":
+        from nnrt_onnx.onnx_export import DEFAULT_OPSET, ExportError, to_onnx
+
+        try:
+            exported = to_onnx(model, opset=opset or DEFAULT_OPSET, check=True)
+        except ExportError as exc:
+            raise UserError(str(exc)) from None
+        atomic_write(dst, [exported.SerializeToString()])
+    else:
+        save_model(model, dst)
+    click.echo(f"captured {len(model.operations)} operations, {len(model.tensors)} tensors from "
+               f"{run.replay.calls} NNRt calls (program exit {run.returncode}) -> {dst}")
 
 
 @main.command()
