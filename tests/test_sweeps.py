@@ -1,0 +1,176 @@
+"""Sweeps that scale (docs/sweeps.md): models in isolated worker processes (a hang, a memory hog and a crash are
+each their own row), results appended as JSON lines and resumed, the same rows from a Ray cluster.
+
+The faults are injected by tests/sweep_faults.py, handed to the engines as the workers' initializer."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sweep_faults import installer
+
+from nnrt_onnx.errors import UserError
+from nnrt_onnx.workflows.sweep import CheckOptions, check_one
+from nnrt_onnx.workflows.sweep_pool import Limits, limited_row
+from nnrt_onnx.workflows.sweep_results import ResultsFile, models_to_skip, read_rows
+from nnrt_onnx.workflows.sweep_run import run_sweep
+
+REPO = Path(__file__).resolve().parent.parent
+TINY_MLP = REPO / "models" / "tiny_mlp.onnx"
+VARYING = ("seconds", "peak_rss", "peak_rss_this_model")  # time and memory differ between runs; nothing else may
+
+
+def zoo(directory: Path, *names: str) -> list[str]:
+    """Copies of tiny_mlp.onnx under these names (a name's prefix picks its fault, see sweep_faults.py)."""
+    directory.mkdir(exist_ok=True)
+    for name in names:
+        shutil.copy(TINY_MLP, directory / f"{name}.onnx")
+    return [str(directory / f"{name}.onnx") for name in names]
+
+
+def comparable(row: dict) -> dict:
+    row = {k: v for k, v in row.items() if k not in VARYING}
+    if row.get("report"):
+        row["report"] = {k: v for k, v in row["report"].items() if k != "seconds"}
+    return row
+
+
+def test_a_hang_a_memory_hog_and_a_crash_are_each_their_row_while_the_others_finish(tmp_path):
+    models = zoo(tmp_path, "hang_a", "hog_b", "crash_c", "exit_d", "ok_e", "ok_f")
+    finished = []
+    rows, resumed = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=20, max_memory=1 << 30),
+                              initializer=installer(), on_row=lambda row, done, total: finished.append(done))
+    verdicts = {Path(row["model"]).stem: row["verdict"] for row in rows}
+    assert verdicts == {"hang_a": "timeout", "hog_b": "out of memory", "crash_c": "crashed", "exit_d": "crashed",
+                        "ok_e": "OK", "ok_f": "OK"}
+    assert [row["model"] for row in rows] == models and resumed == 0 and finished == [1, 2, 3, 4, 5, 6]
+    by_name = {Path(row["model"]).stem: row for row in rows}
+    assert "killed by SIGKILL" in by_name["crash_c"]["error"] and "status 3" in by_name["exit_d"]["error"]
+    assert "after 20 s" in by_name["hang_a"]["error"] and 20 <= by_name["hang_a"]["seconds"] < 60
+    assert by_name["hog_b"]["peak_rss"] > 1 << 30 and "1024 MiB" in by_name["hog_b"]["error"]
+    for name in ("ok_e", "ok_f"):  # checked in this process: the oracle of a clean run
+        assert comparable(by_name[name]) == comparable(check_one(by_name[name]["model"], CheckOptions()))
+        assert 0 < by_name[name]["peak_rss"] < 1 << 30
+    for row in rows:  # a killed model's row has the fields of any other
+        assert set(row) == set(limited_row("m", "crashed", "", None, None))
+    assert set(limited_row("m", "crashed", "", None, None)) >= set(check_one(str(tmp_path / "none.onnx"),
+                                                                             CheckOptions()))
+
+
+def test_an_interrupted_sweep_resumes_without_redoing_finished_models(tmp_path):
+    models = zoo(tmp_path / "zoo", *(f"m{i}" for i in range(5)))
+    results, first_log, second_log = tmp_path / "rows.jsonl", tmp_path / "first.log", tmp_path / "second.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO)])}
+    parent = subprocess.Popen([sys.executable, str(REPO / "tests" / "sweep_faults.py"), str(results),
+                               str(first_log), "1.0", *models], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while len(read_rows(str(results))) < 2:  # kill the sweep once two models are done
+        assert parent.poll() is None, parent.stderr.read().decode()
+        assert time.monotonic() < deadline, "the sweep wrote no two rows in 240 s"
+        time.sleep(0.05)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(30)
+    parent.stderr.close()
+    workers = {int(line.split("\t")[1]) for line in first_log.read_text().splitlines()}
+    for pid in workers:  # the orphaned worker dies with its parent (PR_SET_PDEATHSIG), nothing keeps running
+        _wait_gone(pid)
+    done = [row["model"] for row in read_rows(str(results))]
+    assert 2 <= len(done) < len(models)
+    with open(results, "ab") as stream:  # as if the kill had come in the middle of a row
+        stream.write(b'{"model": "' + models[-1].encode()[:10])
+    rows, resumed = run_sweep(models, CheckOptions(), jobs=2, results=str(results), resume=True,
+                              initializer=installer(str(second_log)))
+    checked_again = [line.split("\t")[0] for line in second_log.read_text().splitlines()]
+    assert sorted(checked_again) == sorted(set(models) - set(done)) and resumed == len(done)
+    assert [row["model"] for row in rows] == models and all(row["verdict"] == "OK" for row in rows)
+    lines = results.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(json.loads(line) for line in lines[:-1])  # the torn row was cut off
+    assert collections.Counter(row["model"] for row in read_rows(str(results))) == {m: 1 for m in models}
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(")")[-1].split()[0] == "Z":  # a zombie: dead, waiting for its reaper
+                    return
+        except OSError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"worker {pid} outlived its killed sweep")
+
+
+def test_a_results_file_tolerates_a_torn_last_line_and_reruns_failures_on_request(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    ok, failed = {"model": "a.onnx", "ok": True}, {"model": "b.onnx", "ok": False, "verdict": "timeout"}
+    path.write_text(json.dumps(ok) + "\n" + json.dumps(failed) + "\n" + '{"model": "c.on')
+    assert read_rows(str(path)) == [ok, failed]
+    assert models_to_skip(read_rows(str(path)), rerun_failures=False) == {"a.onnx", "b.onnx"}
+    assert models_to_skip(read_rows(str(path)), rerun_failures=True) == {"a.onnx"}
+    again = {"model": "b.onnx", "ok": True}
+    with ResultsFile(str(path)) as results:
+        results.append(again)
+    assert path.read_text() == "".join(json.dumps(r) + "\n" for r in (ok, failed, again))
+    assert models_to_skip(read_rows(str(path)), rerun_failures=True) == {"a.onnx", "b.onnx"}  # the last row wins
+    path.write_text(json.dumps(ok) + "\nnot json\n" + json.dumps(failed) + "\n")
+    with pytest.raises(UserError, match="line 2 is not a sweep row"):
+        read_rows(str(path))
+    assert read_rows(str(tmp_path / "absent.jsonl")) == []
+
+
+def test_the_cli_sweeps_in_workers_and_resumes(invoke, tmp_path):
+    models = zoo(tmp_path / "zoo", "a", "b", "c")
+    results = tmp_path / "rows.jsonl"
+    first = invoke("check", tmp_path / "zoo", "-j", 2, "--results", results, "--json")
+    assert first.exit_code == 0, first.output
+    data = json.loads(first.stdout)
+    assert [row["model"] for row in data["models"]] == models and all(r["verdict"] == "OK" for r in data["models"])
+    assert [row["model"] for row in read_rows(str(results))] != [] and len(read_rows(str(results))) == 3
+    refused = invoke("check", tmp_path / "zoo", "--results", results)
+    assert refused.exit_code == 1 and "already has 3 row(s): add --resume" in refused.stderr
+    again = invoke("check", tmp_path / "zoo", "--results", results, "--resume", "--json")
+    assert again.exit_code == 0 and "3 of 3 model(s) from" in again.stderr
+    assert json.loads(again.stdout)["models"] == data["models"] and len(read_rows(str(results))) == 3
+    lost = invoke("check", tmp_path / "zoo", "--resume")
+    assert lost.exit_code == 1 and "--results FILE" in lost.stderr
+    wrong = invoke("check", tmp_path / "zoo", "--address", "10.0.0.1:6379")
+    assert wrong.exit_code == 1 and "--engine ray" in wrong.stderr
+
+
+def test_the_ray_engine_says_so_when_ray_is_missing(invoke, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    result = invoke("check", *zoo(tmp_path, "a", "b"), "--engine", "ray")
+    assert result.exit_code == 1 and 'pip install "nnrt-onnx[ray]"' in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_the_ray_engine_gives_the_rows_of_the_local_engine(tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason='Ray is an optional extra: pip install "nnrt-onnx[ray]"')
+    models = zoo(tmp_path, "ok_a", "crash_b", "hog_c", "ok_d") + [str(tmp_path / "missing.onnx")]
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    models.append(str(tmp_path / "bad.onnx"))
+    # the local Ray's workers import the fault module from here (they inherit the environment of ray.init)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests"), str(REPO)]))
+    limits, options = Limits(timeout=60, max_memory=1 << 30), CheckOptions(seed=3)
+    local, _ = run_sweep(models, options, jobs=2, limits=limits, initializer=installer())
+    remote, _ = run_sweep(models, options, jobs=2, limits=limits, initializer=installer(), engine="ray")
+    import ray
+
+    assert not ray.is_initialized()  # the instance the sweep started is stopped
+    assert [r["verdict"] for r in remote] == ["OK", "crashed", "out of memory", "OK", "ERROR", "ERROR"]
+    assert json.dumps([comparable(r) for r in remote]) == json.dumps([comparable(r) for r in local])
