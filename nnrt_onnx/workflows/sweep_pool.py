@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from multiprocessing import connection
 from typing import Any, Callable, Iterable
 
+from ..errors import UserError
+
 TIMEOUT = "timeout"
 OUT_OF_MEMORY = "out of memory"
 CRASHED = "crashed"
@@ -212,6 +214,8 @@ class WorkerPool:
         """``initializer``: a picklable function each worker calls first (tests inject faults with it)."""
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
+        if limits.max_memory is not None and not os.path.exists(f"/proc/{os.getpid()}/status"):
+            raise UserError("--max-memory reads the workers' resident memory from /proc: Linux only")
         self.jobs, self.limits, self.initializer = jobs, limits, initializer
         self.blas_threads = blas_threads or max(1, available_cores() // jobs)
         self._context = multiprocessing.get_context("spawn")
