@@ -2,7 +2,8 @@
 the worker's ``check_one`` so that a model whose file name starts with
 
 * ``hang_`` sleeps (120 s), ``hog_`` allocates memory (64 MiB a step, touched, up to 3 GiB), ``crash_`` kills
-  its own process with SIGKILL, ``exit_`` leaves it with status 3;
+  its own process with SIGKILL, ``exit_`` leaves it with status 3, ``threads_`` adds the worker's BLAS
+  thread counts to its row;
 
 and every other model is checked for real (after ``delay`` seconds), each call appended to ``log`` (the model,
 the worker's pid). Nothing of this exists outside a test: the tests pass it to the engines themselves.
@@ -42,6 +43,12 @@ def install(log: str | None = None, delay: float = 0.0) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         if name.startswith("exit_"):
             os._exit(3)
+        if name.startswith("threads_"):  # what the worker's BLAS was given
+            from threadpoolctl import threadpool_info
+
+            return {**real(path, options), "blas": [pool["num_threads"] for pool in threadpool_info()
+                                                    if pool["user_api"] == "blas"],
+                    "environment": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}}
         time.sleep(delay)
         return real(path, options)
 

@@ -65,6 +65,16 @@ def test_a_hang_a_memory_hog_and_a_crash_are_each_their_row_while_the_others_fin
                                                                              CheckOptions()))
 
 
+def test_the_workers_split_the_cores_between_their_blas_libraries(tmp_path, monkeypatch):
+    import nnrt_onnx.workflows.sweep_pool as sweep_pool
+
+    monkeypatch.setattr(sweep_pool, "available_cores", lambda: 7)  # 7 cores, 2 workers: 3 BLAS threads each
+    rows, _ = run_sweep(zoo(tmp_path, "threads_a", "threads_b"), CheckOptions(), jobs=2, initializer=installer())
+    for row in rows:
+        assert row["environment"] == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "3"}
+        assert row["blas"] and set(row["blas"]) == {3}
+
+
 def test_an_interrupted_sweep_resumes_without_redoing_finished_models(tmp_path):
     models = zoo(tmp_path / "zoo", "m0", "m1", "hang_m2", "m3", "m4")  # killed during the hang
     results, first_log, second_log = tmp_path / "rows.jsonl", tmp_path / "first.log", tmp_path / "second.log"

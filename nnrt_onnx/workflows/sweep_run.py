@@ -3,6 +3,7 @@ a check, the engine that runs :func:`~.sweep.check_one` for them (:mod:`.sweep_p
 Ray cluster), and the results file each finished row is appended to (:mod:`.sweep_results`)."""
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
@@ -39,6 +40,7 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
         previous = latest_rows(rows)
         skip = models_to_skip(rows, rerun_failures) & set(models)
     todo = [(index, path) for index, path in enumerate(models) if path not in skip]
+    todo.sort(key=lambda task: -_size(task[1]))  # the largest first: the last model to start is a small one
     finished: dict[int, dict[str, Any]] = {}
     writer = ResultsFile(results) if results is not None else None
 
@@ -62,6 +64,13 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
             writer.close()
     ordered = [finished[index] if index in finished else previous[path] for index, path in enumerate(models)]
     return ordered, len(models) - len(todo)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def default_jobs() -> int:
