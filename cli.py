@@ -166,8 +166,9 @@ def _sweep_options(command):
     options = [
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes [default: the CPU count; "
                      "with --engine ray: the cluster's CPUs]."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
-                     help="Seconds one model may run; then its worker is killed and its verdict is timeout."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                     help="Seconds one model may run; then its worker is killed and its verdict is timeout "
+                          "[default: 600]."),
         click.option("--max-memory", type=ByteSize(), default=None,
                      help="Resident memory one worker may use (e.g. 4G; Linux); then it is killed and the model's "
                           "verdict is out of memory [default: no cap]."),
@@ -687,7 +688,7 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
 
     ranges = parse_value_ranges(value_ranges)
     sweep_given = [f"--{name.replace('_', '-')}" for name, value in sweep.items()
-                   if value and name not in ("timeout", "engine") or name == "engine" and value != "local"]
+                   if value and name != "engine" or name == "engine" and value != "local"]
     if len(model_paths) > 1 or Path(model_paths[0]).is_dir() or sweep_given:
         given = [name for name, value in (("--input", inputs), ("--input-shape", input_shapes),
                                           ("--constant-input", constant_inputs), ("--expected", expected),
@@ -879,7 +880,7 @@ def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_
                            max_constant_bytes=max_constant_bytes)
     models = find_models(paths)
     sweep = dict(sweep or {})
-    limits = Limits(timeout=sweep.pop("timeout", 600.0), max_memory=sweep.pop("max_memory", None))
+    limits = Limits(timeout=sweep.pop("timeout", None) or Limits.timeout, max_memory=sweep.pop("max_memory", None))
     rows, resumed = run_sweep(models, options, limits=limits, on_row=_row_progress(), **sweep)
     if resumed:
         click.echo(f"{resumed} of {len(rows)} model(s) from {sweep['results']}, not checked again", err=True)
