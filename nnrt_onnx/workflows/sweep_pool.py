@@ -1,8 +1,8 @@
 """The local sweep engine (``check DIR -j N``): :func:`~.sweep.check_one` in N worker processes.
 
-Each worker is a fresh interpreter (multiprocessing's ``spawn``: nothing forked from a process whose onnxruntime
-threads already run), checks one model at a time, and lives on for the next model so that its imports and
-compiled kernels are paid once. The pool watches every busy worker:
+Each worker is a fresh interpreter (multiprocessing's ``spawn``: nothing forked from a process whose threads run --
+importing numpy starts OpenBLAS's threads), checks one model at a time, and lives on for the next model so that its
+imports and compiled kernels are paid once. The pool watches every busy worker:
 
 * a model still running after ``Limits.timeout`` seconds: its worker is killed, the row's verdict is ``timeout``;
 * a worker whose resident memory (RSS, read from /proc each 50 ms) passes ``Limits.max_memory``: killed,
@@ -116,11 +116,16 @@ def _peak_rss() -> int | None:
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS says bytes, Linux KiB
 
 
-def _serve(conn, parent: int, blas_threads: int, initializer: Callable[[], None] | None) -> None:
+def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> None:
     """A worker's life: warm up, then check each model the pool sends until it sends None or goes away."""
+    import signal
+
+    parent = os.getppid()  # the pool
+
     _die_with_parent()
     if os.getppid() != parent:  # the pool died before PR_SET_PDEATHSIG took effect
         return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the terminal's whole group: the pool handles it
     for name in THREAD_VARIABLES:
         os.environ[name] = str(blas_threads)
     if initializer is not None:
@@ -135,7 +140,6 @@ def _serve(conn, parent: int, blas_threads: int, initializer: Callable[[], None]
         threadpool_limits(limits=blas_threads)  # libraries loaded before the environment was set
     except ImportError:
         pass
-    conn.send(("ready",))
     while True:
         try:
             task = conn.recv()
@@ -159,6 +163,7 @@ def _serve(conn, parent: int, blas_threads: int, initializer: Callable[[], None]
 
 # -- the pool ----------------------------------------------------------------------------------------------------
 
+
 def _rss(pid: int) -> int | None:
     """A process's resident memory in bytes (Linux), or None."""
     try:
@@ -174,7 +179,7 @@ def _rss(pid: int) -> int | None:
 class _Worker:
     def __init__(self, context, blas_threads: int, initializer):
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, os.getpid(), blas_threads, initializer),
+        self.process = context.Process(target=_serve, args=(child, blas_threads, initializer),
                                        name="nnrt-onnx sweep worker", daemon=True)
         self.process.start()
         child.close()
