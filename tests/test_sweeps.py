@@ -191,3 +191,28 @@ def test_the_ray_engine_gives_the_rows_of_the_local_engine(tmp_path, monkeypatch
     assert not ray.is_initialized()  # the instance the sweep started is stopped
     assert [r["verdict"] for r in remote] == ["OK", "crashed", "out of memory", "OK", "ERROR", "ERROR"]
     assert json.dumps([comparable(r) for r in remote]) == json.dumps([comparable(r) for r in local])
+
+
+def test_the_most_expensive_models_go_first(tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnrt_onnx.workflows.sweep_order import most_expensive_first, multiply_accumulates
+
+    def save(name, node, inputs, weight, output):
+        graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, inputs)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [numpy_helper.from_array(np.zeros(weight, np.float32), "w")])
+        onnx.save(helper.make_model(graph), tmp_path / f"{name}.onnx")
+        return str(tmp_path / f"{name}.onnx")
+
+    # 1x3x8x8 * 4x3x3x3, SAME: 4*8*8 outputs of 3*3*3 products each; Gemm 2x5 by (3x5)^T: 2*3 outputs of 5
+    conv = save("conv", helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]), [1, 3, 8, 8], (4, 3, 3, 3),
+                None)
+    gemm = save("gemm", helper.make_node("Gemm", ["x", "w"], ["y"], transB=1), [2, 5], (3, 5), None)
+    (tmp_path / "bad.onnx").write_bytes(b"not a model" * 1000)
+    assert multiply_accumulates(conv) == 4 * 8 * 8 * 27 and multiply_accumulates(gemm) == 2 * 3 * 5
+    assert multiply_accumulates(str(tmp_path / "bad.onnx")) is None
+    tasks = [(0, str(tmp_path / "bad.onnx")), (1, gemm), (2, str(tmp_path / "missing.onnx")), (3, conv)]
+    assert [key for key, _ in most_expensive_first(tasks)] == [3, 1, 0, 2]

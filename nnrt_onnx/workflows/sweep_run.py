@@ -3,11 +3,11 @@ a check, the engine that runs :func:`~.sweep.check_one` for them (:mod:`.sweep_p
 Ray cluster), and the results file each finished row is appended to (:mod:`.sweep_results`)."""
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from .sweep import CheckOptions
+from .sweep_order import most_expensive_first
 from .sweep_pool import Limits, WorkerPool, available_cores
 from .sweep_results import ResultsFile, latest_rows, models_to_skip, read_rows
 
@@ -40,7 +40,9 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
         previous = latest_rows(rows)
         skip = models_to_skip(rows, rerun_failures) & set(models)
     todo = [(index, path) for index, path in enumerate(models) if path not in skip]
-    todo.sort(key=lambda task: -_size(task[1]))  # the largest first: the last model to start is a small one
+    jobs = jobs or (available_cores() if engine == "local" else None)
+    if len(todo) > 1 and (jobs is None or 1 < jobs < len(todo)):  # with one worker the order changes nothing
+        todo = most_expensive_first(todo)
     finished: dict[int, dict[str, Any]] = {}
     writer = ResultsFile(results) if results is not None else None
 
@@ -53,7 +55,7 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
 
     try:
         if todo and engine == "local":
-            with WorkerPool(min(jobs or available_cores(), len(todo)), limits, initializer) as pool:
+            with WorkerPool(min(jobs, len(todo)), limits, initializer) as pool:
                 pool.run(todo, options, record)
         elif todo:
             from .sweep_ray import run_on_ray
@@ -66,15 +68,4 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
     return ordered, len(models) - len(todo)
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def default_jobs() -> int:
-    return available_cores()
-
-
-__all__ = ["ENGINES", "default_jobs", "run_sweep"]
+__all__ = ["ENGINES", "run_sweep"]
