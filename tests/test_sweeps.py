@@ -37,7 +37,8 @@ def zoo(directory: Path, *names: str) -> list[str]:
 
 
 def comparable(row: dict) -> dict:
-    row = {k: v for k, v in row.items() if k not in VARYING}
+    """The row as JSON (what the engines return), without the fields that vary from run to run."""
+    row = {k: v for k, v in json.loads(json.dumps(row)).items() if k not in VARYING}
     if row.get("report"):
         row["report"] = {k: v for k, v in row["report"].items() if k != "seconds"}
     return row

@@ -9,17 +9,23 @@ imports and compiled kernels are paid once. The pool watches every busy worker:
   ``out of memory`` (as is a model whose allocation raised MemoryError in the worker);
 * a worker that dies (a signal, an exit, a segfault in native code): ``crashed``, with the signal or exit code.
 
+Tasks and rows cross the pipes as JSON, never pickles: the pool does not unpickle what a process that parses
+untrusted models sends (multiprocessing itself pickles only the worker's start-up arguments, pool to worker).
+
 Each of these is that model's row and a new worker takes the dead one's place: never the end of the sweep. The
 workers split the cores' BLAS threads (``cores // jobs`` each, set in the environment before the worker imports
 numpy, and through threadpoolctl), and a worker dies with the process that started it (Linux: PR_SET_PDEATHSIG).
 
 A row's ``peak_rss`` is the worker's peak resident memory during that model's check (bytes): the worker resets
 its high-water mark (/proc/self/clear_refs) before each model and reads ``getrusage(RUSAGE_SELF).ru_maxrss`` after
-it, so it includes the runtime the worker holds before any model (~0.2-0.4 GB of imports and caches). For a
+it, so it includes the runtime the worker holds before any model (~50 MB after the imports, 0.2-0.3 GB once
+onnxruntime, onnx and the kernels are loaded). For a
 killed worker it is the largest RSS the pool saw (a lower bound).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import multiprocessing
 import os
 import sys
@@ -142,13 +148,13 @@ def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> N
         pass
     while True:
         try:
-            task = conn.recv()
+            task = json.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
         if task is None:
             return
-        key, path, options = task
-        conn.send(("start", key))
+        key, path, options = task["key"], task["model"], options_from_json(task["options"])
+        _send(conn, ["start", key])
         measured = _reset_peak_rss()
         row = sweep.check_one(path, options)
         row["peak_rss"] = _peak_rss()
@@ -156,9 +162,20 @@ def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> N
         if row.get("error") == "out of memory":  # a MemoryError the check caught: the same verdict as the cap's
             row["verdict"] = OUT_OF_MEMORY
         try:
-            conn.send(("row", key, row))
+            _send(conn, ["row", key, row])
         except (BrokenPipeError, OSError):
             return
+
+
+def _send(conn, message) -> None:
+    conn.send_bytes(json.dumps(message).encode())
+
+
+def options_from_json(data: dict):
+    """The :class:`~.sweep.CheckOptions` a worker was sent as JSON."""
+    from .sweep import CheckOptions
+
+    return CheckOptions(**{**data, "value_ranges": tuple(tuple(r) for r in data["value_ranges"])})
 
 
 # -- the pool ----------------------------------------------------------------------------------------------------
@@ -190,7 +207,7 @@ class _Worker:
 
     def give(self, key: Any, path: str, options) -> bool:
         try:
-            self.conn.send((key, path, options))
+            _send(self.conn, {"key": key, "model": path, "options": dataclasses.asdict(options)})
         except (BrokenPipeError, OSError):
             return False
         self.task, self.sent_at, self.started_at, self.largest_rss = (key, path), time.monotonic(), None, None
@@ -201,7 +218,7 @@ class _Worker:
             self.process.kill()
         else:
             try:
-                self.conn.send(None)
+                _send(self.conn, None)
             except (BrokenPipeError, OSError):
                 pass
         self.process.join(5 if kill else 10)
@@ -266,7 +283,7 @@ class WorkerPool:
         path = worker.task[1]
         try:
             while worker.conn.poll():
-                message = worker.conn.recv()
+                message = json.loads(worker.conn.recv_bytes())
                 if message[0] == "start":
                     worker.started_at = now
                 elif message[0] == "row":

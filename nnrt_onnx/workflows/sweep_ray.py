@@ -12,6 +12,7 @@ local Ray instance is started for the sweep (``ray.init(num_cpus=jobs)``, no das
 """
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -35,7 +36,8 @@ _POOLS: dict[Any, WorkerPool] = {}
 
 def check_in_ray_worker(path: str, options, limits: Limits, initializer) -> dict[str, Any]:
     """The body of one Ray task: the model checked in this Ray worker's own isolated worker process."""
-    key = (limits, initializer, threading.get_ident())  # a worker dies with the thread that started it
+    # the initializer by value (each task unpickles its own copy); a worker dies with the thread that started it
+    key = (limits, pickle.dumps(initializer), threading.get_ident())
     pool = _POOLS.get(key)
     if pool is None:
         pool = _POOLS[key] = WorkerPool(1, limits, initializer, blas_threads=1)
