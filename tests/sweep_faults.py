@@ -43,11 +43,14 @@ def install(log: str | None = None, delay: float = 0.0) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         if name.startswith("exit_"):
             os._exit(3)
-        if name.startswith("threads_"):  # what the worker's BLAS was given
+        if name.startswith("threads_"):  # what the worker's BLAS has when the model starts
             from threadpoolctl import threadpool_info
 
-            return {**real(path, options), "blas": [pool["num_threads"] for pool in threadpool_info()
-                                                    if pool["user_api"] == "blas"],
+            def blas():
+                return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+            before = blas()
+            return {**real(path, options), "blas": before,
                     "environment": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}}
         time.sleep(delay)
         return real(path, options)

@@ -70,7 +70,10 @@ def test_the_workers_split_the_cores_between_their_blas_libraries(tmp_path, monk
     import nnrt_onnx.workflows.sweep_pool as sweep_pool
 
     monkeypatch.setattr(sweep_pool, "available_cores", lambda: 7)  # 7 cores, 2 workers: 3 BLAS threads each
-    rows, _ = run_sweep(zoo(tmp_path, "threads_a", "threads_b"), CheckOptions(), jobs=2, initializer=installer())
+    # four models on two workers: one worker has a second model, which must start from the split too (the native
+    # device holds its own count after a run)
+    rows, _ = run_sweep(zoo(tmp_path, "threads_a", "threads_b", "threads_c", "threads_d"), CheckOptions(), jobs=2,
+                        initializer=installer())
     for row in rows:
         assert row["environment"] == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "3"}
         assert row["blas"] and set(row["blas"]) == {3}

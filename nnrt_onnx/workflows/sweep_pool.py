@@ -136,6 +136,7 @@ def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> N
         os.environ[name] = str(blas_threads)
     if initializer is not None:
         initializer()
+    from ..runtime.threads import release_blas_threads
     from . import parity, sweep  # noqa: F401  (the runtime is imported now: start-up is not a model's time)
 
     import onnxruntime  # noqa: F401
@@ -157,6 +158,7 @@ def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> N
         _send(conn, ["start", key])
         measured = _reset_peak_rss()
         row = sweep.check_one(path, options)
+        release_blas_threads()  # the native device holds its own count after a run: the next model starts afresh
         row["peak_rss"] = _peak_rss()
         row["peak_rss_this_model"] = measured and row["peak_rss"] is not None
         if row.get("error") == "out of memory":  # a MemoryError the check caught: the same verdict as the cap's
