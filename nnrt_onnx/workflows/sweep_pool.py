@@ -292,6 +292,9 @@ class WorkerPool:
                     return message[2]
         except (EOFError, OSError):
             pass
+        except ValueError:  # not JSON: nothing a worker of ours sends
+            worker.stop(kill=True)
+            return limited_row(path, CRASHED, "crashed: the worker sent a malformed message (killed)", None, None)
         ran = None if worker.started_at is None else now - worker.started_at
         if not worker.process.is_alive():
             return limited_row(path, CRASHED, f"crashed: {death_text(worker.process.exitcode)}", ran,

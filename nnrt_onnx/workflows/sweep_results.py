@@ -78,9 +78,12 @@ class ResultsFile:
 
     def append(self, row: dict[str, Any]) -> None:
         line = json.dumps(row).encode() + b"\n"
-        self._stream.write(line)
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
+        try:
+            self._stream.write(line)
+            self._stream.flush()
+            os.fsync(self._stream.fileno())
+        except OSError as exc:  # a full disk: the rows written so far stay, and a resumed sweep goes on from them
+            raise UserError(f"--results {self.path}: cannot write ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         self._stream.close()
