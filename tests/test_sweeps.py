@@ -173,6 +173,22 @@ def test_the_cli_sweeps_in_workers_and_resumes(invoke, tmp_path):
     assert wrong.exit_code == 1 and "--engine ray" in wrong.stderr
 
 
+def test_the_summary_shows_a_killed_model_by_its_reason(invoke, tmp_path, monkeypatch):
+    import nnrt_onnx.workflows.sweep_run as sweep_run
+
+    def killed(models, options, **kwargs):
+        return [limited_row(models[0], "crashed", "crashed: the worker was killed by SIGSEGV", None, None),
+                limited_row(models[1], "timeout", "timeout: still running after 600 s (killed)", 600.2, None)], 0
+
+    monkeypatch.setattr(sweep_run, "run_sweep", killed)
+    result = invoke("check", *zoo(tmp_path, "a", "b"))
+    assert result.exit_code == 1
+    lines = [line.split() for line in result.stdout.splitlines()]
+    assert any(line[0].endswith("a.onnx") and line[1:4] == ["-", "-", "-"] and line[4] == "crashed:" for line in lines)
+    assert any(line[0].endswith("b.onnx") and line[3] == "600.2" and line[4] == "timeout:" for line in lines)
+    assert "2 model(s): 0 OK, 0 FAIL, 2 error(s)" in result.stdout
+
+
 def test_the_ray_engine_says_so_when_ray_is_missing(invoke, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     result = invoke("check", *zoo(tmp_path, "a", "b"), "--engine", "ray")
