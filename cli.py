@@ -6,6 +6,7 @@ with a model, an input or a file); ``--debug`` shows the traceback. Progress bar
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import re
@@ -96,6 +97,18 @@ def _progress(items, label: str):
     return click.progressbar(items, label=label, file=sys.stderr)
 
 
+def _row_progress():
+    """One line on stderr per checked model when stderr is a terminal; None otherwise (pipes, CI logs, tests)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(row, finished, total):
+        click.echo(f"[{finished}/{total}] {row['model']}: {row['verdict']} ({row['seconds'] or 0:.1f} s)",
+                   err=True)
+
+    return show
+
+
 def _phases():
     """A status line on stderr for each phase of a command still running after 2 s, when stderr is a terminal;
     None otherwise (pipes, CI logs, tests)."""
@@ -146,6 +159,36 @@ def _max_constant_bytes(command):
     return click.option("--max-constant-bytes", "max_constant_bytes", type=ByteSize(), default=None,
                         help="Memory budget of an .onnx conversion for the constants it computes (folding), and of "
                              "input files and random inputs [default: 256M].")(command)
+
+
+def _sweep_options(command):
+    """Options of a sweep of several models (docs/sweeps.md), gathered into one ``sweep`` dict argument."""
+    options = [
+        click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes [default: the CPU count; "
+                     "with --engine ray: the cluster's CPUs]."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+                     help="Seconds one model may run; then its worker is killed and its verdict is timeout "
+                          "[default: 600]."),
+        click.option("--max-memory", type=ByteSize(), default=None,
+                     help="Resident memory one worker may use (e.g. 4G; Linux); then it is killed and the model's "
+                          "verdict is out of memory [default: no cap]."),
+        click.option("--results", "results", type=click.Path(dir_okay=False), metavar="FILE.jsonl",
+                     help="Append each model's row to FILE as it finishes (JSON lines)."),
+        click.option("--resume", is_flag=True, help="Skip the models --results FILE already has a row for."),
+        click.option("--rerun-failures", is_flag=True, help="With --results: skip only the models that passed."),
+        click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="local worker processes, or Ray tasks (pip install \"nnrt-onnx[ray]\")."),
+        click.option("--address", help="The Ray cluster to use (--engine ray) [default: start a local one]."),
+    ]
+    names = ("jobs", "timeout", "max_memory", "results", "resume", "rerun_failures", "engine", "address")
+
+    @functools.wraps(command)
+    def gather(*args, **kwargs):
+        return command(*args, sweep={name: kwargs.pop(name) for name in names}, **kwargs)
+
+    for option in reversed(options):
+        gather = option(gather)
+    return gather
 
 
 def _shape_specs(ctx, param, specs: tuple[str, ...]) -> dict[str, list[int]]:
@@ -703,10 +746,11 @@ def _echo_table(rows, indent: str = "") -> None:
               help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
 @_max_constant_bytes
+@_sweep_options
 @click.pass_context
 def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs, seed: int, value_ranges,
           save_inputs, rtol, atol, steps, per_layer: bool, repro_dir, expected, strict: bool, float64: bool | None,
-          html_path, as_json: bool, max_constant_bytes: int | None):
+          html_path, as_json: bool, max_constant_bytes: int | None, sweep: dict):
     """Convert MODEL.onnx, run it natively and the original on onnxruntime, and compare every output.
 
     When they disagree (or, with --strict, agree only just) a float64 referee (onnx.reference) says who is right:
@@ -719,7 +763,9 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
     from nnrt_onnx.workflows.inference import parse_value_ranges
 
     ranges = parse_value_ranges(value_ranges)
-    if len(model_paths) > 1 or Path(model_paths[0]).is_dir():
+    sweep_given = [f"--{name.replace('_', '-')}" for name, value in sweep.items()
+                   if value and name != "engine" or name == "engine" and value != "local"]
+    if len(model_paths) > 1 or Path(model_paths[0]).is_dir() or sweep_given:
         given = [name for name, value in (("--input", inputs), ("--input-shape", input_shapes),
                                           ("--constant-input", constant_inputs), ("--expected", expected),
                                           ("--extract-repro", repro_dir), ("--report", html_path),
@@ -730,7 +776,8 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, constant_inputs
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
                                    f"--per-layer, --strict, --float64, --no-float64, --json", ctx)
-        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes)
+        _check_many(model_paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json, max_constant_bytes,
+                    sweep)
         return
     _check_one(model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
                per_layer, repro_dir, expected, strict, float64, html_path, as_json, max_constant_bytes, steps)
@@ -898,15 +945,21 @@ def _print_check(report, show_layers: bool = True) -> None:
 
 
 def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json,
-                max_constant_bytes=None) -> None:
-    from nnrt_onnx.workflows.sweep import CheckOptions, find_models, sweep
+                max_constant_bytes=None, sweep=None) -> None:
+    from nnrt_onnx.workflows.sweep import CheckOptions, find_models
+    from nnrt_onnx.workflows.sweep_pool import Limits
+    from nnrt_onnx.workflows.sweep_run import run_sweep
 
     options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
                            value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
                            float64_opinion=float64 is not False, float64_always=float64 is True,
                            max_constant_bytes=max_constant_bytes)
     models = find_models(paths)
-    rows = sweep(models, options, progress=_progress)
+    sweep = dict(sweep or {})
+    limits = Limits(timeout=sweep.pop("timeout", None) or Limits.timeout, max_memory=sweep.pop("max_memory", None))
+    rows, resumed = run_sweep(models, options, limits=limits, on_row=_row_progress(), **sweep)
+    if resumed:
+        click.echo(f"{resumed} of {len(rows)} model(s) from {sweep['results']}, not checked again", err=True)
     ok = all(row["ok"] for row in rows)
     if as_json:
         click.echo(json.dumps({"ok": ok, "options": {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict,
@@ -917,11 +970,13 @@ def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_
     for row in rows:
         ops = "-" if row["onnx_nodes"] is None else f"{row['onnx_nodes']} -> {row['nnrt_operations']}"
         verdict = row["verdict"] if row["error"] is None else f"ERROR: {row['error']}"
+        if row["verdict"] in ("timeout", "out of memory", "crashed"):  # the error starts with the verdict
+            verdict = row["error"]
         worst = row["worst_output"]
         shown = "-" if worst is None else f"{worst['name']} (max rel {_fmt(worst['max_rel'])})"
         if worst is not None and worst["max_rel"] is None:
             shown = f"{worst['name']} (max rel inf)"
-        table.append((row["model"], ops, verdict, shown, f"{row['seconds']:.1f}"))
+        table.append((row["model"], ops, verdict, shown, "-" if row["seconds"] is None else f"{row['seconds']:.1f}"))
     _echo_table([(r[0], r[1], r[3], r[4], r[2]) for r in table], "  ")  # the verdict last: it may be long
     passed = sum(row["ok"] for row in rows)
     errors = sum(row["error"] is not None for row in rows)
