@@ -333,6 +333,18 @@ def test_a_static_batch_overridden(invoke, tmp_path):
     one_line_error(invoke("run", SMALL_CNN, "--override-static"), 2, "needs --input-shape")
 
 
+def test_an_overridden_batch_the_graph_hard_codes_names_the_node(invoke, tmp_path):
+    from onnx import numpy_helper
+
+    shape = numpy_helper.from_array(np.array([1, 2, 2], np.int64), "shape")
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2])], [shape])
+    model = _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "rs.onnx")
+    one_line_error(invoke("run", model, "--input-shape", "x=2,4", "--override-static"), 1,
+                   "rs (Reshape, opset 17): [invalid_model] cannot reshape [2, 4] (8 elements) to [1, 2, 2]")
+
+
 def test_convert_onnx_to_the_onnx_the_importer_sees(invoke, tmp_path):
     out = tmp_path / "simplified.onnx"
     result = invoke("convert", SMALL_CNN, "-o", out)
