@@ -352,7 +352,7 @@ def _gather_inputs(model_path: str, inputs, input_shapes, constant_inputs, max_b
     _model_file(path)
     constants = parse_constant_specs(constant_inputs, max_bytes=max_bytes)
     if override_static and path.suffix.lower() != ".onnx":
-        raise CommandLineError(f"--override-static applies to .onnx models (an .nnrt model's static dims are fixed)")
+        raise CommandLineError("--override-static applies to .onnx models (an .nnrt model's static dims are fixed)")
     if override_static and not input_shapes:
         raise CommandLineError("--override-static needs --input-shape (the dims to declare)")
     if path.suffix.lower() == ".onnx":

@@ -165,7 +165,7 @@ def onnx_support_report(path, input_shapes=None, max_constant_bytes: int | None 
               "inputs": [{"name": i.name, **types.get(i.name, {"dtype": None, "dims": None})} for i in runtime],
               "outputs": [{"name": o.name, **types.get(o.name, {"dtype": None, "dims": None})}
                           for o in model.graph.output],
-              "op_counts": dict(Counter(n.op_type if not n.domain or n.domain == "ai.onnx" else f"{n.domain}.{n.op_type}"
+              "op_counts": dict(Counter(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
                                         for n in model.graph.node).most_common()),
               "nodes": nodes, "problems": problems,
               "convertible": nnrt is not None, "nnrt": nnrt, "quantization": quantization}

@@ -172,7 +172,8 @@ def random_shape(name: str, dims: Sequence[int], pinned: Sequence[int] | None = 
         return pinned
     unknown = [axis for axis, d in enumerate(dims) if d == -1 and axis > 0]
     if unknown:
-        example = ",".join("1" if d == -1 and axis == 0 else "224" if d == -1 else str(d) for axis, d in enumerate(dims))
+        example = ",".join("1" if d == -1 and axis == 0 else "224" if d == -1 else str(d)
+                           for axis, d in enumerate(dims))
         raise CommandLineError(f"input {name!r} has dynamic dims {shown} (axis {', '.join(map(str, unknown))}): give "
                                f"its shape, e.g. --input-shape {name}={example}, or its data with --input")
     return [1 if d == -1 else d for d in dims]

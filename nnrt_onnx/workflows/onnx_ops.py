@@ -112,8 +112,8 @@ def support_lines(entry: dict[str, Any]) -> list[str]:
     """``ops --onnx OP``: the operator, then each opset span with its row or reason."""
     versions = ", ".join(map(str, entry["versions"]))
     deprecated = f", deprecated since {entry['deprecated_since']}" if entry["deprecated_since"] else ""
-    lines = [f"{entry['op']} ({entry['domain']}; versions {versions}{deprecated}): "
-             + {"yes": "converts", "some opsets": "converts at some opsets", "no": "does not convert"}[entry["converts"]]]
+    answer = {"yes": "converts", "some opsets": "converts at some opsets", "no": "does not convert"}[entry["converts"]]
+    lines = [f"{entry['op']} ({entry['domain']}; versions {versions}{deprecated}): {answer}"]
     if entry["converts"] == "no" and entry["reason"]:
         lines.append(f"  why: {entry['reason']}")
         return lines

@@ -495,9 +495,10 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
     as ``nnrt-onnx run`` makes for that seed; ``value_ranges`` maps input names -- or None for all -- to the
     (low, high) of their random values); the data given pins the input's dynamic dims. ``rtol``/``atol``
-    override the float tolerances: one value, or a mapping by tensor name (None: every other tensor). ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to
-    values (arrays, or literals as ``"16000"``); ``override_static``: ``input_shapes`` may replace static dims too
-    (both sides then run the model declared with them); other keywords go to ``from_onnx``. ``phases`` (``workflows.phases``)
+    override the float tolerances: one value, or a mapping by tensor name (None: every other tensor).
+    ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to values (arrays, or literals as
+    ``"16000"``); ``override_static``: ``input_shapes`` may replace static dims too (both sides then run the model
+    declared with them); other keywords go to ``from_onnx``. ``phases`` (``workflows.phases``)
     is told each phase (converting, each side's run, the float64 referee, the per-layer comparison);
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
@@ -884,7 +885,9 @@ def _float64(report: ParityReport, model, feed, rtol, atol, why: list[str], name
     model."""
     try:
         with phase("float64 referee", len(model.graph.node), "nodes") as update:
-            truth = f64.float64_reference(model, feed, lambda dtype: tolerances_for(dtype, tolerance_of(rtol), tolerance_of(atol)), names=names,
+            truth = f64.float64_reference(model, feed,
+                                          lambda dtype: tolerances_for(dtype, tolerance_of(rtol), tolerance_of(atol)),
+                                          names=names,
                                           on_node=lambda done, total: update(done))
     except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types; the check goes on without it
         message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__

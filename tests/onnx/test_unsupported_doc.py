@@ -29,7 +29,8 @@ def test_the_page_is_generated_from_the_reasons_file():
 def test_every_unmapped_operator_has_a_reason_and_no_mapped_one_does():
     from nnrt_onnx.ir.rows import unsupported_reasons
 
-    known = {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain in ("", "ai.onnx") and not s.deprecated}
+    known = {s.name for s in onnx.defs.get_all_schemas_with_history()
+             if s.domain in ("", "ai.onnx") and not s.deprecated}
     reasons = unsupported_reasons()
     assert set(reasons) == known - claimed_op_types()
     assert all(len(reason) > 10 for reason in reasons.values())
