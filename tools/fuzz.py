@@ -37,24 +37,24 @@ import json
 import math
 import os
 import random
-import selectors
 import struct
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # (its sibling fuzz_workers, also when loaded by path)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz_workers  # noqa: E402
+from fuzz_workers import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Hang  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSIONS = ROOT / "tests" / "data" / "fuzz_regressions"
 BAD = ("crash", "memory", "hang", "died")
 SPLIT_ELEMENTS = 16  # in the workers: initializers of more elements are read from the file (production: 1024)
 FUZZ_BUDGET = 64 << 20  # max_constant_bytes of the conversions under test
-DEFAULT_MEMORY_MB = 1536  # address space a worker may add to what it has after start-up
-DEFAULT_TIMEOUT = 20.0  # seconds per mutant
 CORPUS_FORMAT = 2  # 2: with the "+initializers" variants of the node-suite cases
 
 
@@ -538,33 +538,6 @@ def mutant(seeds: list[tuple[str, bytes]], seed: int, index: int,
 
 # -- one mutant, in a worker -------------------------------------------------------------------------------------------
 
-class Hang(BaseException):
-    """Raised by the worker's timer: a BaseException, so no `except Exception` in the code under test swallows it."""
-
-
-def _site_of_issue(message: str) -> str:
-    marker = "(at "
-    start = message.rfind(marker)
-    if start < 0:
-        return "?"
-    return message[start + len(marker):].split(";")[0].split(")")[0]
-
-
-_SCRATCH: list[Path] = []
-
-
-def _scratch_file() -> Path:
-    """This process's file for the model under test (in a directory of its own, removed at exit)."""
-    if not _SCRATCH:
-        import atexit
-        import shutil
-
-        directory = Path(tempfile.mkdtemp(prefix="nnrt_fuzz_"))
-        atexit.register(shutil.rmtree, directory, True)
-        _SCRATCH.append(directory / "mutant.onnx")
-    return _SCRATCH[0]
-
-
 def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
     """Run one serialized model (the file's bytes) through conversion, the file round trip and build; the outcome
     as a dict."""
@@ -576,7 +549,7 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
     stage = "convert"
     try:
         # through a file, as users convert: the importer's own wire scanner (onnx_import.weights) reads it first
-        path = _scratch_file()
+        path = fuzz_workers.scratch_file("mutant.onnx")
         path.write_bytes(data)
         result = from_onnx(str(path), max_constant_bytes=max_constant_bytes)
         stage = "round trip"
@@ -593,10 +566,11 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
     except ConversionError as error:
         reasons = sorted({i.reason for i in error.issues})
         for issue in error.issues:
+            where = fuzz_workers.site_of_issue(issue.message)
             if issue.reason == "internal_error":
-                return {"outcome": "crash", "site": _site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "crash", "site": where, "detail": issue.message[:300]}
             if issue.reason == "out_of_memory":
-                return {"outcome": "memory", "site": _site_of_issue(issue.message), "detail": issue.message[:300]}
+                return {"outcome": "memory", "site": where, "detail": issue.message[:300]}
         return {"outcome": "clean", "detail": ",".join(reasons)}
     except MemoryError as exc:
         return {"outcome": "memory", "site": site(exc), "detail": f"MemoryError in {stage}"}
@@ -607,27 +581,8 @@ def classify(data: bytes, max_constant_bytes: int = FUZZ_BUDGET) -> dict:
                 "detail": f"{stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
 
 
-def _reset_peak_rss() -> None:
-    """Reset this process's VmHWM to its current RSS (Linux >= 4.0: "5" to clear_refs)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-    except OSError:
-        pass
-
-
-def _peak_rss_mb() -> float | None:
-    """This process's peak resident memory so far (VmHWM), MiB."""
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM"))
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
 def _worker(memory_mb: int, timeout: float) -> None:
-    """The worker loop: JSON tasks on stdin, JSON results on stdout (a 'start' line before each run)."""
-    import signal
+    """The worker loop (fuzz_workers.serve) with the library imported and the corpus loaded."""
     import warnings
 
     warnings.simplefilter("ignore")
@@ -642,103 +597,18 @@ def _worker(memory_mb: int, timeout: float) -> None:
     kernels()
     registered()
     seeds = corpus()
-    try:
-        import resource
 
-        with open("/proc/self/status") as status:
-            vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
-        limit = vm + memory_mb * (1 << 20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, OSError, StopIteration, ValueError):
-        pass
-
-    def alarm(signum, frame):
-        raise Hang()
-
-    signal.signal(signal.SIGALRM, alarm)
-    out = sys.stdout
-    for line in sys.stdin:
-        task = json.loads(line)
+    def load(task: dict) -> tuple[bytes, dict]:
         families: list[str] = []
-        try:
-            if "model" in task:
-                data = base64.b64decode(task["model"])
-            else:
-                _, data, _ = mutant(seeds, task["seed"], task["index"], families)
-        except Exception as exc:  # a mutation the fuzzer itself cannot make: not a finding
-            out.write(json.dumps({"id": task["id"], "start": True}) + "\n")
-            out.write(json.dumps({"id": task["id"], "outcome": "skipped", "detail": repr(exc)[:200]}) + "\n")
-            out.flush()
-            continue
-        out.write(json.dumps({"id": task["id"], "start": True}) + "\n")
-        out.flush()
-        _reset_peak_rss()  # so that VmHWM after the mutant is this mutant's peak
-        started = time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            result = classify(data)
-        except Hang:
-            result = {"outcome": "hang", "site": "?", "detail": "over the time limit"}
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        result["id"] = task["id"]
-        result["ms"] = round((time.perf_counter() - started) * 1e3, 1)
-        result["families"] = families
-        result["peak_rss_mb"] = _peak_rss_mb()
-        out.write(json.dumps(result) + "\n")
-        out.flush()
+        if "model" in task:
+            return base64.b64decode(task["model"]), {"families": families}
+        _, data, _ = mutant(seeds, task["seed"], task["index"], families)
+        return data, {"families": families}
+
+    fuzz_workers.serve(memory_mb, timeout, load, classify)
 
 
 # -- the campaign ------------------------------------------------------------------------------------------------------
-
-class _Worker:
-    def __init__(self, memory_mb: int, timeout: float, package: str):
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": package}
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", "--memory-mb", str(memory_mb),
-             "--timeout", str(timeout)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env)
-        self.done = 0
-        self.buffer = b""
-
-    def send(self, task: dict) -> None:
-        self.process.stdin.write(json.dumps(task).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def read_line(self, deadline: float) -> str | None:
-        """The next line (read from the pipe's file descriptor, buffered here), or None when the deadline passes
-        or the worker dies."""
-        fd = self.process.stdout.fileno()
-        selector = selectors.DefaultSelector()
-        selector.register(fd, selectors.EVENT_READ)
-        try:
-            while b"\n" not in self.buffer:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(remaining):
-                    return None
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return None
-                self.buffer += chunk
-            line, _, self.buffer = self.buffer.partition(b"\n")
-            return line.decode()
-        finally:
-            selector.close()
-
-    def stop(self) -> int | None:
-        if self.process.poll() is None:
-            self.process.kill()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (self.process.stdin, self.process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        return self.process.returncode
-
 
 @dataclass
 class Report:
@@ -766,67 +636,10 @@ class Report:
                 "details": dict(self.details.most_common(40)), "sites": self.sites}
 
 
-class Runner:
-    """Workers that evaluate tasks (mutant indices or explicit model bytes), restarted on death, hang or batch end."""
+class Runner(fuzz_workers.Runner):
+    """Workers that classify tasks (mutant indices or explicit model bytes): see fuzz_workers.Runner."""
 
-    def __init__(self, workers: int = 1, batch: int = 500, memory_mb: int = DEFAULT_MEMORY_MB,
-                 timeout: float = DEFAULT_TIMEOUT, package: str | None = None):
-        """``package``: the PYTHONPATH of the workers (where they import nnrt_onnx from; default the checkout)."""
-        self.count, self.batch, self.memory_mb, self.timeout = workers, batch, memory_mb, timeout
-        self.package = package or str(ROOT)
-        self.pool: list[_Worker | None] = [None] * workers
-        self.next_id = 0
-        self._lock = threading.Lock()
-
-    def _worker(self, slot: int) -> _Worker:
-        worker = self.pool[slot]
-        if worker is None or worker.done >= self.batch or worker.process.poll() is not None:
-            if worker is not None:
-                worker.stop()
-            worker = self.pool[slot] = _Worker(self.memory_mb, self.timeout, self.package)
-        return worker
-
-    def evaluate(self, slot: int, task: dict) -> dict:
-        """Run one task on worker ``slot`` (one task at a time per slot; slots may run in parallel threads); a
-        worker that dies or overruns is replaced and the task classified."""
-        worker = self._worker(slot)
-        with self._lock:
-            self.next_id += 1
-            task = {**task, "id": self.next_id}
-        try:
-            worker.send(task)
-        except (BrokenPipeError, OSError):
-            code = worker.stop()
-            self.pool[slot] = None
-            return {"outcome": "died", "site": f"worker exit {code}", "detail": "before the task"}
-        startup = 600.0 if worker.done == 0 else 0.0  # the first task waits for imports and the corpus
-        line = worker.read_line(time.monotonic() + self.timeout + 30 + startup)
-        if line is None or '"start"' not in line:
-            code = worker.stop()
-            self.pool[slot] = None
-            return {"outcome": "died", "site": f"worker exit {code}", "detail": "no start line"}
-        line = worker.read_line(time.monotonic() + self.timeout + 30)
-        worker.done += 1
-        if line is None:
-            try:  # EOF (the worker died) or the deadline: which one, the process tells
-                worker.process.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            alive = worker.process.poll() is None
-            code = worker.stop()
-            self.pool[slot] = None
-            if alive:
-                return {"outcome": "hang", "site": "killed after the time limit", "detail": ""}
-            signal_text = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
-            outcome = "memory" if code is not None and code in (-9,) else "died"
-            return {"outcome": outcome, "site": f"worker {signal_text}", "detail": ""}
-        return json.loads(line)
-
-    def close(self) -> None:
-        for worker in self.pool:
-            if worker is not None:
-                worker.stop()
-        self.pool = [None] * self.count
+    script = Path(__file__).resolve()
 
 
 def campaign(seed: int = 0, count: int | None = None, minutes: float | None = None, workers: int = 1,
@@ -840,8 +653,7 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes else math.inf
     known = set(_known_sites()) if save else set()
-    lock = threading.Lock()
-    counter = iter(range(count if count is not None else sys.maxsize))
+    counter = range(count if count is not None else sys.maxsize)
 
     def record(index: int, result: dict, slot: int) -> None:
         outcome = result["outcome"]
@@ -872,24 +684,9 @@ def campaign(seed: int = 0, count: int | None = None, minutes: float | None = No
         if progress is not None:
             progress(report)
 
-    def work(slot: int) -> None:
-        while time.monotonic() < deadline:
-            with lock:
-                index = next(counter, None)
-            if index is None:
-                return
-            result = runner.evaluate(slot, {"seed": seed, "index": index})
-            with lock:
-                record(index, result, slot)
-
-    threads = [threading.Thread(target=work, args=(slot,), daemon=True) for slot in range(workers)]
     try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        fuzz_workers.run_tasks(runner, ((index, {"seed": seed, "index": index}) for index in counter), record, deadline)
     finally:
-        runner.close()
         report.seconds = time.monotonic() - started
     return report
 
@@ -941,27 +738,13 @@ def minimize(runner: Runner, slot: int, key: str, data: bytes, budget: int = 300
         best = onnx.ModelProto.FromString(data)
     except Exception:  # (damaged bytes: kept as found)
         return data
-    tries = 0
-    improved = True
-    while improved and tries < budget:
-        improved = False
-        for candidate in _candidates(best):
-            if candidate is None:
-                continue
-            tries += 1
-            if tries > budget:
-                break
-            result = runner.evaluate(slot, {"model": base64.b64encode(candidate.SerializeToString()).decode()})
-            if f"{result['outcome']} {result.get('site', '?')}" == key:
-                best = candidate
-                improved = True
-                break
+
+    def keeps(candidate) -> bool:
+        result = runner.evaluate(slot, {"model": base64.b64encode(candidate.SerializeToString()).decode()})
+        return f"{result['outcome']} {result.get('site', '?')}" == key
+
+    best = fuzz_workers.shrink_greedily(best, _candidates, keeps, budget)
     return best.SerializeToString()
-
-
-def _slug(key: str) -> str:
-    text = "".join(c if c.isalnum() else "_" for c in key).strip("_")
-    return f"{text[:80]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 def _save(runner: Runner | None, slot: int, key: str, data: bytes, example: dict) -> Path:
@@ -971,7 +754,7 @@ def _save(runner: Runner | None, slot: int, key: str, data: bytes, example: dict
 
     small = minimize(runner, slot, key, data) if runner is not None else data
     REGRESSIONS.mkdir(parents=True, exist_ok=True)
-    path = REGRESSIONS / f"{_slug(key)}.onnx"
+    path = REGRESSIONS / f"{fuzz_workers.slug(key)}.onnx"
     atomic_write(path, [small])
     index_path = REGRESSIONS / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
@@ -1016,37 +799,21 @@ def _print_report(report: Report) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--minutes", type=float, help="run this long (new bad sites are saved)")
-    parser.add_argument("--count", type=int, help="try this many mutants")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = fuzz_workers.campaign_parser(__doc__, "mutant", DEFAULT_TIMEOUT)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--batch", type=int, default=500, help="mutants per worker process before it is restarted")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, help="address space a worker may add")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutant")
     parser.add_argument("--save", action=argparse.BooleanOptionalAction, default=None,
                         help="minimize and save new bad sites (default: with --minutes)")
-    parser.add_argument("--replay", metavar="MODEL.onnx", help="classify one model file and exit")
     parser.add_argument("--keep", metavar="SEED:INDEX=SITE", action="append", default=[],
                         help="save mutant INDEX of SEED as the regression of SITE (a site found and fixed before it "
                              "could be saved; not minimized)")
     parser.add_argument("--json", action="store_true", help="the report as JSON")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        _worker(args.memory_mb, args.timeout)
+    args = fuzz_workers.parse_args(parser, argv, _worker)
+    if args is None:
         return 0
-    sys.path.insert(0, str(ROOT))
     if args.replay:
-        runner = Runner(1, 1, args.memory_mb, args.timeout)
-        try:
-            data = Path(args.replay).read_bytes()
-            result = runner.evaluate(0, {"model": base64.b64encode(data).decode()})
-        finally:
-            runner.close()
-        print(json.dumps(result))
-        return 1 if result["outcome"] in BAD else 0
+        task = {"model": base64.b64encode(Path(args.replay).read_bytes()).decode()}
+        return fuzz_workers.replay(Runner(1, 1, args.memory_mb, args.timeout), task, BAD)
     if args.keep:
         seeds = corpus()
         for spec in args.keep:

@@ -125,7 +125,7 @@ def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: 
         elif mode == "sum":
             out = np.sum(xw, axis=axes, keepdims=keep)
         elif mode == "prod":
-            out = np.prod(xw, axis=axes, keepdims=keep)
+            out = _float_product(xw, axes, keep)
         elif mode == "l2":
             out = np.sqrt(np.sum(np.square(xw), axis=axes, keepdims=keep))
         elif mode == "max":
@@ -151,6 +151,19 @@ def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: 
             out = np.all(x != 0, axis=axes, keepdims=keep)
     out = _apply_coeff(op, np.asarray(out), coeff, dtype)
     return np.asarray(out).astype(dtype, copy=False)
+
+
+def _float_product(x: np.ndarray, axes, keep: bool) -> np.ndarray:
+    """The product of the floats over ``axes``; where the values are all finite and one is zero, zero (with the
+    product's sign): its partial products may overflow to inf before they meet the zero, and inf * 0 is NaN."""
+    out = np.prod(x, axis=axes, keepdims=keep)
+    if not out.size or np.isfinite(out).all():
+        return out
+    zero = np.any(x == 0, axis=axes, keepdims=keep) & np.all(np.isfinite(x), axis=axes, keepdims=keep)
+    if not zero.any():
+        return out
+    negative = np.sum(np.signbit(x), axis=axes, keepdims=keep) % 2 == 1
+    return np.where(zero, np.where(negative, -0.0, 0.0).astype(out.dtype), out)
 
 
 _REDUCE_DOC = """Reduce over the axes of the ``axis`` input ({what}).

@@ -350,3 +350,17 @@ TOPK_ERRORS = {
 def test_top_k_errors(case_id):
     code, x, k, params = TOPK_ERRORS[case_id]
     expect_error(code, "TOP_K", [x, k], params, output_dtypes=[x.dtype, I32], output_shapes=[(-1, -1), (-1, -1)])
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([3e30, 3e30, 0.0, 2.0], 0.0),  # the partial product overflows to inf before it meets the zero: inf * 0 = NaN
+    ([-3e30, 3e30, 0.0, 2.0], -0.0),  # the product's sign: one negative factor
+    ([3e30, 3e30, 2.0], np.inf),  # no zero: the float32 product is inf
+    ([3e30, 3e30, 0.0, np.nan], np.nan),  # a NaN stays NaN
+    ([np.inf, 0.0, 1.0], np.nan),  # inf * 0 is NaN whatever the order
+])
+def test_reduce_prod_of_finite_values_with_a_zero_is_zero(values, expected):
+    # hand computations: the product of finite factors one of which is 0 is 0, whatever order overflows first
+    (out,) = run("REDUCE_PROD", [np.asarray(values, F32), np.asarray([0], I64)])
+    assert out.shape == () and (np.isnan(out) if np.isnan(expected) else out == expected)
+    assert np.signbit(out) == np.signbit(np.float32(expected)) or np.isnan(expected)

@@ -150,8 +150,11 @@ def _merge_reshapes(graph: Graph) -> bool:
         if node.op != OP.OH_NN_OPS_RESHAPE:
             continue
         producer = producers.get(node.inputs[0])
+        target_shape = graph.values[node.inputs[1]].data if len(node.inputs) > 1 else None
+        # a 0 in RESHAPE's target copies its input's dim: against the producer's input it would copy another one
+        copies = target_shape is None or bool(np.any(np.asarray(target_shape) == 0))
         if (producer is not None and producer.op == OP.OH_NN_OPS_RESHAPE and len(consumers[producer.outputs[0]]) == 1
-                and producer.outputs[0] not in graph.outputs):
+                and producer.outputs[0] not in graph.outputs and not copies):
             node.inputs[0] = producer.inputs[0]
             graph.nodes.remove(producer)
             return True

@@ -161,17 +161,18 @@ def conv_transpose(ctx: NodeContext) -> None:
                                f"for NNRt CONV2D_TRANSPOSE")
     out_c = out_per_group * group
     out = ctx.output(0)
-    if _known(in_sizes):
+    same = auto_pad in ("SAME_UPPER", "SAME_LOWER") and output_shape is None
+    if _known(in_sizes) or same:  # (SAME's padding does not depend on the size: its known axes are known)
         spatial = [geometry.transposed_axis(geometry.PAD_MODE_EXPLICIT, size, geometry.effective_extent(k, d), st, p0, p1,
-                                            op)[0]
+                                            op)[0] if size >= 0 else -1
                    for size, k, d, st, (p0, p1), op in zip(in_sizes, kernel, dilations, strides, pads, out_pad)]
-        if any(s <= 0 for s in spatial):
+        if any(s == 0 or s < -1 for s in spatial):
             raise ConversionIssue(INVALID_MODEL, f"the pads leave an empty output {spatial}")
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER") and output_shape is None:
+        if same:
             # SAME absorbs the output padding into the padding (in * stride, as the specification and onnxruntime);
             # onnx shape inference adds it once more: the rule's size wins, and its readers' inferred shapes
-            ctx.override_shape(out, [x_shape[0], out_c, *spatial],
-                               any(a != size * st + op for a, size, st, op in zip(spatial, in_sizes, strides, out_pad)))
+            ctx.override_shape(out, [x_shape[0], out_c, *spatial], any(
+                size >= 0 and a != size * st + op for a, size, st, op in zip(spatial, in_sizes, strides, out_pad)))
         else:
             _set_shape(ctx, out, [x_shape[0], out_c, *spatial])
     if nd == 1:
