@@ -1361,6 +1361,11 @@ def bench(ctx: click.Context, model_path: str, inputs, input_shapes, override_st
     if save_inputs:
         save_arrays(save_inputs, dict(zip(input_names(model), arrays)))
     original = model_path if Path(model_path).suffix.lower() == ".onnx" else None
+    if original and override_static:  # onnxruntime times the model as re-declared, as the native side runs it
+        from nnrt_onnx.onnx_import import load_onnx
+        from nnrt_onnx.workflows.model_inputs import override_static_dims
+
+        original = override_static_dims(load_onnx(model_path), dict(input_shapes))
     results = benchmark(model, arrays, (1, 2), runs, warmup, original, progress=_progress,
                         bound=model_inputs.constants, threads=threads)
     native = results[0].median

@@ -331,6 +331,10 @@ def test_a_static_batch_overridden(invoke, tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["inputs"]["image"]["shape"] == [3, 3, 32, 32]
     one_line_error(invoke("run", SMALL_CNN, "--override-static"), 2, "needs --input-shape")
+    result = invoke("bench", SMALL_CNN, "--input-shape", "image=2,3,32,32", "--override-static", "-n", 1,
+                    "--warmup", 0, "--json")  # onnxruntime times the re-declared model too
+    assert result.exit_code == 0, result.output
+    assert [r["error"] for r in json.loads(result.stdout)["results"]] == [None, None, None]
 
 
 def test_an_overridden_batch_the_graph_hard_codes_names_the_node(invoke, tmp_path):

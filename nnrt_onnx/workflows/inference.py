@@ -287,12 +287,17 @@ class BenchResult:
         return float(np.percentile(self.times, q)) if self.times else None
 
 
+def _ort_source(onnx_model):
+    """What onnxruntime loads: a path, or a ModelProto's bytes (a model re-declared by --override-static)."""
+    return onnx_model.SerializeToString() if hasattr(onnx_model, "SerializeToString") else str(onnx_model)
+
+
 def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[int] = (1, 2), runs: int = 20,
               warmup: int = 3, onnx_model=None, progress=None,
               bound: Mapping[str, np.ndarray] | None = None, threads: int | None = None) -> list[BenchResult]:
     """Latencies of ``runs`` runs (after ``warmup`` runs) of ``model`` on each device through Compilation and
-    Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session (fed ``bound`` too: the
-    inputs the conversion bound to constants).
+    Executor, and of ``onnx_model`` (a path or ModelProto, when given) in a plain onnxruntime session (fed ``bound``
+    too: the inputs the conversion bound to constants).
 
     ``threads``: the onnxruntime sessions' intra-op threads and the native device's BLAS thread count (its thread
     policy's ``nnrt_onnx.threads`` extension config, runtime/threads.py); None leaves both at their defaults
@@ -336,7 +341,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
         try:
-            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(_ort_source(onnx_model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's errors have no stable public types
             result.error = str(exc).splitlines()[0]
             candidates.append((result, None))
@@ -407,8 +412,8 @@ def _op_table(seconds: dict[str, float], counts: dict[str, int]) -> tuple[list[O
 
 def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
                         threads: int | None = None) -> tuple[list[OpTime], float]:
-    """Per-op-type time of the ONNX file ``onnx_model`` in onnxruntime (CPU, ``threads`` intra-op threads,
-    default 1) from onnxruntime's own profiler: the kernel time of every node over the last ``runs`` of
+    """Per-op-type time of ``onnx_model`` (a path or ModelProto) in onnxruntime (CPU, ``threads`` intra-op
+    threads, default 1) from onnxruntime's own profiler: the kernel time of every node over the last ``runs`` of
     ``warmup + runs`` runs fed ``feed``. Op types are onnxruntime's, after its graph optimisations (a Conv may have
     absorbed its Add and Relu). The counterpart of :func:`profile_model`, for finding where the two part. Raises
     RuntimeError when onnxruntime cannot load or run the model."""
@@ -424,7 +429,7 @@ def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort")
         try:
-            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(_ort_source(onnx_model), options, providers=["CPUExecutionProvider"])
             for _ in range(warmup + runs):
                 session.run(None, feed)
             with open(session.end_profiling(), encoding="utf-8") as handle:
