@@ -44,6 +44,10 @@ Switches (each turns one optimisation off by routing its callers to the path it 
                (accel/runners.py; off: the accelerated kernels picking their path per call; plan-time; eighth round)
   input_transpose  an NCHW image's TRANSPOSE folded into the first convolution, which lays the image out as it
                pads it (off: the TRANSPOSE step; plan-time; eighth round)
+  activations  any elementwise activation applied in place after the step before it (accel/fusions/activations.py;
+               off: the activation a step of its own; plan-time; issue 27)
+  gru_cells    unrolled GRU time steps recognised and run as one compiled loop over time (accel/fusions/gru_cells.py;
+               off: the unrolled steps; plan-time; issue 27)
   accel        every fast path: fusions, runners, accelerated kernels (off: the reference plan, the extension config
                nnrt_onnx.reference_plan; plan-time)
 
@@ -66,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SWITCHES = ("finish", "short_rows", "batch_norm", "kn2row", "winograd", "shuffle", "im2col_block", "big_weights",
             "im2col", "small_gemm", "tiles", "row_finish", "direct", "sixth_round", "checked_once", "depthwise_vectors",
             "pool_vectors", "softmax_vectors", "shuffle_vectors", "seventh_round", "direct_3x3", "numba", "residual",
-            "fusion", "assembly", "runners", "input_transpose", "accel")
+            "fusion", "assembly", "runners", "input_transpose", "activations", "gru_cells", "accel")
 # switches of AVX-512 kernels (accel/avx512.py): off, their callers take numba's loops
 VECTOR_KERNELS = {"depthwise_vectors": ("depthwise_vectors.depthwise_3x3",), "pool_vectors": ("pool_vectors.pool",),
                   "softmax_vectors": ("softmax_vectors.shift_rows", "softmax_vectors.normalise_rows"),
@@ -88,6 +92,8 @@ PLAN_SWITCHES = {"residual": [("nnrt_onnx.accel.fusions.conv_post_ops", "_post_a
                  "assembly": [("nnrt_onnx.accel.fusions", "PASSES", "without:assemble_concats")],
                  "runners": [(module, "_bound_runner", lambda *_a, **_k: None) for module in BOUND_RUNNERS],
                  "input_transpose": [("nnrt_onnx.accel.fusions", "PASSES", "without:fuse_input_transpose")],
+                 "activations": [("nnrt_onnx.accel.fusions", "PASSES", "without:fuse_activations")],
+                 "gru_cells": [("nnrt_onnx.accel.fusions", "PASSES", "without:fuse_gru_cells")],
                  "accel": [("nnrt_onnx.runtime.cpu", "fast_paths_on", lambda *_: False)]}
 
 

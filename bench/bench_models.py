@@ -5,8 +5,10 @@
     python bench/bench_models.py --convert [--models ...]          # conversion time and peak RSS vs onnx.load
 
 Models (see bench/README.md): the torch-exported ones of bench/gen_models.py (generated into the cache directory
-with a torch environment first), and the onnx zoo "light" nets shipped inside the onnx package, whose weights
-(ConstantOfShape fills there) are replaced by seeded random initializers and written to the cache directory once.
+with a torch environment first; left out of the default set where they are missing), the onnx zoo "light" nets
+shipped inside the onnx package, whose weights (ConstantOfShape fills there) are replaced by seeded random
+initializers and written to the cache directory once, and the small and recurrent models of bench/small_models.py
+(onnx.helper graphs, built into the cache directory on first use).
 
 Timing: each model is converted once (``from_onnx``), compiled once for the native device with the executor's
 default thread policy, and its original .onnx opened once in onnxruntime (``intra_op_num_threads=1``,
@@ -34,7 +36,9 @@ DEFAULT_CACHE = Path(os.environ.get("NNRT_BENCH_CACHE", Path.home() / ".cache" /
 TORCH = ["mobilenet_v2", "resnet18_half", "unet_small", "bert_tiny", "lstm_classifier"]
 LIGHT = ["light_resnet50", "light_vgg19", "light_zfnet512", "light_bvlc_alexnet", "light_squeezenet",
          "light_shufflenet", "light_inception_v1", "light_inception_v2", "light_densenet121"]
-CNN = set(LIGHT) | {"mobilenet_v2", "resnet18_half", "unet_small"}
+# the small and recurrent models of issue 27 (bench/small_models.py: onnx.helper, no torch; built on first use)
+SMALL = ["bert_tiny16", "lstm_small", "chain50", "gru_tagger", "leaky_convnet"]
+CNN = set(LIGHT) | {"mobilenet_v2", "resnet18_half", "unet_small", "leaky_convnet"}
 
 
 def _parse(argv=None):
@@ -109,6 +113,15 @@ def light_path(name: str, cache: Path) -> Path:
 def model_path(name: str, cache: Path) -> Path:
     if name in LIGHT:
         return light_path(name, cache)
+    if name in SMALL:
+        path = cache / f"{name}.onnx"
+        if not path.exists():
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import small_models
+
+            cache.mkdir(parents=True, exist_ok=True)
+            small_models.build(name, path)
+        return path
     path = cache / f"{name}.onnx"
     if not path.exists():
         raise SystemExit(f"{path} is missing: generate it with a torch environment, "
@@ -281,7 +294,9 @@ def _geomean(values):
 def main(argv=None):
     args = _parse(argv)
     sys.path.insert(0, str(args.impl))
-    names = [n for n in args.models.split(",") if n] or TORCH + LIGHT
+    names = [n for n in args.models.split(",") if n] or TORCH + LIGHT + SMALL
+    if not args.models:  # the torch-exported models only where they were generated
+        names = [n for n in names if n not in TORCH or (args.cache / f"{n}.onnx").exists()]
     paths = {n: model_path(n, args.cache) for n in names}
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; nnrt_onnx from {args.impl}")

@@ -16,7 +16,7 @@ class Step:
 
     __slots__ = ("number", "label", "op", "fn", "kwargs", "fuse", "inputs", "outputs", "dequantize_inputs",
                  "quantize_outputs", "release", "view_shape", "out_slot", "checks", "accepts_out", "ufunc", "plain",
-                 "addends", "out_view", "group", "dequantize_dtype")
+                 "addends", "out_view", "group", "dequantize_dtype", "then")
 
     def __init__(self, number, label, op, fn, kwargs, fuse, inputs, outputs, dequantize_inputs, quantize_outputs):
         self.number = number
@@ -42,6 +42,9 @@ class Step:
         self.out_view = None
         self.plain = False  # one output, no (de)quantization, no fused activation left: the engine's short path
         self.group: tuple[Step, ...] = (self,)  # the model's operations this step runs (their unfused steps)
+        # elementwise activations a fusion appended (accel's activation fusion): each ``fn(x) -> x`` applied in
+        # order to the first output, in place where the engine owns that array (else to a copy)
+        self.then: tuple = ()
 
     def plain_candidate(self) -> bool:
         """No (de)quantization and no fused activation: the step is its kernel (or ufunc) alone."""

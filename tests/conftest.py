@@ -43,3 +43,13 @@ def invoke(cli_main):
         return runner.invoke(cli_main, [str(a) for a in args])
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _blas_threads_given_back():
+    """The native device's runs leave BLAS at their thread count (runtime/threads.py: set once, not per run): every
+    test starts from the process's own count, as a program that calls ``release_blas_threads`` would."""
+    yield
+    from nnrt_onnx.runtime.threads import release_blas_threads
+
+    release_blas_threads()

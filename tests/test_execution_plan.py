@@ -10,11 +10,12 @@ import threading
 import numpy as np
 import pytest
 
-from nnrt_onnx import Compilation, Executor, Model, TensorDesc
+from nnrt_onnx import Compilation, Executor, Model, NNRtError, TensorDesc
 from nnrt_onnx.enums import OH_NN_DataType as DT
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.enums import OH_NN_PerformanceMode as PM
 from nnrt_onnx.enums import OH_NN_TensorType as TT
+from nnrt_onnx.enums import OH_NN_ReturnCode
 from nnrt_onnx.runtime.memory import slot_is_free
 from nnrt_onnx.runtime.threads import THREADS_ENV, THREADS_EXTENSION, available_cores, blas_threads, thread_count
 
@@ -287,3 +288,86 @@ def test_the_reference_plan_extension_gives_one_compilation_the_reference_plan()
     assert fast_paths_on({REFERENCE_PLAN_EXTENSION: b"0"}) == fast_paths_on({})
     with pytest.raises(NNRtError, match="reference_plan"):
         fast_paths_on({REFERENCE_PLAN_EXTENSION: b"yes"})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# per-run cost (issue 27): input checks once per signature, BLAS threads held, outputs handed out safely
+
+
+def _dynamic_add():
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [-1, 3]))
+    same = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [-1, 3]))
+    y = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [-1, 3]))
+    m.add_operation(OP.OH_NN_OPS_RESHAPE, [], [x, m.add_constant(np.array([-1, 3], np.int64))], [same])
+    m.add_operation(OP.OH_NN_OPS_ADD, [], [x, x], [y])
+    m.specify_inputs_and_outputs([x], [same, y])  # (the input's own data as an output: it must come back a copy)
+    m.finish()
+    return m
+
+
+@pytest.mark.parametrize("entry", ["executor", "prepared"])
+def test_inputs_are_checked_for_every_new_dtype_and_shape_after_one_passed(entry):
+    ex = executor(_dynamic_add())
+    run = ex.run_arrays if entry == "executor" else ex.prepared.run
+    good = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):  # the second run takes the remembered signature
+        x_out, y = run([good])
+        np.testing.assert_array_equal(y, good + good)
+        assert x_out is not good and not np.shares_memory(x_out, good)  # never the caller's array itself
+    for bad in (good.astype(np.float64), good.reshape(3, 2), good.reshape(1, 2, 3), good.astype(np.int32)):
+        for _ in range(2):
+            with pytest.raises(NNRtError) as raised:
+                run([bad])
+            assert raised.value.code == OH_NN_ReturnCode.OH_NN_INVALID_PARAMETER
+    np.testing.assert_array_equal(run([good[:1]])[1], good[:1] * 2)  # another batch: checked, then run
+
+
+def test_runs_hold_the_blas_thread_count_until_it_is_released():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from nnrt_onnx.runtime.threads import _blas_controllers, release_blas_threads
+
+    lib = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    if not lib or not _blas_controllers():
+        pytest.skip("numpy's BLAS is not one threadpoolctl controls")
+    before = lib[0].num_threads
+    target = 2 if before == 1 else 1
+    model, _, _ = pointwise_chain(depth=2)
+    ex = executor(model, **{THREADS_EXTENSION: str(target).encode()})
+    calls = []
+    real = type(_blas_controllers()[0]).set_num_threads
+    try:
+        type(_blas_controllers()[0]).set_num_threads = lambda self, n: (calls.append(n), real(self, n))[1]
+        for _ in range(3):
+            ex.run_arrays([np.ones((1, 5, 5, C), np.float32)])
+            assert lib[0].num_threads == target  # left as the runs set it
+        assert calls == [target] * len(_blas_controllers())  # set once, not per run (and never restored per run)
+        release_blas_threads()
+        assert lib[0].num_threads == before  # the caller's count back
+        other = executor(model, **{THREADS_EXTENSION: str(before).encode()})
+        ex.run_arrays([np.ones((1, 5, 5, C), np.float32)])
+        other.run_arrays([np.ones((1, 5, 5, C), np.float32)])  # another count: set again, the caller's kept
+        assert lib[0].num_threads == before
+        ex.run_arrays([np.ones((1, 5, 5, C), np.float32)])
+        other.run_arrays([np.ones((1, 5, 5, C), np.float32)])
+        release_blas_threads()
+        assert lib[0].num_threads == before
+    finally:
+        type(_blas_controllers()[0]).set_num_threads = real
+        release_blas_threads()
+
+
+def test_an_output_that_views_the_callers_input_comes_back_as_a_copy():
+    m = Model()
+    x = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [2, 3]))
+    view = m.add_tensor(TensorDesc(DT.OH_NN_FLOAT32, [3, 2]))
+    m.add_operation(OP.OH_NN_OPS_RESHAPE, [], [x, m.add_constant(np.array([3, 2], np.int64))], [view])
+    m.specify_inputs_and_outputs([x], [view])
+    m.finish()
+    ex = executor(m)
+    assert ex.prepared.steps[0].view_shape == (3, 2)  # (a view step: its output is the input's data)
+    good = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        (out,) = ex.run_arrays([good])
+        np.testing.assert_array_equal(out, good.reshape(3, 2))
+        assert not np.shares_memory(out, good)

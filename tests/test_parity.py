@@ -953,22 +953,19 @@ def test_bench_threads_reach_the_native_thread_policy(monkeypatch):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers:
         pytest.skip("numpy's BLAS is not one threadpoolctl controls")
-    import contextlib
 
     from nnrt_onnx.runtime import cpu
-    from nnrt_onnx.runtime.threads import blas_threads, current_blas_threads
+    from nnrt_onnx.runtime.threads import current_blas_threads, enter_run
     from nnrt_onnx.serialization import load_model
     from nnrt_onnx.workflows.inference import benchmark, random_inputs
 
     seen = []
 
-    @contextlib.contextmanager
     def spy(count):
-        with blas_threads(count):
-            seen.append(current_blas_threads()[0])  # what BLAS really has during the run
-            yield
+        enter_run(count)
+        seen.append(current_blas_threads()[0])  # what BLAS really has during the run
 
-    monkeypatch.setattr(cpu, "blas_threads", spy)
+    monkeypatch.setattr(cpu, "enter_run", spy)
     model = load_model(MODELS / "tiny_cnn.nnrt")
     arrays = random_inputs(model, 0)
     before = current_blas_threads()
@@ -977,7 +974,7 @@ def test_bench_threads_reach_the_native_thread_policy(monkeypatch):
     seen.clear()
     benchmark(model, arrays, (1,), runs=1, warmup=0)
     assert seen == [1]  # the policy's default
-    assert current_blas_threads() == before  # restored after the runs
+    assert current_blas_threads() == before  # given back after the timing (release_blas_threads)
 
 
 def test_a_layer_verdict_is_its_worst_outputs():
@@ -1123,7 +1120,7 @@ def test_per_layer_runs_the_production_plan_and_names_the_fused_step_that_wrote_
          helper.make_node("Relu", ["c1"], ["r1"], name="stem.relu"),
          helper.make_node("Conv", ["r1", "w2", "b2"], ["conv"], pads=[1, 1, 1, 1], name="conv"),
          helper.make_node("Add", ["conv", "r1"], ["sum"], name="residual"),
-         helper.make_node("Sigmoid", ["sum"], ["y"], name="head")], "g",
+         helper.make_node("Sin", ["sum"], ["y"], name="head")], "g",  # (no activation: not fused into the ADD)
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

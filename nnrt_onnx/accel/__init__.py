@@ -11,7 +11,7 @@ each op computes). Nothing here is needed for a correct result: the runtime uses
   kernel calls the reference kernel for what it does not take (other dtypes, layouts; and every error, which is
   the reference kernel's to raise). Op modules: :mod:`.conv` (with
   :mod:`.depthwise`, :mod:`.direct`, :mod:`.winograd`, :mod:`.kn2row`, :mod:`.conv_method`), :mod:`.linear`,
-  :mod:`.pool`, :mod:`.normalization`, :mod:`.elementwise`, :mod:`.recurrent`, :mod:`.shape`.
+  :mod:`.pool`, :mod:`.normalization`, :mod:`.elementwise`, :mod:`.activation`, :mod:`.recurrent`, :mod:`.shape`.
 * **fusion passes** (:mod:`.fusions`), run by the pass manager on the plan: steps merged into one whose kernel is
   the accelerated kernel of its op (``post``, ``nchw``, residual addends: keywords only these kernels take).
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 
 # the modules registering specialisers (imported by :func:`load`)
-_OP_MODULES = ("conv", "linear", "pool", "normalization", "elementwise", "recurrent", "shape")
+_OP_MODULES = ("conv", "linear", "pool", "normalization", "elementwise", "activation", "recurrent", "shape")
 
 
 def load() -> None:

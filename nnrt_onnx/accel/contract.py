@@ -2,17 +2,18 @@
 a fused step answers for the ops it absorbed, all of them elementwise and exact, so its op's row holds).
 
 * ``EXACT``: the same values, NaN where the reference has NaN (the compiled loops make the reference's float
-  operations in its order: depthwise convolution, pooling, ERF and the fused GELU, the LSTM step, batch norm's
-  pass, the channel shuffle, and every plan fusion given its kernel's product).
-* ``Tolerance(rtol, atol)``: ``|fast - reference| <= atol * max|reference| + rtol * |reference|`` per element,
-  NaN and inf where the reference has them: the paths that sum in another order -- a product's K terms in register
-  tiles or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm
-  row loops. The bounds are a few float32 epsilons (1.2e-7) times the terms' count, measured with margin on the
-  differential tests (``tests/accel``); Winograd F(2x2, 3x3) is the loosest (its transforms add and subtract up to
-  16 inputs before the product). For an inf in its input Winograd is outside any tolerance: its transforms
-  subtract inf from inf, so outputs where the direct sum gives +-inf come out NaN (a 3x3 64 -> 64 layer with
-  one inf input: 8 NaN and 6 inf pixels where the reference has 9 inf ones); the contract tests feed the
-  tolerance paths finite data, NaN/inf only the EXACT ones."""
+  operations in its order: depthwise convolution, pooling, ERF and the fused GELU, the float16 LSTM step, batch
+  norm's pass, the channel shuffle, the activations, and every plan fusion given its kernel's product).
+* ``Tolerance(rtol, atol)``: ``|fast - reference| <= atol * max|reference| + rtol * |reference|`` per element, NaN
+  and inf where the reference has them: the paths that sum in another order -- a product's K terms in register tiles
+  or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm row
+  loops -- and the recurrences compiled over time (LSTM, a recognised GRU: each step's product in another order and
+  a rational tanh, through the sequence). The bounds are a few float32 epsilons (1.2e-7) times the terms' count,
+  measured with margin on the differential tests (``tests/accel``); Winograd F(2x2, 3x3) is the loosest (its
+  transforms add and subtract up to 16 inputs before the product). For an inf in its input Winograd is outside any
+  tolerance: its transforms subtract inf from inf, so outputs where the direct sum gives +-inf come out NaN (a 3x3
+  64 -> 64 layer with one inf input: 8 NaN and 6 inf pixels where the reference has 9 inf ones); the contract tests
+  feed the tolerance paths finite data, NaN/inf only the EXACT ones."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -29,6 +30,9 @@ EXACT = Tolerance(0.0, 0.0)
 _GEMM = Tolerance(1e-5, 2e-5)  # a product's terms in another order (tiles, BLAS blocks, kn2row)
 _WINOGRAD = Tolerance(1e-4, 2e-4)  # CONV2D may take Winograd F(2x2, 3x3)
 _ROWS = Tolerance(2e-6, 1e-7)  # float64 partial sums of a row (softmax, layer norm)
+# a recurrence compiled over time (the LSTM layer, a recognised GRU): the recurrent product in another order and
+# libm's tanh/exp for numpy's SIMD ones, through every step of the sequence
+_RECURRENCE = Tolerance(2e-5, 4e-5)
 
 CONTRACT: dict[str, Tolerance] = {
     "CONV2D": _WINOGRAD,
@@ -40,7 +44,7 @@ CONTRACT: dict[str, Tolerance] = {
     "LAYER_NORM": _ROWS,
     "BATCH_NORM": EXACT,
     # every other op: EXACT (ERF and the fused GELU, whose step is its DIV's, among them)
-    "LSTM": EXACT,
+    "LSTM": _RECURRENCE,
     "TRANSPOSE": EXACT,
     "CONCAT": EXACT,
 }

@@ -93,23 +93,71 @@ def _rows_softmax(general, rank, x):
     return general(x) if fast is None else fast
 
 
+def _planned_softmax(general, shape, rows, shift, normalise, x):
+    """A float32 softmax over the last axis of a static shape (``rows`` x its last dim): the AVX-512 row loops of
+    :func:`numba_loops.softmax_last_axis` called directly (their Python around them costs more than a small
+    softmax); ``general`` for inputs that are not as planned."""
+    if x.shape != shape or x.dtype != np.float32 or not x.flags.c_contiguous:
+        return general(x)
+    out = np.empty(rows, np.float32)
+    shift(x.reshape(rows), out)
+    np.exp(out, out=out)
+    normalise(out)
+    return out.reshape(shape)
+
+
 @specialiser("OH_NN_OPS_SOFTMAX")
 def specialise_softmax(op, general, inputs, arguments, addends):
     """The row loops where the plan knows the axis is the last and the data float32/float64 (decided once, not per
-    call); :func:`softmax` where the rank is not known; None otherwise."""
+    call: for a static float32 shape, the loops themselves); :func:`softmax` where the rank is not known; None
+    otherwise."""
     x = inputs[0]
     if x.dtype not in _FLOATS:
         return None
     rank = None if x.shape is None else len(x.shape)
     if rank is None:
         return functools.partial(softmax, general, **arguments)
-    return functools.partial(_rows_softmax, general, rank) if _last_axis(arguments.get("axis"), rank) else None
+    if not _last_axis(arguments.get("axis"), rank):
+        return None
+    loops = numba_loops.softmax_row_loops(x.shape, x.dtype) if x.shape is not None else None
+    if loops is not None:
+        return functools.partial(_planned_softmax, general, tuple(x.shape), (prod(x.shape[:-1]), x.shape[-1]),
+                                 *loops)
+    return functools.partial(_rows_softmax, general, rank)
+
+
+def _planned_layer_norm(general, shape, rows, gamma, beta, epsilon, loop, x, g, b):
+    """Layer norm of a static shape with constant gamma and beta: the compiled row loop called directly;
+    ``general`` for inputs that are not as planned."""
+    if x.shape != shape or x.dtype != gamma.dtype or not x.flags.c_contiguous:
+        return general(x, g, b)
+    return loop(x.reshape(rows), gamma, beta, epsilon, np.empty(rows, x.dtype)).reshape(shape)
 
 
 @specialiser("OH_NN_OPS_LAYER_NORM")
 def specialise_layer_norm(op, general, inputs, arguments, addends):
-    """:func:`layer_norm` for float32/float64 data; None otherwise."""
-    return functools.partial(layer_norm, general, **arguments) if inputs[0].dtype in _FLOATS else None
+    """For a static shape with constant gamma and beta of the normalised axes (the usual transformer layer norm):
+    the compiled row loop, its operands made once; else :func:`layer_norm` for float32/float64 data; None
+    otherwise."""
+    x, g, b = inputs[:3] if len(inputs) >= 3 else (inputs[0], None, None)
+    if x.dtype not in _FLOATS:
+        return None
+    try:
+        bna = int(np.asarray(arguments["begin_norm_axis"]).reshape(-1)[0])
+        bpa = int(np.asarray(arguments["begin_param_axis"]).reshape(-1)[0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        bna = bpa = None
+    loop = numba_loops.layer_norm_loop(x.dtype)
+    if (loop is not None and x.shape is not None and g is not None and g.value is not None and b.value is not None
+            and bna is not None and 1 <= bna < len(x.shape) and (bpa + len(x.shape) if bpa < 0 else bpa) == bna
+            and g.value.shape == tuple(x.shape[bna:]) and b.value.shape == tuple(x.shape[bna:])
+            and g.value.dtype.kind == "f" and b.value.dtype.kind == "f" and prod(x.shape)):
+        rows = (prod(x.shape[:bna]), prod(x.shape[bna:]))
+        gamma = np.ascontiguousarray(g.value, x.dtype).reshape(-1)
+        beta = np.ascontiguousarray(b.value, x.dtype).reshape(-1)
+        return functools.partial(_planned_layer_norm, functools.partial(layer_norm, general, **arguments),
+                                 tuple(x.shape), rows, gamma, beta, x.dtype.type(arguments["epsilon"]), loop)
+    return functools.partial(layer_norm, general, **arguments)
 
 
 @specialiser("OH_NN_OPS_BATCH_NORM")

@@ -333,6 +333,21 @@ def softmax_last_axis(x: np.ndarray) -> np.ndarray | None:
     return loop(rows, np.empty_like(rows)).reshape(x.shape)
 
 
+def softmax_row_loops(shape, dtype):
+    """(shift, normalise): the AVX-512 row loops of :func:`softmax_last_axis` for float32 rows of ``shape``'s last
+    dim (the same calls it makes), or None where it would not take them."""
+    if dtype != np.float32 or not shape or not 0 < shape[-1] <= _SOFTMAX_MAX_ROW or _get("softmax") is None:
+        return None
+    shift = _avx512.compiled("softmax_vectors", "shift_rows")
+    normalise = _avx512.compiled("softmax_vectors", "normalise_rows")
+    return None if shift is None or normalise is None else (shift, normalise)
+
+
+def layer_norm_loop(dtype):
+    """The compiled row loop of :func:`layer_norm_rows` for float32/float64 (called as it calls it), or None."""
+    return _get("layer_norm") if dtype in (np.float32, np.float64) else None
+
+
 def layer_norm_rows(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon: float) -> np.ndarray | None:
     """Layer norm of each row of the 2-D float32/float64 ``x`` (mean and variance accumulated in float64, then the
     numpy path's float operations: centre, divide by sqrt(var + eps), scale, shift); None without numba."""

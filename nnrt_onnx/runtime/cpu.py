@@ -39,7 +39,8 @@ from .graph import execution_order
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
 from .memory import plan_arena, slot_is_free
 from .specialise import fast_paths_on, specialise_steps
-from .threads import blas_threads, thread_count
+from .calls import KERNEL_ERRORS, activated, owns, prepare_call
+from .threads import enter_run, leave_run, thread_count
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
@@ -47,7 +48,8 @@ _OP = OH_NN_OperationType
 # ops whose output is their input's data with another shape: a view when both shapes are static
 _VIEW_OPS = frozenset({_OP.OH_NN_OPS_RESHAPE, _OP.OH_NN_OPS_SQUEEZE, _OP.OH_NN_OPS_UNSQUEEZE,
                        _OP.OH_NN_OPS_EXPAND_DIMS, _OP.OH_NN_OPS_FLATTEN})
-_KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError)
+_KERNEL_ERRORS = KERNEL_ERRORS
+_CHECKED_SIGNATURES = 64  # input signatures (dtypes, shapes) remembered as checked, per plan
 # float arithmetic (and MATMUL) whose kernel is, once its dtype checks pass, exactly this ufunc on its two inputs
 _UFUNC_OPS = {_OP.OH_NN_OPS_ADD: np.add, _OP.OH_NN_OPS_SUB: np.subtract, _OP.OH_NN_OPS_MUL: np.multiply,
               _OP.OH_NN_OPS_DIV: np.true_divide, _OP.OH_NN_OPS_MATMUL: np.matmul}
@@ -163,6 +165,10 @@ class NativePreparedModel(PreparedModel):
                                                for t in step.outputs}
         self._arenas: list[list[np.ndarray]] = []
         self._arena_lock = threading.Lock()
+        # the flat list of prepared calls a run makes (runtime.calls), and the input signatures already checked
+        self._calls = [prepare_call(self, step) for step in self.steps]
+        self._input_targets = [(index, self.compute_dtype[index]) for index in self.inputs]
+        self._checked_inputs: set = set()
 
     def _constant(self, index, tensor) -> np.ndarray:
         """The constant in its compute dtype, as a read-only array registered with the kernels (which may then
@@ -235,30 +241,46 @@ class NativePreparedModel(PreparedModel):
         if len(inputs) != len(self.inputs):
             raise invalid(f"the model has {len(self.inputs)} inputs, got {len(inputs)}")
         env = self._template.copy()
-        for position, (index, array) in enumerate(zip(self.inputs, inputs)):
-            array = np.asarray(array)
-            self._check_value(index, array, f"input #{position}", self.declared_dtype[index])
-            target = self.compute_dtype[index]
-            env[index] = array.astype(target) if array.dtype != target else array
+        signature = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else None for a in inputs])
+        if signature in self._checked_inputs:  # (the checks below passed for these dtypes and shapes before)
+            for (index, target), array in zip(self._input_targets, inputs):
+                env[index] = array if array.dtype == target else array.astype(target)
+        else:
+            for position, (index, array) in enumerate(zip(self.inputs, inputs)):
+                array = np.asarray(array)
+                self._check_value(index, array, f"input #{position}", self.declared_dtype[index])
+                target = self.compute_dtype[index]
+                env[index] = array.astype(target) if array.dtype != target else array
+            if None not in signature:
+                if len(self._checked_inputs) >= _CHECKED_SIGNATURES:
+                    self._checked_inputs.clear()
+                self._checked_inputs.add(signature)
         sources = [env[i] for i in self.inputs]  # (the plan releases inputs after their last use)
+        traced = capture is not None or profile is not None
         if capture is not None:
             self._capture(capture, env, [i for i in capture if env[i] is not None])
             hiding = {id(self._hidden[t]) for t in capture if t in self._hidden}
         arena = self._take_arena() if self._arena_sizes else None
+        threads = self.threads
+        enter_run(threads)
         try:
-            with blas_threads(self.threads), np.errstate(all="ignore"):
-                run_plain, run_step = self._run_plain, self._run_step
-                for step in self.steps:
-                    if capture is not None and id(step) in hiding:
-                        self._capture_hidden(step, env, capture)
-                    if profile is not None:
-                        started = time.perf_counter()
-                    (run_plain if step.plain else run_step)(step, env, arena)
-                    if profile is not None:
-                        profile.append((step.number, step.op.name, time.perf_counter() - started))
-                    if capture is not None:
-                        self._capture(capture, env, [i for i in step.outputs if i in capture])
+            with np.errstate(all="ignore"):
+                if not traced:
+                    for call in self._calls:
+                        call(env, arena)
+                else:
+                    for step, call in zip(self.steps, self._calls):
+                        if capture is not None and id(step) in hiding:
+                            self._capture_hidden(step, env, capture)
+                        if profile is not None:
+                            started = time.perf_counter()
+                        call(env, arena)
+                        if profile is not None:
+                            profile.append((step.number, step.op.name, time.perf_counter() - started))
+                        if capture is not None:
+                            self._capture(capture, env, [i for i in step.outputs if i in capture])
         finally:
+            leave_run(threads)
             if arena is not None:
                 self._give_arena(arena)
         results = []
@@ -267,6 +289,8 @@ class NativePreparedModel(PreparedModel):
             declared = self.declared_dtype[index]
             if value.dtype != declared:
                 value = value.astype(declared)
+            elif value.base is None and value.flags.writeable and all(value is not s for s in sources):
+                pass  # owns its data: neither a constant nor the caller's input, nor a view of them
             elif not value.flags.writeable or any(np.may_share_memory(value, s) for s in sources):
                 value = value.copy()  # never hand out a constant or a view of the caller's input
             results.append(value)
@@ -371,6 +395,8 @@ class NativePreparedModel(PreparedModel):
                 apply_fused_activation_inplace(first, step.fuse)
             else:
                 results = (apply_fused_activation(first, step.fuse),) + results[1:]
+        if step.then and results:
+            results = (activated(step.then, results[0], args, owns(step, results[0], arena)),) + results[1:]
         quantize_outputs = step.quantize_outputs
         for position, (value, (index, dtype, static)) in enumerate(zip(results, step.checks)):
             if quantize_outputs is not None and quantize_outputs[position] is not None:

@@ -3,7 +3,7 @@
 numpy's BLAS (OpenBLAS in numpy's wheels) starts one worker per core and lets idle workers spin. On a machine
 where another process holds a core, a multi-threaded sgemm waits on a worker that is not running: the same model
 then runs many times slower than with one thread (measured up to 30x on 2 cores, see docs/performance.md). So the
-native device sets the BLAS thread count explicitly for every run, and restores the caller's count afterwards:
+native device sets the BLAS thread count explicitly for its runs:
 
 * default: **1 thread** -- as fast as 2 on an idle 2-core machine for these model sizes, and steady under load;
 * ``OH_NN_PERFORMANCE_HIGH`` / ``OH_NN_PERFORMANCE_EXTREME`` (Compilation.set_performance_mode): every core this
@@ -14,6 +14,14 @@ native device sets the BLAS thread count explicitly for every run, and restores 
 
 The count is applied through threadpoolctl's controller, found once per process; without threadpoolctl (or a BLAS
 it knows) the policy is a no-op and numpy's BLAS keeps its own count.
+
+**Held, not set per run** (issue 27): reading and setting the count through threadpoolctl costs ~1 us per call and
+a set-and-restore per run ~10 us, half of a small model's run. So a run (:func:`enter_run` / :func:`leave_run`)
+touches BLAS only when its count differs from the count the device last set, and leaves it set afterwards; the
+caller's own count, saved when the device first changed it, comes back with :func:`release_blas_threads` (the
+``bench`` workflow calls it after timing). :func:`blas_threads` (a block with a count, restored on leaving: plan
+time, tools) keeps both in step. A count changed behind the device's back (the caller's own threadpoolctl limits
+between runs) is not seen until :func:`release_blas_threads`.
 """
 from __future__ import annotations
 
@@ -117,10 +125,60 @@ class _Saved:
 _blas_threads = _Saved()
 
 
+class _Held:
+    count: int | None = None  # the count the device's runs last set (None: it has not changed BLAS)
+    saved: list[int] | None = None  # the caller's counts before that
+    active: list[int] = []  # counts of the runs in progress
+
+
+_HELD = _Held()
+
+
+def enter_run(count: int) -> None:
+    """A run with BLAS at ``count`` threads (0: unchanged) starts: BLAS is set only when the device's last count
+    differs (while runs overlap, the largest count wins). Pair with :func:`leave_run`."""
+    if count <= 0:
+        return
+    controllers = _blas_controllers()
+    if not controllers:
+        return
+    with _LOCK:
+        _HELD.active.append(count)
+        wanted = max(_HELD.active)
+        if _HELD.count != wanted:
+            if _HELD.saved is None:
+                _HELD.saved = [c.num_threads for c in controllers]
+            for c in controllers:
+                if c.num_threads != wanted:
+                    c.set_num_threads(wanted)
+            _HELD.count = wanted
+
+
+def leave_run(count: int) -> None:
+    """The run that :func:`enter_run` started with ``count`` ends (BLAS keeps its count)."""
+    if count <= 0 or not _blas_controllers():
+        return
+    with _LOCK:
+        _HELD.active.remove(count)
+
+
+def release_blas_threads() -> None:
+    """Give BLAS back the count it had before the device's runs changed it (no-op while a run is in progress or
+    when they never changed it)."""
+    controllers = _blas_controllers()
+    with _LOCK:
+        if _HELD.active or _HELD.saved is None:
+            return
+        for c, saved in zip(controllers, _HELD.saved):
+            if c.num_threads != saved:
+                c.set_num_threads(saved)
+        _HELD.count, _HELD.saved = None, None
+
+
 def current_blas_threads() -> list[int]:
     """The thread count of each BLAS library threadpoolctl controls (empty without threadpoolctl)."""
     return [c.num_threads for c in _blas_controllers()]
 
 
 __all__ = ["THREADS_ENV", "THREADS_EXTENSION", "available_cores", "blas_threads", "current_blas_threads",
-           "thread_count"]
+           "enter_run", "leave_run", "release_blas_threads", "thread_count"]

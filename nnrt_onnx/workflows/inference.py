@@ -360,6 +360,9 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
                 if step >= warmup:
                     times.append(time.perf_counter() - start)
         result.times = times
+    from ..runtime.threads import release_blas_threads
+
+    release_blas_threads()  # (the native runs keep their BLAS thread count; the caller's comes back here)
     return [result for result, _ in candidates]
 
 

@@ -70,6 +70,19 @@ def every_kernel() -> None:
         gates_in(gates, rng.standard_normal((1, 3, 2, 16)).astype(dtype), 0, np.ones(16, dtype))
         cell(gates, c, 0, 4, 8, 12)
     assert L.erf_gelu(rng.standard_normal(10).astype(np.float32), 1.41, 1.0, 0.5) is not None
+    from nnrt_onnx.accel.loops import recurrence as R  # the recurrences compiled over time (float32)
+
+    f32 = np.float32
+    h, c = np.zeros((1, 2, 4), f32), np.zeros((1, 2, 4), f32)
+    R.lstm_layer(rng.standard_normal((1, 3, 2, 16)).astype(f32), rng.standard_normal((1, 4, 16)).astype(f32), h, c,
+                 np.empty((3, 2, 1, 4), f32), np.empty(16, f32), 0, 4, 8, 12)
+    assert np.all(np.abs(h) < 1) and np.all(np.isfinite(c))  # (h = o * tanh(c): inside (-1, 1))
+    proj = [rng.standard_normal((3, 2, 4)).astype(f32) for _ in range(3)]
+    weights = [rng.standard_normal((4, 4)).astype(f32) for _ in range(3)]
+    state, bias, scratch = np.zeros((2, 4), f32), np.zeros(4, f32), np.empty((4, 4), f32)
+    R.gru_step(proj[0][0], proj[1][0], proj[2][0], state, *weights, bias, True, np.empty((2, 4), f32), scratch)
+    R.gru_sequence(*proj, state, *weights, bias, False, np.empty((3, 2, 4), f32), scratch)
+    R.gru_sequence_rows(*proj, 2, -1, state, *weights, bias, True, np.empty((3, 2, 4), f32), scratch)
     transform_in, transform_out = L.winograd_transforms()
     th, tw, c, o = 2, 2, 3, 5
     xp = rng.standard_normal((1, 2 * th + 2, 2 * tw + 2, c)).astype(np.float32)
