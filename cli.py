@@ -888,7 +888,7 @@ def _export_model(model, src, dst, opset: int | None, as_json: bool, onnx_nodes:
     "Building the program": ["cflags", "includes", "args"], "Output": ["output", "model_index", "opset"]},
     examples=["nnrt-onnx capture examples/capture/add_relu.c -o add_relu.nnrt",
               "nnrt-onnx capture app.c model_builder.c -I include --cflag -DSMALL -o app_model.onnx"])
-@click.argument("sources", metavar="PROGRAM.c...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("sources", metavar="PROGRAM.c...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The .nnrt (or .onnx) file to "
               "write.")
 @click.option("--cflag", "cflags", multiple=True, metavar="FLAG", help="A compiler flag for the sources (repeat).")
@@ -911,7 +911,8 @@ def capture(sources, output: str, cflags, includes, args, model_index: int | Non
 
     dst = Path(output)
     if dst.suffix.lower() not in (".nnrt", ".onnx"):
-        raise UserError("capture writes MODEL.nnrt or MODEL.onnx (-o)")
+        raise click.BadParameter("capture writes FILE.nnrt or FILE.onnx", param_hint="-o")
+    _writable(dst, "--output")
     model, run = capture_model(sources, args, flags=cflags, includes=includes, which=model_index)
     if dst.suffix.lower() == ".onnx":
         from nnrt_onnx.onnx_export import DEFAULT_OPSET, ExportError, to_onnx

@@ -354,7 +354,17 @@ def test_convert_emit_c_writes_the_directory(invoke, tmp_path):
                     "cnn", "-o", str(out))
     assert result.exit_code == 0 and (out / "cnn_weights.c").is_file()
     result = invoke("convert", str(root / "models" / "tiny_cnn.nnrt"), "--embed-weights", "-o", str(tmp_path / "a.onnx"))
-    assert result.exit_code == 1 and "go with --emit c" in result.stderr
+    assert result.exit_code == 2 and "go with --emit c" in result.stderr
+    result = invoke("convert", str(root / "models" / "tiny_cnn.nnrt"), "--emit", "c", "--opset", "17", "-o", str(out))
+    assert result.exit_code == 2 and "--opset" in result.stderr
+
+
+def test_capture_usage_errors_exit_2(invoke, tmp_path):
+    source = Path(__file__).resolve().parent.parent / "examples" / "capture" / "add_relu.c"
+    result = invoke("capture", str(source), "-o", str(tmp_path / "model.txt"))
+    assert result.exit_code == 2 and "FILE.nnrt or FILE.onnx" in result.stderr
+    result = invoke("capture", str(tmp_path / "missing.c"), "-o", str(tmp_path / "m.nnrt"))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
 
 
 # -- traces ---------------------------------------------------------------------------------------------------------
