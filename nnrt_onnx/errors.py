@@ -28,3 +28,19 @@ def unsupported(message: str) -> NNRtError:
 
 class UserError(Exception):
     """A problem with what the user asked for (bad path, bad input spec): one clear line, no traceback."""
+
+
+class CommandLineError(UserError):
+    """A malformed or inconsistent command line (a spec that does not parse, a file it names that does not exist,
+    flags that conflict): the CLI exits 2 for it, as for its own usage errors."""
+
+
+def os_reason(error: OSError) -> str:
+    """An OSError's reason in words ("no space left on device"): its strerror, never "[Errno 28]" or a file name."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return reason[:1].lower() + reason[1:]
+
+
+def cannot(verb: str, path, error: OSError) -> str:
+    """``cannot write PATH: no space left on device``."""
+    return f"cannot {verb} {path}: {os_reason(error)}"

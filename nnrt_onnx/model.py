@@ -73,6 +73,7 @@ class Model:
         self.inputs: tuple[int, ...] | None = None
         self.outputs: tuple[int, ...] | None = None
         self.finished = False
+        self.name = ""  # extension: the source graph's name (NNRt models have none), kept by .nnrt files and exports
 
     # -- tensors ---------------------------------------------------------------------------------------------
     def _check_open(self, what: str) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from . import cleanup
 from .dtypes import element_size, to_numpy
 from .enums import OH_NN_DataType, OH_NN_Format, OH_NN_OperationType, OH_NN_ReturnCode, OH_NN_TensorType
-from .errors import NNRtError, invalid
+from .errors import NNRtError, cannot, invalid
 from .model import Model
 from .tensor import MAX_TENSOR_RANK, UINT32_MAX, QuantParam, check_dims
 
@@ -103,6 +103,8 @@ def _encode(model: Model) -> tuple[bytes, list[tuple[int, memoryview]]]:
         "outputs": list(model.outputs),
         "data_size": offset,
     }
+    if model.name:  # optional (readers ignore unknown keys): the source graph's name, kept by an export
+        header["name"] = model.name
     text = json.dumps(header, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("utf-8")
     if len(text) > MAX_HEADER_LENGTH:  # what we write, we can read: refused here rather than by every later load
         raise invalid(f"the model is too large for the .nnrt format: its header would be {len(text)} bytes "
@@ -143,7 +145,8 @@ def _umask() -> int:
 def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) -> None:
     """Write ``chunks`` to ``path`` via a temp file in the same directory, fsync and os.replace.
 
-    Raises the underlying OSError; on any failure -- an exception, KeyboardInterrupt, SIGTERM or SIGHUP -- the
+    Raises the underlying OSError, naming ``path`` (never the temp file: a message shows what the user asked to
+    write); on any failure -- an exception, KeyboardInterrupt, SIGTERM or SIGHUP -- the
     temp file is removed and ``path`` is untouched (nnrt_onnx/cleanup.py; after a kill -9 the next write of the same
     file removes the orphan).
     A reader that memory-mapped the old file keeps its (old, unlinked) inode, so its views stay valid.
@@ -152,7 +155,10 @@ def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) 
     directory = os.path.dirname(os.path.abspath(path))
     target = os.path.basename(path)
     cleanup.sweep_stale(directory, target)  # what a killed (-9) writer of the same file left behind
-    fd, temp = tempfile.mkstemp(prefix=cleanup.temp_prefix(target), suffix=".tmp", dir=directory)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=cleanup.temp_prefix(target), suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, path) from None
     cleanup.register(temp)  # removed on SIGTERM/SIGHUP too (cleanup.py); SIGINT is a KeyboardInterrupt below
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the usual permissions
@@ -162,11 +168,13 @@ def atomic_write(path: str | os.PathLike, chunks: Iterable[bytes | memoryview]) 
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as error:
         try:
             os.unlink(temp)
         except OSError:
             pass
+        if isinstance(error, OSError) and error.errno is not None:
+            raise OSError(error.errno, error.strerror, path) from None
         raise
     finally:
         cleanup.unregister(temp)
@@ -195,7 +203,7 @@ def save_model(model: Model, path: str | os.PathLike) -> None:
     try:
         atomic_write(path, chunks)
     except OSError as error:
-        raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, f"cannot write {os.fspath(path)!r}: {error}") from None
+        raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED, cannot("write", os.fspath(path), error)) from None
 
 
 # -- reading -------------------------------------------------------------------------------------------------
@@ -388,7 +396,12 @@ def model_from_bytes(buffer, *, _start: int = 0, _end: int | None = None) -> Mod
         operations.append((where, op, *(_indices(entry[k], f"{where}.{k}") for k in ("params", "inputs", "outputs"))))
     inputs = _indices(header["inputs"], "inputs")
     outputs = _indices(header["outputs"], "outputs")
-    return _replay(decoded, operations, inputs, outputs)
+    model = _replay(decoded, operations, inputs, outputs)
+    name = header.get("name", "")
+    if not isinstance(name, str):
+        raise _bad(f"name must be a string, got {type(name).__name__}")
+    model.name = name
+    return model
 
 
 def _replay(tensors, operations, inputs, outputs) -> Model:

@@ -163,3 +163,23 @@ def test_a_checker_failure_names_the_operation(monkeypatch):
     assert text.startswith("1 operation cannot be exported: layer_norm_0: the export at opset 13 fails the ONNX "
                            "checker: "), text
     assert "ReduceMean" in text and "\n" not in text
+
+
+def test_the_export_keeps_the_source_graphs_name(tmp_path):
+    """The exported graph is named as the ONNX graph the model came from -- also through an .nnrt file -- not after
+    a tensor; a model built with the API (no source graph) is 'nnrt_model', and ``name=`` still wins."""
+    from onnx import TensorProto, helper
+
+    from nnrt_onnx.serialization import load_model, save_model
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "my_detector",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).model
+    assert to_onnx(model).graph.name == "my_detector"
+    save_model(model, tmp_path / "m.nnrt")
+    assert to_onnx(load_model(tmp_path / "m.nnrt")).graph.name == "my_detector"
+    assert to_onnx(model, name="other").graph.name == "other"
+    model.name = ""
+    save_model(model, tmp_path / "unnamed.nnrt")
+    assert to_onnx(load_model(tmp_path / "unnamed.nnrt")).graph.name == "nnrt_model"

@@ -343,3 +343,15 @@ def test_check_report_usage_errors(invoke, tmp_path):
     assert result.exit_code == 2 and "one model's report is a file" in result.stderr
     result = invoke("check", MODELS, "--report", tmp_path / "no" / "such")
     assert result.exit_code == 1 and "no such directory" in result.stderr
+
+
+def test_worker_processes_send_the_pages_back_and_the_results_file_stays_lean(invoke, tmp_path):
+    out, results = tmp_path / "sweep", tmp_path / "rows.jsonl"
+    result = invoke("check", MODELS, "-j", "2", "--report", out, "--results", results)
+    assert result.exit_code == 0, result.output
+    stored = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(stored) == 3 and all("page" not in row and Path(row["html"]).is_file() for row in stored)
+    index = Page((out / "index.html").read_text())
+    assert sorted(a.attrs["href"] for a in index.find("a")) == sorted(Path(row["html"]).name for row in stored)
+    for row in stored:  # each page, rendered in its worker, is the model's own
+        assert row["model"] in Page(Path(row["html"]).read_text()).find("h1")[0].text

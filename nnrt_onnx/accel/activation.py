@@ -96,7 +96,10 @@ def in_place(op: str, arguments: dict, table=None):
 
 
 def _copied(fn, x):
-    return fn(np.array(x, copy=True))
+    copy = np.array(x, copy=True)
+    if copy.ndim == 0:  # (a ufunc of 0-d arrays gives numpy scalars, which out= cannot take: a 1-element view)
+        return np.asarray(fn(copy.reshape(1))).reshape(())
+    return fn(copy)
 
 
 def activation_runner(op, inputs, arguments, table, ufuncs):

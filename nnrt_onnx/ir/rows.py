@@ -148,8 +148,38 @@ def route(domain: str, op_type: str, versions: dict[str, int]) -> tuple[Row | No
     row = find_row(op_type, version, domain)
     if row is None:
         where = f"opset {version}" if not domain else f"{domain} opset {version}"
-        return None, version, (UNSUPPORTED_OP, f"no NNRt mapping for {key} at {where}")
+        return None, version, (UNSUPPORTED_OP, f"no NNRt mapping for {key} at {where}{refusal(key)}")
     return row, version, None
+
+
+def refusal(key: str) -> str:
+    """Why an operator without a row for some version does not convert, as ``": <reason>"`` (empty when unknown):
+    its documented reason (``mappings/onnx_unsupported.toml``), or the opsets its rows do cover."""
+    reason = unsupported_reasons().get(key)
+    if reason:
+        return f": {reason}"
+    rows = onnx_rows().get(key)
+    if rows:
+        spans = ", ".join(f"{r.since}-{r.until}" if r.until else f"{r.since} and later" for r in rows)
+        return f" (its rows cover opsets {spans})"
+    return ""
+
+
+@cache
+def unsupported_reasons() -> dict[str, str]:
+    """ONNX operator -> why it does not convert (``mappings/onnx_unsupported.toml``: one entry per operator of the
+    default domain without a mapping row; docs/onnx_unsupported.md is generated from it)."""
+    path = mappings_dir() / "onnx_unsupported.toml"
+    if not path.is_file():
+        return {}
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    reasons = {}
+    for op_type, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) != {"reason"} or not isinstance(entry["reason"], str):
+            raise OpTableError(f"{path.name}: [{op_type}] must hold exactly one string, reason")
+        reasons[op_type] = entry["reason"]
+    return reasons
 
 
 def claimed_op_types() -> set[str]:

@@ -302,12 +302,15 @@ def _culprit(model: onnx.ModelProto, origins: dict[str, str], message: str) -> s
     return "an operation the ONNX checker does not name"
 
 
-def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", optimize_layout: bool = True,
+def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str | None = None, optimize_layout: bool = True,
             check: bool = False) -> onnx.ModelProto:
     """Export a finished NNRt model. Raises :class:`ExportError` listing every op that cannot be exported.
 
+    The graph is named ``name``, by default the model's (the source ONNX graph's name, for a converted model) or
+    ``nnrt_model``.
     ``check=True`` also runs ``onnx.checker.check_model(full_check=True)`` (the tests and the CLI do)."""
     started = time.perf_counter()
+    graph_name = name or getattr(model, "name", "") or "nnrt_model"  # (before the loops below reuse ``name``)
     if not model.finished:
         raise ExportError(["the model is not finished"])
     if isinstance(opset, bool) or not isinstance(opset, int) or opset not in OPSETS:
@@ -322,9 +325,9 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
     problems = []
     table = exporters()
     used_constants: set[str] = set()
-    for name, value in graph.values.items():
+    for value_name, value in graph.values.items():
         if value.quant is not None:
-            builder.quant_dtype[name] = value.dtype
+            builder.quant_dtype[value_name] = value.dtype
     for node in graph.nodes:
         for i in node.inputs:
             if graph.values[i].data is not None:
@@ -361,7 +364,7 @@ def to_onnx(model: Model, opset: int = DEFAULT_OPSET, name: str = "nnrt_model", 
     if builder.functions:
         result.opset_import.append(helper.make_opsetid(NNRT_DOMAIN, 1))
     onnx_graph = result.graph
-    onnx_graph.name = name
+    onnx_graph.name = graph_name
     onnx_graph.node.extend(builder.nodes)
     onnx_graph.input.extend(_value_info(graph.values[i]) for i in graph.inputs)
     onnx_graph.output.extend(_value_info(graph.values[o]) for o in graph.outputs)

@@ -367,6 +367,7 @@ def emit_model(graph: Graph, name: str = "model") -> Model:
     """The IR as a finished NNRt Model, built through the validating API."""
     graph.remove_unused()
     model = Model()
+    model.name = name
     index: dict[str, int] = {}
     issues = []
 

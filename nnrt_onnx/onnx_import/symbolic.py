@@ -100,6 +100,23 @@ class ShapeValues:
             return _arithmetic(op, self.value(inputs[0], depth + 1), self.value(inputs[1], depth + 1))
         return None
 
+    def elements(self, tensor: str, depth: int = 0) -> list[int | str | None] | None:
+        """The elements of a 1-d integer tensor whose length is known, each as :meth:`value` reads it or None where
+        it cannot be told (a Concat's parts are read apart: ``Concat(Shape(x)[:2], Mul(Shape(x)[2:], 2))`` is
+        ``[N, C, None, None]``); None when not even the length is known."""
+        whole = self.value(tensor)
+        if whole is not None:
+            return whole
+        node = self.producers.get(tensor)
+        if node is not None and node.op_type == "Concat" and depth <= _MAX_DEPTH and all(node.input):
+            parts = [self.elements(part, depth + 1) for part in node.input]
+            if all(p is not None for p in parts):
+                return [e for p in parts for e in p]
+        known = self.graph.values.get(self.graph.resolve(tensor))
+        if known is not None and known.shape is not None and len(known.shape) == 1 and known.shape[0] >= 0:
+            return [None] * int(known.shape[0])
+        return None
+
 
 # shape arithmetic exporters write (torch's ``x.size(1) // 2``): on known elements; a symbol survives only what leaves
 # it unchanged (times or divided by 1, plus or minus 0)

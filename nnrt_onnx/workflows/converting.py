@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.issues import DYNAMIC_SHAPE
-from .model_inputs import ModelInputs
+from .model_inputs import ModelInputs, override_static_dims
 from .model_inputs import import_options as import_options_for
 
 
@@ -39,8 +39,10 @@ class Conversion:
 def convert_as_convert(model, inputs: ModelInputs, **import_options) -> Conversion:
     """Convert ``model`` (a path or ModelProto; ``structure`` for the declared inputs) the way ``convert`` does; see
     the module doc. Raises ConversionError when neither conversion works (the specialised one's, when it was tried)."""
-    from ..onnx_import import ConversionError, from_onnx, load_structure
+    from ..onnx_import import ConversionError, from_onnx, load_onnx, load_structure
 
+    if inputs.override_static and inputs.shapes:  # the model as if declared with those dims (a copy, weights too)
+        model = override_static_dims(model if hasattr(model, "graph") else load_onnx(str(model)), inputs.shapes)
     structure = load_structure(str(model)) if not hasattr(model, "graph") else model
     exact = import_options_for(structure, inputs)  # (validates the data's shapes against the model's dims)
     as_convert = import_options_for(structure, ModelInputs({}, inputs.shapes, inputs.constants))

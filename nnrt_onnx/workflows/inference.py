@@ -14,11 +14,12 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..compilation import Compilation
-from ..errors import UserError
+from ..errors import CommandLineError, UserError, cannot
 from ..executor import Executor
 from ..model import Model
 from ..runtime.device import all_device_ids, get_device
 from .converting import convert_as_convert
+from .files import check_model_file
 from .model_inputs import ModelInputs
 
 
@@ -34,21 +35,33 @@ def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model
     suffix = path.suffix.lower()
     inputs = inputs or ModelInputs()
     if suffix == ".nnrt":
+        from ..errors import NNRtError
         from ..serialization import load_model
 
-        if inputs.shapes or inputs.constants:
-            raise UserError(f"{path}: --input-shape and --constant-input apply to .onnx models (an .nnrt model's "
-                            f"shapes are fixed when it is converted)")
-        return load_model(path)
+        if inputs.constants:
+            raise CommandLineError(f"{path}: --constant-input applies to .onnx models (an .nnrt model's inputs are "
+                                   f"fixed when it is converted)")
+        check_model_file(path, "nnrt")
+        try:
+            return load_model(path)
+        except NNRtError as exc:
+            raise UserError(f"{path}: not a valid .nnrt model file: {exc.message}") from None
     if suffix == ".onnx":  # (from_onnx reads the weights from the file itself)
+        check_model_file(path, "onnx")
         return convert_as_convert(path, inputs, **import_options).result.model
     raise UserError(f"{path}: unknown model type {suffix!r} (expected .nnrt or .onnx)")
+
+
+DEVICE_CHOICES = ("cpu", "onnxruntime")  # what --device offers; the full names and ids are accepted too
 
 
 def device_id_by_name(name: str) -> int:
     """A device id from a device name (``onnxruntime.cpu``), its backend (``onnxruntime``), its kind (``cpu``: the
     first device of that kind, i.e. the native one), or a number."""
     if str(name).isdigit():
+        ids = all_device_ids()
+        if int(name) not in ids and int(name) != 0:  # (0: the first device, as in NNRt)
+            raise CommandLineError(f"--device {name}: no device with that id (ids: {', '.join(map(str, ids))})")
         return get_device(int(name)).id
     ids = all_device_ids()
     for part in (lambda n: n, lambda n: n.split(".")[0], lambda n: n.split(".")[-1]):
@@ -56,7 +69,8 @@ def device_id_by_name(name: str) -> int:
         if matches:
             return matches[0]
     names = ", ".join(get_device(i).name for i in ids)
-    raise UserError(f"unknown device {name!r} (available: {names})")
+    raise CommandLineError(f"--device {name}: unknown device (available: cpu or {DEVICE_CHOICES[-1]}, or the "
+                           f"full names {names})")
 
 
 def input_names(model: Model) -> list[str]:
@@ -71,8 +85,10 @@ ValueRanges = Mapping["str | None", "tuple[float, float]"]  # input name (None: 
 
 
 def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1,
-                  value_ranges: ValueRanges | None = None) -> list[np.ndarray]:
-    """Seeded random data fitting each input's dtype and shape (dynamic dims become ``dynamic_dim``).
+                  value_ranges: ValueRanges | None = None,
+                  shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
+    """Seeded random data fitting each input's dtype and shape (``shapes`` by input name; other inputs' dynamic dims
+    become ``dynamic_dim``).
 
     Default values: floats standard normal, integers in [-8, 8] (quantized: their whole range), bools fair coins.
     ``value_ranges`` maps an input name (or None: every input) to (low, high): floats uniform in [low, high),
@@ -83,7 +99,7 @@ def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1,
     arrays = []
     for index in model.inputs:
         tensor = model.tensors[index]
-        shape = tuple(dynamic_dim if d == -1 else d for d in tensor.dims)
+        shape = tuple((shapes or {}).get(tensor.name) or (dynamic_dim if d == -1 else d for d in tensor.dims))
         dtype = tensor.np_dtype
         span = ranges.get(tensor.name, ranges.get(None))
         if dtype == np.bool_:
@@ -115,44 +131,83 @@ def parse_value_ranges(specs: Sequence[str]) -> dict[str | None, tuple[float, fl
                 raise ValueError
             low, high = float(parts[0]), float(parts[1])
         except ValueError:
-            raise UserError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI (two numbers)") from None
+            raise CommandLineError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI (two numbers)") from None
         if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
-            raise UserError(f"--val-range {spec}: LO must be below HI, both finite")
+            raise CommandLineError(f"--val-range {spec}: LO must be below HI, both finite")
         if sep and not name:
-            raise UserError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI")
+            raise CommandLineError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI")
+        if (name if sep else None) in ranges:
+            raise CommandLineError(f"--val-range {spec}: {'input ' + repr(name) if sep else 'every input'} has a "
+                                   f"range already")
         ranges[name if sep else None] = (low, high)
     return ranges
 
 
-def check_value_ranges(ranges: ValueRanges, names: Sequence[str]) -> None:
-    """A UserError naming the inputs of ``--val-range`` the model does not have."""
+def check_value_ranges(ranges: ValueRanges, names: Sequence[str], given: Sequence[str] = ()) -> None:
+    """A CommandLineError naming the inputs of ``--val-range`` the model does not have, or that are given (a range
+    shapes random data only: with every input given, even an unnamed range would be silently ignored)."""
     unknown = sorted(n for n in ranges if n is not None and n not in names)
     if unknown:
-        raise UserError(f"--val-range: unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+        raise CommandLineError(f"--val-range: unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+    fed = sorted(n for n in ranges if n is not None and n in given)
+    if fed:
+        raise CommandLineError(f"--val-range: input(s) {fed} are given with --input; a range applies to random "
+                               f"inputs only")
+    if None in ranges and names and all(n in given for n in names):
+        raise CommandLineError("--val-range: every input is given with --input; a range applies to random inputs "
+                               "only")
+
+
+def random_shape(name: str, dims: Sequence[int], pinned: Sequence[int] | None = None) -> list[int]:
+    """The shape of random data for an input declared ``dims`` (-1: dynamic): ``pinned`` (``--input-shape``, which must
+    agree with the static dims), or the declared dims with a dynamic leading (batch) dim of 1. Any other dynamic dim
+    is a CommandLineError asking for the shape: a guess (1) would make the model fail far from the cause -- a pooling
+    window larger than a height of 1 -- or compute something else than the user means."""
+    shown = "[" + ", ".join("?" if d == -1 else str(d) for d in dims) + "]"
+    if pinned is not None:
+        pinned = [int(d) for d in pinned]
+        if len(pinned) != len(dims) or any(d not in (-1, p) for d, p in zip(dims, pinned)):
+            raise CommandLineError(f"--input-shape {name}={','.join(map(str, pinned))}: the input is declared "
+                                   f"{shown}; only its dynamic dims (?) can be chosen")
+        return pinned
+    unknown = [axis for axis, d in enumerate(dims) if d == -1 and axis > 0]
+    if unknown:
+        example = ",".join("1" if d == -1 and axis == 0 else "224" if d == -1 else str(d)
+                           for axis, d in enumerate(dims))
+        raise CommandLineError(f"input {name!r} has dynamic dims {shown} (axis {', '.join(map(str, unknown))}): give "
+                               f"its shape, e.g. --input-shape {name}={example}, or its data with --input")
+    return [1 if d == -1 else d for d in dims]
 
 
 def complete_inputs(model: Model, given: Mapping[str, np.ndarray], seed: int = 0,
-                    value_ranges: ValueRanges | None = None, max_bytes: int | None = None) -> list[np.ndarray]:
+                    value_ranges: ValueRanges | None = None, max_bytes: int | None = None,
+                    shapes: Mapping[str, Sequence[int]] | None = None) -> list[np.ndarray]:
     """The given arrays in model order; inputs not given are seeded random data (``value_ranges``: see
-    :func:`random_inputs`), which must fit ``max_bytes`` (default: the import budget, 256 MiB) together -- a model
-    declaring a [2**20, 2**20] input is a UserError, not a terabyte of random numbers."""
+    :func:`random_inputs`) of the shape :func:`random_shape` says (``shapes``: by input name), which must fit
+    ``max_bytes`` (default: the import budget, 256 MiB) together -- a model declaring a [2**20, 2**20] input is a
+    UserError, not a terabyte of random numbers."""
     from ..compilation import check_data_types
     from ..ir.budget import format_bytes, nbytes, resolve_limit
 
     check_data_types(model)  # (an OH_NN_UNKNOWN input has no data to make: the build's error, now)
     names = input_names(model)
     if value_ranges:
-        check_value_ranges(value_ranges, names)
+        check_value_ranges(value_ranges, names, list(given))
+    unknown = sorted(set(shapes or {}) - set(names))
+    if unknown:
+        raise CommandLineError(f"--input-shape: unknown input name(s) {unknown}; the model's inputs are {names}")
     limit, total = resolve_limit(max_bytes), 0
+    random_shapes = {}
     for name, index in zip(names, model.inputs):
         if name not in given:
             tensor = model.tensors[index]
-            total += nbytes([1 if d == -1 else d for d in tensor.dims], tensor.np_dtype)
+            random_shapes[name] = random_shape(name, tensor.dims, (shapes or {}).get(name))
+            total += nbytes(random_shapes[name], tensor.np_dtype)
             if total > limit:
                 raise UserError(f"random data for input {name!r} ({tensor.np_dtype} {list(tensor.dims)}) would take "
                                 f"the inputs over {format_bytes(limit)}: give it with --input, or raise "
                                 f"--max-constant-bytes")
-    generated = random_inputs(model, seed, value_ranges=value_ranges)
+    generated = random_inputs(model, seed, value_ranges=value_ranges, shapes=random_shapes)
     arrays = []
     for name, index, fallback in zip(names, model.inputs, generated):
         if name not in given:
@@ -232,12 +287,17 @@ class BenchResult:
         return float(np.percentile(self.times, q)) if self.times else None
 
 
+def _ort_source(onnx_model):
+    """What onnxruntime loads: a path, or a ModelProto's bytes (a model re-declared by --override-static)."""
+    return onnx_model.SerializeToString() if hasattr(onnx_model, "SerializeToString") else str(onnx_model)
+
+
 def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[int] = (1, 2), runs: int = 20,
               warmup: int = 3, onnx_model=None, progress=None,
               bound: Mapping[str, np.ndarray] | None = None, threads: int | None = None) -> list[BenchResult]:
     """Latencies of ``runs`` runs (after ``warmup`` runs) of ``model`` on each device through Compilation and
-    Executor, and of ``onnx_model`` (a path, when given) in a plain onnxruntime session (fed ``bound`` too: the
-    inputs the conversion bound to constants).
+    Executor, and of ``onnx_model`` (a path or ModelProto, when given) in a plain onnxruntime session (fed ``bound``
+    too: the inputs the conversion bound to constants).
 
     ``threads``: the onnxruntime sessions' intra-op threads and the native device's BLAS thread count (its thread
     policy's ``nnrt_onnx.threads`` extension config, runtime/threads.py); None leaves both at their defaults
@@ -268,7 +328,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             result.compile_seconds = time.perf_counter() - start
             candidates.append((result, lambda executor=executor: executor.run_arrays(list(inputs))))
         except NNRtError as exc:
-            result.error = f"{exc.code.name}: {exc.message}"
+            result.error = exc.message
             candidates.append((result, None))
     if onnx_model is not None:
         import onnxruntime as ort
@@ -281,7 +341,7 @@ def benchmark(model: Model, inputs: Sequence[np.ndarray], device_ids: Sequence[i
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
         try:
-            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(_ort_source(onnx_model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's errors have no stable public types
             result.error = str(exc).splitlines()[0]
             candidates.append((result, None))
@@ -355,8 +415,8 @@ def _op_table(seconds: dict[str, float], counts: dict[str, int]) -> tuple[list[O
 
 def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
                         threads: int | None = None) -> tuple[list[OpTime], float]:
-    """Per-op-type time of the ONNX file ``onnx_model`` in onnxruntime (CPU, ``threads`` intra-op threads,
-    default 1) from onnxruntime's own profiler: the kernel time of every node over the last ``runs`` of
+    """Per-op-type time of ``onnx_model`` (a path or ModelProto) in onnxruntime (CPU, ``threads`` intra-op
+    threads, default 1) from onnxruntime's own profiler: the kernel time of every node over the last ``runs`` of
     ``warmup + runs`` runs fed ``feed``. Op types are onnxruntime's, after its graph optimisations (a Conv may have
     absorbed its Add and Relu). The counterpart of :func:`profile_model`, for finding where the two part. Raises
     RuntimeError when onnxruntime cannot load or run the model."""
@@ -372,7 +432,7 @@ def profile_onnxruntime(onnx_model, feed: dict, runs: int = 10, warmup: int = 2,
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort")
         try:
-            session = ort.InferenceSession(str(onnx_model), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(_ort_source(onnx_model), options, providers=["CPUExecutionProvider"])
             for _ in range(warmup + runs):
                 session.run(None, feed)
             with open(session.end_profiling(), encoding="utf-8") as handle:
@@ -459,7 +519,7 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"cannot create output directory {directory}: {exc.strerror}") from None
+        raise UserError(cannot("create the output directory", directory, exc)) from None
     paths = []
     entries = []
     for name, array, file in zip(result.names, result.outputs, output_file_names(result.names)):
@@ -469,7 +529,7 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
         try:
             atomic_write(path, [buffer.getvalue()])
         except OSError as exc:
-            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise UserError(cannot("write", path, exc)) from None
         paths.append(path)
         entries.append({"name": name, "file": file, "dtype": str(array.dtype), "shape": list(array.shape)})
     manifest = directory / "manifest.json"
@@ -477,12 +537,12 @@ def save_outputs(result: RunResult, directory: str | Path) -> list[Path]:
     try:
         atomic_write(manifest, [text.encode("utf-8", "surrogatepass")])
     except OSError as exc:
-        raise UserError(f"cannot write {manifest}: {exc.strerror or exc}") from None
+        raise UserError(cannot("write", manifest, exc)) from None
     paths.append(manifest)
     return paths
 
 
-__all__ = ["BenchResult", "OpTime", "RunResult", "benchmark", "check_value_ranges", "complete_inputs",
-           "decode_file_stem", "device_id_by_name", "encode_file_stem", "load_any", "output_file_names",
-           "parse_value_ranges", "profile_model", "profile_onnxruntime", "random_inputs", "run_model", "safe_file_name",
-           "save_outputs"]
+__all__ = ["DEVICE_CHOICES", "BenchResult", "OpTime", "RunResult", "benchmark", "check_value_ranges",
+           "complete_inputs", "decode_file_stem", "device_id_by_name", "encode_file_stem", "load_any",
+           "output_file_names", "parse_value_ranges", "profile_model", "profile_onnxruntime", "random_inputs",
+           "random_shape", "run_model", "safe_file_name", "save_outputs"]

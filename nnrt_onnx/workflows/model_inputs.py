@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import CommandLineError, UserError, cannot
+from .files import ARRAY_SUFFIXES, spec_file, split_spec
 
 
 @dataclass
@@ -22,6 +23,7 @@ class ModelInputs:
     data: dict[str, np.ndarray] = field(default_factory=dict)
     shapes: dict[str, list[int]] = field(default_factory=dict)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    override_static: bool = False  # ``shapes`` may replace static dims too (re-batching a model declared batch 1)
 
 
 @dataclass(frozen=True)
@@ -155,26 +157,42 @@ def read_array(path: str | Path, max_bytes: int | None = None) -> dict[str, np.n
 
 def parse_input_specs(specs: Sequence[str], names: Sequence[str], max_bytes: int | None = None
                       ) -> dict[str, np.ndarray]:
-    """``name=file`` specs (a ``.npz`` may also be given alone: its keys are input names); each file read with
-    :func:`read_array` (``max_bytes``)."""
+    """``NAME=FILE`` specs of ``--input``, or a bare ``FILE``: a ``.npz`` (its keys are input names), or the one input
+    of a one-input model (a ``.pb`` may also name its input); each file read with :func:`read_array` (``max_bytes``).
+    A malformed spec, a missing file, an input given twice or an unknown name is a CommandLineError."""
     given: dict[str, np.ndarray] = {}
+    source: dict[str, str] = {}
+
+    def add(name: str, array, spec: str) -> None:
+        if name in given:
+            raise CommandLineError(f"--input {spec}: input {name!r} is given already (by --input {source[name]})")
+        given[name], source[name] = array, spec
+
     for spec in specs:
-        name, sep, file = spec.partition("=")
-        if not sep:
-            if not spec.lower().endswith(".npz"):
-                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
-            data = read_array(spec, max_bytes)
-            if not isinstance(data, dict):
-                raise UserError(f"--input {spec}: expected NAME=FILE (or a .npz whose keys are input names)")
-            given.update(data)
-            continue
-        data = read_array(file, max_bytes)
-        if isinstance(data, dict):
-            raise UserError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
-        given[name] = data
+        name, file = split_spec(spec)
+        if name == "":
+            raise CommandLineError(f"--input {spec}: expected NAME=FILE or FILE")
+        path = spec_file("--input", spec, file)
+        data = read_array(path, max_bytes)
+        if name is not None:
+            if isinstance(data, dict):
+                raise CommandLineError(f"--input {spec}: a .npz holds several arrays; pass it without NAME=")
+            add(name, data, spec)
+        elif isinstance(data, dict):
+            for key, array in data.items():
+                add(key, array, spec)
+        else:
+            tensor_name = _tensor_proto_name(path) if path.suffix.lower() == ".pb" else ""
+            if tensor_name in names:
+                add(tensor_name, data, spec)
+            elif len(names) == 1:
+                add(names[0], data, spec)
+            else:
+                raise CommandLineError(f"--input {spec}: the model has {len(names)} inputs ({', '.join(names)}); "
+                                       f"say which: --input NAME={spec}")
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise UserError(f"unknown input name(s) {unknown}; the model's inputs are {list(names)}")
+        raise CommandLineError(f"--input: unknown input name(s) {unknown}; the model's inputs are {list(names)}")
     return given
 
 
@@ -184,9 +202,11 @@ def parse_constant_specs(specs: Sequence[str], max_bytes: int | None = None) -> 
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or not name or not value:
-            raise UserError(f"--constant-input {spec}: expected NAME=FILE or NAME=VALUE[,VALUE...]")
-        if any(value.lower().endswith(suffix) for suffix in (".npy", ".npz", ".pb")):
-            data = read_array(value, max_bytes)
+            raise CommandLineError(f"--constant-input {spec}: expected NAME=FILE or NAME=VALUE[,VALUE...]")
+        if name in bound:
+            raise CommandLineError(f"--constant-input {spec}: input {name!r} is bound already")
+        if any(value.lower().endswith(suffix) for suffix in ARRAY_SUFFIXES):
+            data = read_array(spec_file("--constant-input", spec, value), max_bytes)
             if isinstance(data, dict):
                 if len(data) != 1:
                     raise UserError(f"--constant-input {spec}: a .npz with {len(data)} arrays; give one array")
@@ -202,7 +222,7 @@ def _literal(name: str, text: str, dtype: np.dtype | None) -> np.ndarray:
     try:
         values = [float(p) if dtype is None or dtype.kind == "f" else int(p) for p in parts]
     except ValueError:
-        raise UserError(f"--constant-input {name}={text}: not a file (.npy/.npz/.pb) and not numbers") from None
+        raise CommandLineError(f"--constant-input {name}={text}: not a file (.npy/.npz/.pb) and not numbers") from None
     array = np.asarray(values if len(values) > 1 else values[0], dtype=dtype or np.float32)
     return array
 
@@ -215,12 +235,16 @@ def import_options(model, inputs: ModelInputs) -> dict:
 
     def known(name: str, what: str) -> DeclaredInput:
         if name not in declared:
-            raise UserError(f"{what}: unknown input {name!r} (the model's inputs: {names})")
+            raise CommandLineError(f"{what}: unknown input {name!r} (the model's inputs: {names})")
         return declared[name]
 
     shapes: dict[str, list[int]] = {}
     for name, dims in inputs.shapes.items():
-        shapes[name] = _pinned(known(name, "--input-shape"), [int(d) for d in dims], "--input-shape")
+        shapes[name] = _pinned(known(name, "--input-shape"), [int(d) for d in dims], "--input-shape",
+                               inputs.override_static)
+    if inputs.override_static:  # the data and constants are checked against the overridden dims
+        declared = {name: DeclaredInput(entry.name, entry.dtype, tuple(shapes[name]) if name in shapes else entry.dims)
+                    for name, entry in declared.items()}
     for name, array in inputs.data.items():
         entry = known(name, "--input")
         dims = _pinned(entry, list(np.shape(array)), "the data given for it")
@@ -243,20 +267,42 @@ def import_options(model, inputs: ModelInputs) -> dict:
     return {"input_shapes": shapes, "constant_inputs": constants}
 
 
-def _pinned(entry: DeclaredInput, dims: list[int], source: str) -> list[int]:
-    """``dims`` checked against what the model declares for the input."""
+def _pinned(entry: DeclaredInput, dims: list[int], source: str, override_static: bool = False) -> list[int]:
+    """``dims`` checked against what the model declares for the input (``override_static``: the rank only)."""
+    error = CommandLineError if source.startswith("--") else UserError
     if any(d <= 0 for d in dims):
-        raise UserError(f"input {entry.name!r}: {source} has shape {dims}; dims must be positive")
+        raise error(f"input {entry.name!r}: {source} has shape {dims}; dims must be positive")
     if entry.dims is None:
         return dims
     if len(entry.dims) != len(dims):
-        raise UserError(f"input {entry.name!r} has rank {len(entry.dims)} (shape {_shown(entry.dims)}), "
-                        f"{source} has rank {len(dims)} ({dims})")
+        raise error(f"input {entry.name!r} has rank {len(entry.dims)} (shape {_shown(entry.dims)}), "
+                    f"{source} has rank {len(dims)} ({dims})")
     for axis, (declared, given) in enumerate(zip(entry.dims, dims)):
-        if declared is not None and declared != given:
-            raise UserError(f"input {entry.name!r} has the static shape {_shown(entry.dims)}, {source} has shape "
-                            f"{dims} (dim {axis}: {declared} vs {given}; only dynamic dims can be pinned)")
+        if declared is not None and declared != given and not override_static:
+            hint = " (--override-static replaces static dims too)" if source == "--input-shape" else ""
+            raise error(f"input {entry.name!r} has the static shape {_shown(entry.dims)}, {source} has shape "
+                        f"{dims} (dim {axis}: {declared} vs {given}; only dynamic dims can be pinned{hint})")
     return dims
+
+
+def override_static_dims(model, shapes: dict[str, list[int]]):
+    """A copy of the ONNX ``model`` whose inputs in ``shapes`` are declared with those dims (static ones replaced:
+    ``--override-static``), every intermediate and output shape left to inference (the recorded ones were computed
+    for the old dims)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for info in copy.graph.input:
+        if info.name in shapes:
+            shape = info.type.tensor_type.shape
+            del shape.dim[:]
+            for d in shapes[info.name]:
+                shape.dim.add().dim_value = int(d)
+    del copy.graph.value_info[:]
+    for info in copy.graph.output:
+        info.type.tensor_type.ClearField("shape")
+    return copy
 
 
 def _shown(dims) -> str:
@@ -266,35 +312,48 @@ def _shown(dims) -> str:
 def parse_expected_specs(specs: Sequence[str], outputs: Sequence[str]) -> dict[str, np.ndarray]:
     """Golden outputs of ``--expected``: ``NAME=FILE`` (.npy/.pb, or a .npz holding one array), a bare ``.npz``
     (its keys are output names), a bare ``.pb`` (the TensorProto's name, or the model's only output), or a bare
-    ``.npy`` (the model's only output)."""
+    ``.npy`` (the model's only output). A malformed spec, a missing file or an output given twice is a
+    CommandLineError."""
     golden: dict[str, np.ndarray] = {}
+    source: dict[str, str] = {}
+
+    def add(name: str, array, spec: str) -> None:
+        if name in golden:
+            raise CommandLineError(f"--expected {spec}: output {name!r} is given already (by --expected "
+                                   f"{source[name]})")
+        golden[name], source[name] = np.asarray(array), spec
+
     for spec in specs:
-        name, sep, file = spec.partition("=")
-        if sep and name:
-            data = read_array(file)
+        name, file = split_spec(spec)
+        if name == "":
+            raise CommandLineError(f"--expected {spec}: expected NAME=FILE, FILE.npz, or a .pb/.npy for a model's "
+                                   f"output")
+        path = spec_file("--expected", spec, file)
+        data = read_array(path)
+        if name is not None:
             if isinstance(data, dict):
                 if len(data) != 1:
-                    raise UserError(f"--expected {spec}: a .npz with {len(data)} arrays; pass it without NAME=")
+                    raise CommandLineError(f"--expected {spec}: a .npz with {len(data)} arrays; pass it without "
+                                           f"NAME=")
                 data = next(iter(data.values()))
-            golden[name] = np.asarray(data)
+            add(name, data, spec)
             continue
-        suffix = Path(spec).suffix.lower()
-        if suffix == ".npz":
-            golden.update(read_array(spec))
+        if isinstance(data, dict):
+            for key, array in data.items():
+                add(key, array, spec)
             continue
-        if suffix not in (".pb", ".npy"):
-            raise UserError(f"--expected {spec}: expected NAME=FILE, FILE.npz, or a .pb/.npy for a model's output")
-        data = read_array(spec)
-        tensor_name = _tensor_proto_name(spec) if suffix == ".pb" else ""
+        tensor_name = _tensor_proto_name(path) if path.suffix.lower() == ".pb" else ""
         if tensor_name:
-            golden[tensor_name] = np.asarray(data)
+            add(tensor_name, data, spec)
         elif len(outputs) == 1:
-            golden[outputs[0]] = np.asarray(data)
+            add(outputs[0], data, spec)
         else:
-            raise UserError(f"--expected {spec}: the model has {len(outputs)} outputs; say which: NAME={spec}")
+            raise CommandLineError(f"--expected {spec}: the model has {len(outputs)} outputs; say which: "
+                                   f"NAME={spec}")
     unknown = sorted(set(golden) - set(outputs))
     if unknown:
-        raise UserError(f"--expected: unknown output name(s) {unknown}; the model's outputs are {list(outputs)}")
+        raise CommandLineError(f"--expected: unknown output name(s) {unknown}; the model's outputs are "
+                               f"{list(outputs)}")
     return golden
 
 
@@ -320,5 +379,5 @@ def save_arrays(path: str | Path, arrays: dict[str, np.ndarray], what: str = "--
     try:
         atomic_write(path, [buffer.getvalue()])
     except OSError as exc:
-        raise UserError(f"{what} {path}: cannot write ({exc.strerror or exc})") from None
+        raise UserError(f"{what}: {cannot('write', path, exc)}") from None
     return path

@@ -63,11 +63,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import NNRtError, UserError
+from ..errors import NNRtError, UserError, cannot
 from . import float64 as f64
 from .converting import convert_as_convert
+from .files import check_model_file
 from .inference import complete_inputs, input_names, safe_file_name
-from .model_inputs import ModelInputs
+from .model_inputs import ModelInputs, override_static_dims
 from .phases import Phases, no_phases, timed
 from .tensor_stats import TensorStats, is_constant, tensor_stats
 
@@ -148,6 +149,14 @@ def json_safe(value):
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def tolerance_of(given, name: str | None = None) -> float | None:
+    """A tolerance option's value for tensor ``name``: ``given`` is one value for every tensor (a number, or None for
+    the dtype's default) or a mapping by tensor name whose None key is the value of every other tensor."""
+    if isinstance(given, Mapping):
+        return given.get(name, given.get(None)) if name is not None else given.get(None)
+    return given
 
 
 def tolerances_for(dtype, rtol: float | None = None, atol: float | None = None) -> tuple[float, float] | None:
@@ -395,6 +404,7 @@ def load_checked(onnx_path) -> tuple[Any, str]:
         raise UserError(f"{path}: no such file")
     if path.suffix.lower() != ".onnx":
         raise UserError(f"{path}: check takes an .onnx model (it compares the conversion with onnxruntime)")
+    check_model_file(path, "onnx")
     return load_onnx(path), str(path)
 
 
@@ -475,20 +485,24 @@ def _as_onnx(value: np.ndarray, perm) -> np.ndarray:
 
 
 def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0, per_layer: bool = False, *,
-                rtol: float | None = None, atol: float | None = None,
+                rtol: float | Mapping[str | None, float] | None = None,
+                atol: float | Mapping[str | None, float] | None = None,
                 input_shapes: Mapping[str, Sequence[int]] | None = None,
                 constant_inputs: Mapping[str, Any] | None = None, phases: Phases | None = None,
                 label: str | None = None, device: int | None = None, strict: bool = False,
                 expected: Mapping[str, np.ndarray] | None = None,
                 value_ranges: Mapping[str | None, tuple[float, float]] | None = None, float64_opinion: bool = True,
-                float64_always: bool = False, steps: float | None = None, **import_options) -> ParityReport:
+                float64_always: bool = False, steps: float | None = None, override_static: bool = False,
+                **import_options) -> ParityReport:
     """Convert ``onnx_path`` (a path or ModelProto), run it natively and the original on onnxruntime, compare.
 
     ``inputs``: arrays by ONNX input name (others are seeded random data fitting their dtype and shape, the same
     as ``nnrt-onnx run`` makes for that seed; ``value_ranges`` maps input names -- or None for all -- to the
     (low, high) of their random values); the data given pins the input's dynamic dims. ``rtol``/``atol``
-    override the float tolerances. ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to
-    values (arrays, or literals as ``"16000"``); other keywords go to ``from_onnx``. ``phases`` (``workflows.phases``)
+    override the float tolerances: one value, or a mapping by tensor name (None: every other tensor).
+    ``input_shapes`` pins dynamic input dims; ``constant_inputs`` binds inputs to values (arrays, or literals as
+    ``"16000"``); ``override_static``: ``input_shapes`` may replace static dims too (both sides then run the model
+    declared with them); other keywords go to ``from_onnx``. ``phases`` (``workflows.phases``)
     is told each phase (converting, each side's run, the float64 referee, the per-layer comparison);
     ``label`` names the model in the report (default: the path). ``device`` is the id of the device that runs the
     conversion (default: the native CPU device); ``per_layer`` needs one that captures intermediate tensors.
@@ -509,6 +523,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     model, default_label = load_checked(onnx_path)
     label = label or default_label
     given = dict(inputs or {})
+    if override_static and input_shapes:  # both sides run the model as if declared with those dims
+        model = override_static_dims(model, {name: list(dims) for name, dims in input_shapes.items()})
     with phase("converting"):
         conversion = convert_as_convert(model, ModelInputs(given, dict(input_shapes or {}),
                                                            dict(constant_inputs or {})), **import_options)
@@ -558,7 +574,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         located = graph.locate(name)
         perm = located[1] if located else None
         native_outputs_onnx.append(_as_onnx(native_outputs[position], perm))
-        comparisons.append(compare(native_outputs_onnx[-1], reference[name], name, rtol, atol))
+        comparisons.append(compare(native_outputs_onnx[-1], reference[name], name, tolerance_of(rtol, name),
+                                   tolerance_of(atol, name)))
         comparisons[-1].constant = is_constant(reference[name])
     _compare_in_steps(model, comparisons, native_outputs_onnx, reference, feed, steps)
     _judge_dropped_dynamic_quantization(model, result, comparisons, native_outputs_onnx, reference, feed, label)
@@ -586,8 +603,9 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
         ours = native_outputs_onnx[position]
         if value.dtype != ours.dtype and value.dtype.kind == "f" and ours.dtype.kind == "f":
             value = value.astype(ours.dtype)  # compared with the tolerances of the output's dtype
-        report.expected.append(compare(ours, value, name, rtol, atol))
-        report.expected_reference.append(compare(reference[name], value, name, rtol, atol))
+        tolerance = tolerance_of(rtol, name), tolerance_of(atol, name)
+        report.expected.append(compare(ours, value, name, *tolerance))
+        report.expected_reference.append(compare(reference[name], value, name, *tolerance))
 
     truth = None
     why, why_not = _float64_wanted(comparisons, strict, float64_always) if float64_opinion else ([], "turned off")
@@ -733,7 +751,8 @@ def _compare_layers(model, wanted, writer, capture, reference, feed, rtol, atol,
             for o in found:
                 index, perm = wanted[o]
                 native_values[o] = _as_onnx(capture[index], perm)
-                results.append(compare(native_values[o], reference[o], o, rtol, atol, strict_shape=False))
+                results.append(compare(native_values[o], reference[o], o, tolerance_of(rtol, o), tolerance_of(atol, o),
+                                       strict_shape=False))
                 if _integer_mismatch(results[-1]):
                     referee(results[-1], model, node, feed, reference, native_values[o])
             diverged = not all(c.within for c in results)
@@ -873,7 +892,9 @@ def _float64(report: ParityReport, model, feed, rtol, atol, why: list[str], name
     model."""
     try:
         with phase("float64 referee", len(model.graph.node), "nodes") as update:
-            truth = f64.float64_reference(model, feed, lambda dtype: tolerances_for(dtype, rtol, atol), names=names,
+            truth = f64.float64_reference(model, feed,
+                                          lambda dtype: tolerances_for(dtype, tolerance_of(rtol), tolerance_of(atol)),
+                                          names=names,
                                           on_node=lambda done, total: update(done))
     except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types; the check goes on without it
         message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
@@ -1142,7 +1163,7 @@ def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes 0700; the repro gets the usual permissions
     except OSError as exc:
-        raise UserError(f"cannot create {target}: {exc.strerror or exc}") from None
+        raise UserError(cannot("create", target, exc)) from None
     try:
         files: dict[str, str] = {}
         taken = {"repro.onnx", "repro.json", "inputs.npz"}
@@ -1163,9 +1184,11 @@ def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
         shown = target.as_posix()
         command = f"nnrt-onnx check {shown}/repro.onnx --input {shown}/inputs.npz"
         if report._source is not None:
-            for option, value in (("--rtol", report._source.rtol), ("--atol", report._source.atol)):
-                if value is not None:
-                    command += f" {option} {value:g}"
+            outputs = {o.name for o in model.graph.output}
+            for option, given in (("--rtol", report._source.rtol), ("--atol", report._source.atol)):
+                for name, value in (given.items() if isinstance(given, Mapping) else [(None, given)]):
+                    if value is not None and (name is None or name in outputs):
+                        command += f" {option} {'' if name is None else name + '='}{value:g}"
         if divergence.verdict in f64.ACCEPTED:
             command += " --strict"  # the referee clears this disagreement: only --strict makes it fail
         manifest = {
@@ -1189,7 +1212,7 @@ def extract_repro(report: ParityReport, directory: str | os.PathLike) -> Path:
             os.replace(staging / file, target / file)
         return target
     except OSError as exc:
-        raise UserError(f"cannot write the repro to {target}: {exc.strerror or exc}") from None
+        raise UserError(f"{cannot('write', target, exc)} (the repro)") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -42,7 +42,9 @@ def verdict_text(row: dict[str, Any]) -> str:
         return verdict or ("OK" if row.get("ok") else "FAIL")
     label = verdict if verdict in NOT_CHECKED else "ERROR"
     error = row.get("error")
-    return f"{label}: {error}" if error and error != label else label
+    if not error or error == label:
+        return label
+    return error if error.startswith(f"{label}: ") else f"{label}: {error}"  # the pool's errors start with it
 
 
 def worst_text(row: dict[str, Any]) -> str:

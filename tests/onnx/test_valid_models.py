@@ -117,3 +117,28 @@ def test_an_output_that_is_the_input_with_two_dynamic_dims(rng, nodes):
     model = graph(nodes, [("x", F, ["N", "C", 3])], [(output, F, ["N", "C", 3])],
                   [("ones", np.ones(3, np.int64))] if len(nodes) and nodes[0].op_type == "Tile" else [])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((n, c, 3)).astype(np.float32)} for n, c in ((1, 2), (3, 1))])
+
+
+@pytest.mark.parametrize("k_as_input", [False, True])
+def test_top_k_smallest_puts_nan_last_as_the_largest_value(rng, k_as_input):
+    # onnxruntime and onnx.reference rank NaN above every number in both orders; -x kept NaN on top, so the
+    # "smallest" came out NaN first (a Log of negative values before a TopK, fuzzer seed 31337)
+    x_rows = np.array([[1.0, np.nan, -np.inf, 0.5, np.inf, np.nan], [np.nan] * 6,
+                       [3.0, -0.0, 0.0, -2.0, np.inf, 7.0]], np.float32)
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0)]
+    inputs = [("x", F, ["N", 6])] + ([("k", TensorProto.INT64, [1])] if k_as_input else [])
+    initializers = [] if k_as_input else [("k", np.array([5], np.int64))]
+    model = graph(nodes, inputs, [("v", F, ["N", 5]), ("i", TensorProto.INT64, ["N", 5])], initializers)
+    feeds = [{"x": x_rows[:n], **({"k": np.array([5], np.int64)} if k_as_input else {})} for n in (1, 2, 3)]
+    runs_like_onnxruntime(model, feeds, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("reduction, activation", [("ReduceLogSumExp", "Sigmoid"), ("ReduceMax", "HardSwish"),
+                                                   ("ReduceSum", "LeakyRelu"), ("ReduceMean", "Tanh")])
+def test_an_activation_of_a_scalar(rng, reduction, activation):
+    # a ufunc of 0-d arrays gives a numpy scalar, which the in-place activations (fused into the reduction, or a
+    # step of their own) cannot write into: "return arrays must be of ArrayType" (fuzzer seed 31337)
+    nodes = [helper.make_node(reduction, ["x"], ["r"], keepdims=0),
+             helper.make_node(activation, ["r"], ["y"]), helper.make_node(activation, ["x"], ["z"])]
+    model = graph(nodes, [("x", F, [3, 4])], [("y", F, []), ("z", F, [3, 4])])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((3, 4)).astype(np.float32)}])

@@ -12,6 +12,8 @@ from onnx import helper
 from support import onnx_model, ort_run
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
+from nnrt_onnx.ir.issues import ConversionError
+from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
     F32,
     I64,
@@ -236,3 +238,76 @@ def test_ceil_mode_pooling_that_is_a_graph_output_and_read_by_another_op():
                           [("x", TP.FLOAT, ["N", 1, 1, 6])], [("y", TP.FLOAT, None), ("p", TP.FLOAT, None)],
                           check=False)  # (the full checker trusts onnx shape inference, wrong here)
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 1, 1, 6)} for n in (1, 2)])
+
+
+# -- MaxPool's Indices -------------------------------------------------------------------------------------------------
+
+INDICES_CASES = {
+    # name: (input dims, attributes)
+    "2x2-stride-2": ([1, 2, 5, 6], dict(kernel_shape=[2, 2], strides=[2, 2])),
+    "3x3-padded": ([1, 2, 5, 6], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    "ceil-mode-uneven-pads": ([2, 3, 7, 5], dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1],
+                                                 ceil_mode=1)),
+    "dilated": ([1, 2, 7, 7], dict(kernel_shape=[2, 2], dilations=[2, 2])),
+    "same-upper": ([1, 2, 6, 5], dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER", strides=[2, 2])),
+    "overlapping": ([1, 1, 6, 6], dict(kernel_shape=[3, 3], strides=[1, 1])),
+    "1d-padded": ([2, 3, 9], dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    "3d": ([1, 2, 4, 5, 6], dict(kernel_shape=[2, 2, 3], strides=[2, 1, 2])),
+    "dynamic-batch-channels": (["N", "C", 6, 5], dict(kernel_shape=[2, 2], strides=[2, 2], pads=[1, 0, 0, 1])),
+}
+
+
+def _indices_model(dims, attrs, storage_order, dtype=TP.FLOAT):
+    rank = len(dims)
+    return dynamic_model([helper.make_node("MaxPool", ["x"], ["y", "i"], storage_order=storage_order, **attrs)],
+                         [("x", dtype, dims)], [("y", dtype, [None] * rank), ("i", TP.INT64, [None] * rank)], [], 12)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("case", sorted(INDICES_CASES))
+def test_max_pool_indices_are_onnxruntime_s(case, storage_order):
+    # the flat NCHW position of each maximum (column-major within a plane under storage_order=1); small integers
+    # make ties in most windows: the first maximum in scan order wins (onnxruntime; onnx.reference's are wrong with
+    # pads and ignore storage_order)
+    dims, attrs = INDICES_CASES[case]
+    model = _indices_model(dims, attrs, storage_order)
+    rng = rng_for(f"indices-{case}-{storage_order}")
+    bound = [[d if isinstance(d, int) else n for d in dims] for n in (1, 3)]
+    feeds = [{"x": rng.integers(-3, 3, shape).astype(F32)} for shape in bound] + \
+            [{"x": rng.standard_normal(shape).astype(F32)} for shape in bound]
+    runs_like_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.DOUBLE, np.float64)])
+def test_max_pool_indices_of_other_dtypes(dtype, np_dtype):
+    # int8 padded windows: the padding holds -128 like the data, and never wins
+    model = _indices_model([1, 2, 5, 5], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 0, dtype)
+    low = np.iinfo(np_dtype).min if np_dtype != np.float64 else -3
+    x = rng_for(f"indices-{np_dtype}").integers(low, low + 3, (1, 2, 5, 5)).astype(np_dtype)
+    runs_like_onnxruntime(model, [{"x": x}])
+
+
+@pytest.mark.parametrize("dtype,lowest", [(TP.INT8, np.int8(-128)), (TP.FLOAT, np.float32(-np.inf))])
+def test_max_pool_indices_never_point_into_the_padding(dtype, lowest):
+    # windows whose every value is the lowest one, the value the padding holds: the first cell inside wins
+    model = _indices_model([1, 1, 4, 4], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 0, dtype)
+    x = np.full((1, 1, 4, 4), lowest)
+    x[0, 0, 3, 3] = 1
+    runs_like_onnxruntime(model, [{"x": x}])
+
+
+def test_max_pool_indices_feed_max_unpool():
+    # SegNet's decoder: MaxUnpool scatters the pooled values back to the positions MaxPool found
+    model = dynamic_model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+                           helper.make_node("Relu", ["y"], ["r"]),
+                           helper.make_node("MaxUnpool", ["r", "i"], ["u"], kernel_shape=[2, 2], strides=[2, 2])],
+                          [("x", TP.FLOAT, ["N", 3, 6, 8])], [("u", TP.FLOAT, ["N", 3, 6, 8])], [], 12)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 3, 6, 8)} for n in (1, 2)])
+
+
+def test_max_pool_indices_need_static_spatial_dims():
+    model = _indices_model(["N", 2, "H", 6], dict(kernel_shape=[2, 2]), 0)
+    with pytest.raises(ConversionError) as caught:
+        from_onnx(model)
+    (issue,) = caught.value.issues
+    assert issue.reason == "dynamic_shape" and "Indices" in issue.message and "dim 2 (H)" in issue.message

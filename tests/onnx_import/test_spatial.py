@@ -13,6 +13,7 @@ from nnrt_onnx.ir.issues import ConversionError
 from nnrt_onnx.onnx_import import from_onnx
 from onnx_import.import_support import (
     FLOAT,
+    INT32,
     INT64,
     F,
     V,
@@ -178,13 +179,128 @@ def test_resize_sizes_computed_from_the_input_shape_keep_the_batch():
     runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 2, 4, 4)} for n in (1, 2, 3)])
 
 
-def test_resize_of_a_dynamic_resized_dim_names_the_dim_to_pin():
-    model = _resize_model([1, 2, "H", 4], dict(mode="nearest"), scales=[1, 1, 2, 2])
+@pytest.mark.parametrize("attrs", [dict(mode="cubic"), dict(mode="linear", antialias=1),
+                                   dict(mode="nearest", coordinate_transformation_mode="tf_crop_and_resize")])
+def test_resize_of_a_dynamic_resized_dim_names_the_dim_to_pin(attrs):
+    # cubic, antialias and tf_crop_and_resize keep their constant matrices: a dynamic resized dim is refused
+    model = _resize_model([1, 2, "H", 4], attrs, scales=[1, 1, 2, 2])
+    if "coordinate_transformation_mode" in attrs:
+        model.graph.node[0].input[1] = "roi"
+        model.graph.initializer.append(const_tensor("roi", np.asarray([0, 0, 0, 0, 1, 1, 1, 1], F)))
     with pytest.raises(ConversionError) as caught:
         from_onnx(model)
     (issue,) = caught.value.issues
     assert issue.reason == "dynamic_shape"
     assert "resized dims [2]" in issue.message and "pin input 'x' dim 2 (H)" in issue.message
+
+
+# -- Resize over dims known at run time only (issue 26): the coordinates computed by the model -------------------------
+
+_CTMS = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"]
+_RUN_TIME_CASES = [("nearest", ctm, nearest) for ctm in _CTMS
+                   for nearest in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")] + \
+                  [("linear", ctm, None) for ctm in _CTMS]
+# H/W bound at run time, odd and even (1 where every scale keeps the output non-empty)
+_RUN_TIME_SCALES = {(2, 2): [(1, 1), (2, 3), (5, 4), (7, 9), (6, 10)],
+                    (0.5, 1.5): [(2, 3), (5, 4), (7, 9), (6, 10)],
+                    (1.7, 0.6): [(2, 2), (5, 4), (7, 9), (6, 10)]}
+
+
+@pytest.mark.parametrize("mode,ctm,nearest", _RUN_TIME_CASES)
+def test_resize_over_dynamic_resized_dims_runs_like_onnxruntime(mode, ctm, nearest):
+    # the fuzzer's most frequent refusal: torch's F.interpolate(scale_factor=...) over a dynamic H/W (FPN, U-Net,
+    # segmentation models run at any image size); one converted model, every H/W bound at run time
+    attrs = dict(mode=mode, coordinate_transformation_mode=ctm, **({"nearest_mode": nearest} if nearest else {}))
+    for (sh, sw), sizes in _RUN_TIME_SCALES.items():
+        model = _resize_model(["N", 2, "H", "W"], attrs, scales=[1, 1, sh, sw])
+        feeds = [{"x": rand_normal(7 * h + w, 1 + (h + w) % 2, 2, h, w)} for h, w in sizes]
+        converted = runs_like_onnxruntime(model, feeds)
+        assert [converted.tensors[i].dims for i in converted.outputs] == [(-1, 2, -1, -1)]
+
+
+def test_resize_of_a_dynamic_dim_half_pixel_symmetric_takes_onnxruntime_arithmetic():
+    # onnxruntime computes half_pixel_symmetric's offset in float32 and the rest in double: 10 -> 6 at scale 0.6
+    # reads source 1.9999999 (floor: 1), where float32 throughout gives 2.0 (the static path took source 2 too)
+    for dims in (["N", 1, "H", "W"], [1, 1, 6, 10]):
+        model = _resize_model(dims, dict(mode="nearest", coordinate_transformation_mode="half_pixel_symmetric",
+                                         nearest_mode="floor"), scales=[1, 1, 1.7, 0.6])
+        runs_like_onnxruntime(model, [{"x": np.arange(60, dtype=F).reshape(1, 1, 6, 10)}])
+
+
+def test_resize_with_sizes_computed_from_the_shape_resizes_at_run_time():
+    # F.interpolate(x, size=(2 * h, 3 * w)): sizes = Concat(Shape(x)[:2], Shape(x)[2:] * [2, 3]); the first part is
+    # read (the axes keep their dims), the second is known at run time only
+    for mode in ("nearest", "linear"):
+        model = dynamic_model(
+            [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "s0", "s2"], ["nc"]),
+             helper.make_node("Slice", ["shape", "s2", "s4"], ["hw"]),
+             helper.make_node("Mul", ["hw", "factor"], ["hw_out"]),
+             helper.make_node("Concat", ["nc", "hw_out"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode)],
+            [("x", FLOAT, ["N", 2, "H", "W"])], [("y", FLOAT, ["N", 2, None, None])],
+            [("s0", np.array([0], np.int64)), ("s2", np.array([2], np.int64)), ("s4", np.array([4], np.int64)),
+             ("factor", np.array([2, 3], np.int64))], 13)
+        converted = runs_like_onnxruntime(model, [{"x": rand_normal(h, n, 2, h, w)}
+                                                  for n, h, w in [(1, 1, 1), (2, 3, 5), (1, 4, 2)]])
+        gathers_of_x = [op for op in converted.operations if op.op == OP.OH_NN_OPS_GATHER
+                        and converted.tensors[op.inputs[0]].dims[0] == -1]
+        assert len(gathers_of_x) == (2 if mode == "nearest" else 4)  # H and W only: N and C keep their dims
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_to_sizes_given_at_run_time(mode):
+    # every axis resized at run time, to lengths of a model input; static input dims too
+    for dims in (["N", 2, "H", "W"], [2, 2, 3, 5]):
+        model = dynamic_model([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode)],
+                              [("x", FLOAT, dims), ("sizes", INT64, [4])], [("y", FLOAT, [None] * 4)], [], 13)
+        shapes = [(1, 3, 4, 5, 2), (2, 5, 5, 3, 9), (1, 1, 1, 4, 1)] if dims[0] == "N" else [(2, 3, 5, 7, 2)]
+        runs_like_onnxruntime(model, [{"x": rand_normal(h, n, 2, h, w), "sizes": np.array([n, 2, oh, ow], np.int64)}
+                                      for n, h, w, oh, ow in shapes])
+
+
+@pytest.mark.parametrize("opset,mode", [(9, "nearest"), (9, "linear"), (10, "nearest"), (10, "linear")])
+def test_upsample_and_resize_10_over_dynamic_dims(opset, mode):
+    # Upsample and Resize-10: asymmetric; nearest floors upsampling and ceils downsampling
+    op, scales = ("Upsample", [1, 1, 2, 3]) if opset == 9 else ("Resize", [1, 1, 2.5, 0.5])
+    model = dynamic_model([helper.make_node(op, ["x", "scales"], ["y"], mode=mode)], [("x", FLOAT, ["N", 2, "H", "W"])],
+                          [("y", FLOAT, [None] * 4)], [("scales", np.asarray(scales, F))], opset=opset)
+    runs_like_onnxruntime(model, [{"x": rand_normal(h, 1, 2, h, w)} for h, w in [(1, 2), (3, 4), (6, 5)]])
+
+
+def test_nearest_resize_of_integers_over_dynamic_dims():
+    model = dynamic_model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")],
+                          [("x", INT32, [1, "H", "W"])], [("y", INT32, [None] * 3)],
+                          [("scales", np.asarray([1, 2, 0.5], F))], 13)
+    runs_like_onnxruntime(model, [{"x": np.arange(h * w, dtype=np.int32).reshape(1, h, w)}
+                                  for h, w in [(2, 2), (3, 7)]])
+
+
+def test_resize_over_a_dynamic_dim_takes_the_floor_of_the_exact_product():
+    # floor(10 x float32(0.7)) is 6 (onnxruntime's float32 product: 7), at run time as for a static dim; the rule
+    # is recorded with the first length it changes
+    from onnx.reference import ReferenceEvaluator
+
+    model = _resize_model([1, 1, 3, "W"], dict(mode="linear"), scales=[1, 1, 1, 0.7])
+    x = rand_normal(5, 1, 1, 3, 10)
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = run_ours(model, {"x": x})
+    assert got.shape == expected.shape == (1, 1, 3, 6)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-output-size"
+    assert "run time" in deviation.detail and "floor(10 x" in deviation.detail
+
+
+def test_resize_over_a_dynamic_dim_records_the_length_reading():
+    # align_corners at scale 0.5: at odd lengths (5 -> 2) onnx.reference's length_resized 2.5 is not the integer 2
+    model = _resize_model([1, 1, 4, "W"], dict(mode="linear", coordinate_transformation_mode="align_corners"),
+                          scales=[1, 1, 1, 0.5])
+    runs_like_onnxruntime(model, [{"x": rand_normal(w, 1, 1, 4, w)} for w in (2, 5, 8)])
+    assert {d.rule for d in from_onnx(model).deviations} == {"resize-length-resized"}
+    model = _resize_model([1, 1, 4, "W"], dict(mode="linear", coordinate_transformation_mode="align_corners"),
+                          scales=[1, 1, 1, 2])
+    assert from_onnx(model).deviations == []
 
 
 @pytest.mark.parametrize("ctm,scale", [("align_corners", 0.5), ("align_corners", 1.7), ("pytorch_half_pixel", 0.3),

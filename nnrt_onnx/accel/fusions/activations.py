@@ -34,7 +34,8 @@ def fuse_activations(plan) -> int:
         if not _can_take(plan, step):
             continue
         tensor = step.outputs[0]
-        if tensor in outputs or readers.get(tensor) != 1:
+        # (not 0-d: a ufunc of 0-d arrays gives numpy scalars, which the in-place activations cannot write into)
+        if tensor in outputs or readers.get(tensor) != 1 or plan.static[tensor] == ():
             continue
         reader = next(i for i in range(position, len(steps)) if tensor in steps[i].inputs)
         activation = steps[reader]

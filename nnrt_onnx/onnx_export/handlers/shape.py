@@ -44,7 +44,8 @@ from ._common import (
 @_export("OH_NN_OPS_RESHAPE")
 def reshape(ctx: ExportContext) -> None:
     target = _data(ctx, 1)
-    if target is not None and target.size and all(d >= 0 for d in _out_shape(ctx)):
+    out = ctx.value(ctx.output(0)).shape  # (a dynamic one: the function below, as a runtime target)
+    if target is not None and target.size and out is not None and all(d >= 0 for d in out):
         shape = ctx.input(1) if target.dtype == np.int64 and target.ndim == 1 else \
             ctx.constant(np.asarray(target, np.int64).reshape(-1), f"{ctx.input(1)}.i64")
         ctx.add("Reshape", [ctx.input(0), shape], [ctx.result(0)], main=True)

@@ -8,10 +8,14 @@ Decisions (layout and pads: see ``_common``):
   (dilations, big pads, 3-D) is decomposed into one strided slice per kernel tap combined with MAXIMUM/ADD
   (and a constant divisor map for averages).
 * LpPool: |x|^p (SQUARE for p=2), a sum pool (average pool times the constant window-size map), then ^(1/p).
+* MaxPool's Indices output (static spatial dims): the first tap, in scan order, whose value equals the window's
+  maximum Y (onnxruntime's choice at a tie; padding never wins), as the window origin's flat position plus the
+  tap's offset -- row-major within an (n, c) plane, or column-major under ``storage_order=1`` -- plus the plane's.
 * MaxUnpool scatters X at the flat indices into the inferred shape (SCATTER_ND) and pads to ``output_shape``
   (the ONNX reference and node suite; onnxruntime instead reads the indices against ``output_shape`` when it
   differs). Constant indices keep the last write of a repeated index; runtime indices are averaged over
-  repeats (a sum and a count, in float64: exact for the identical values a MaxPool writes).
+  repeats (a sum and a count, in float64: exact for the identical values a MaxPool writes), also over a batch
+  or channels known at run time only.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from . import converts
 from ._common import (
     _binary,
     _cast,
+    _compare,
     _const,
     _float_input,
     _into_nhwc,
@@ -41,8 +46,9 @@ from ._common import (
     _shape,
     _spatial_rank,
     _unsupported,
+    _wanted,
 )
-from ._dims import shape_tensor
+from ._dims import dim_product, dims_tensor, iota, reshape_to, shape_tensor
 
 
 def _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode) -> list[int]:
@@ -97,6 +103,30 @@ def _lowest(dtype: np.dtype) -> float:
     return float("-inf") if dtype.kind == "f" else float(np.iinfo(dtype).min)
 
 
+def _window_taps(ctx: NodeContext, x: str, kernel, strides, dilations, pads, out_sizes, fill: float,
+                 hint: str) -> list[str]:
+    """The value every output position's window reads at each kernel tap (np.ndindex order: the last spatial axis
+    fastest), one strided slice of ``x`` padded with ``fill`` each."""
+    value = ctx.value(x)
+    shape = value.shape
+    extra = [max(geometry.touched_end_padding(size, o, geometry.effective_extent(k, d), s, p0) - p1, 0)
+             for o, s, k, d, size, (p0, p1) in zip(out_sizes, strides, kernel, dilations, shape[2:], pads)]
+    pad_list = [(0, 0), (0, 0)] + [(p0, p1 + e) for (p0, p1), e in zip(pads, extra)]
+    source = _pad_values(ctx, x, pad_list, fill) if any(b or e for b, e in pad_list) else x
+    out_shape = (shape[0], shape[1], *out_sizes)
+    taps = []
+    for offsets in np.ndindex(*kernel):
+        begin = [0, 0] + [o * d for o, d in zip(offsets, dilations)]
+        end = [0, 0] + [o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilations, out_sizes, strides)]
+        tap = ctx.new_value(value.dtype, out_shape, f"{hint}.tap")
+        ctx.emit(OP.OH_NN_OPS_STRIDED_SLICE,
+                 [source, ctx.constant(np.asarray(begin, np.int64)), ctx.constant(np.asarray(end, np.int64)),
+                  ctx.constant(np.asarray([1, 1, *strides], np.int64))], [tap],
+                 {"OH_NN_STRIDED_SLICE_BEGIN_MASK": 3, "OH_NN_STRIDED_SLICE_END_MASK": 3})
+        taps.append(tap)
+    return taps
+
+
 def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, dilations, pads, out_sizes,
                include_pad: bool) -> None:
     """Pooling of any rank as one strided slice per kernel tap (for what the native pooling ops cannot express).
@@ -104,22 +134,9 @@ def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, d
     kind: "max", "avg" or "sum"."""
     value = ctx.value(x)
     shape = value.shape
-    extra = [max(geometry.touched_end_padding(size, o, geometry.effective_extent(k, d), s, p0) - p1, 0)
-             for o, s, k, d, size, (p0, p1) in zip(out_sizes, strides, kernel, dilations, shape[2:], pads)]
-    pad_list = [(0, 0), (0, 0)] + [(p0, p1 + e) for (p0, p1), e in zip(pads, extra)]
-    fill = _lowest(value.dtype) if kind == "max" else 0.0
-    source = _pad_values(ctx, x, pad_list, fill) if any(b or e for b, e in pad_list) else x
     out_shape = (shape[0], shape[1], *out_sizes)
-    taps = []
-    for offsets in np.ndindex(*kernel):
-        begin = [0, 0] + [o * d for o, d in zip(offsets, dilations)]
-        end = [0, 0] + [o * d + (n - 1) * s + 1 for o, d, n, s in zip(offsets, dilations, out_sizes, strides)]
-        tap = ctx.new_value(value.dtype, out_shape, f"{out}.tap")
-        ctx.emit(OP.OH_NN_OPS_STRIDED_SLICE,
-                 [source, ctx.constant(np.asarray(begin, np.int64)), ctx.constant(np.asarray(end, np.int64)),
-                  ctx.constant(np.asarray([1, 1, *strides], np.int64))], [tap],
-                 {"OH_NN_STRIDED_SLICE_BEGIN_MASK": 3, "OH_NN_STRIDED_SLICE_END_MASK": 3})
-        taps.append(tap)
+    fill = _lowest(value.dtype) if kind == "max" else 0.0
+    taps = _window_taps(ctx, x, kernel, strides, dilations, pads, out_sizes, fill, out)
     combine = OP.OH_NN_OPS_MAXIMUM if kind == "max" else OP.OH_NN_OPS_ADD
     acc = taps[0]
     scale = None
@@ -138,8 +155,9 @@ def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, d
         ctx.reshape(acc, out_shape, output=out)
 
 
-def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | None = None) -> None:
-    """MaxPool / AveragePool / LpPool onto native pooling where exact, else slices per tap."""
+def _window_attributes(ctx: NodeContext, x: str) -> tuple[int, list[int], list[int], list[int], int]:
+    """(spatial rank, kernel_shape, strides, dilations, ceil_mode) of a pooling node (ceil_mode 0 under auto_pad:
+    the output size of SAME/VALID does not depend on it)."""
     nd = _spatial_rank(ctx, x, "pooling", allow_3d=True)
     kernel = [int(k) for k in ctx.attr("kernel_shape") or []]
     if len(kernel) != nd:
@@ -147,13 +165,18 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
     strides = _ints_attr(ctx, "strides", nd, 1)
     dilations = _ints_attr(ctx, "dilations", nd, 1)
     ceil_mode = int(ctx.attr("ceil_mode", 0))
+    if (ctx.attr("auto_pad", "NOTSET") or "NOTSET") != "NOTSET":
+        ceil_mode = 0
+    return nd, kernel, strides, dilations, ceil_mode
+
+
+def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | None = None) -> None:
+    """MaxPool / AveragePool / LpPool onto native pooling where exact, else slices per tap."""
+    nd, kernel, strides, dilations, ceil_mode = _window_attributes(ctx, x)
     include_pad = bool(int(ctx.attr("count_include_pad", 0))) if kind == "avg" else False
     x_value = ctx.value(x)
     shape = x_value.shape
     in_sizes = list(shape[2:])
-    auto_pad = ctx.attr("auto_pad", "NOTSET") or "NOTSET"
-    if auto_pad != "NOTSET":
-        ceil_mode = 0  # the output size of SAME/VALID does not depend on ceil_mode
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
     if kind != "max" and x_value.dtype.kind != "f":
         raise ConversionIssue(UNSUPPORTED_DTYPE, f"{ctx.node.op_type} of {x_value.dtype} is not supported")
@@ -275,16 +298,76 @@ def _native_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel,
     _out_of_nhwc(ctx, y, nd, out)
 
 
-def _no_indices(ctx: NodeContext) -> None:
-    ctx.attr("storage_order", 0)  # only affects the Indices output
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise _unsupported("the Indices output of MaxPool is not supported")
-
-
 @converts("MaxPool")
 def max_pool(ctx: NodeContext) -> None:
-    _no_indices(ctx)
-    _pool_common(ctx, "max", ctx.input(0), ctx.output(0))
+    storage_order = int(ctx.attr("storage_order", 0))  # (only the Indices output depends on it)
+    if storage_order not in (0, 1):
+        raise ConversionIssue(INVALID_MODEL, f"storage_order={storage_order} must be 0 (row major) or 1 (column major)")
+    x, y = ctx.input(0), ctx.output(0)
+    _pool_common(ctx, "max", x, y)
+    if _wanted(ctx, 1):
+        _max_pool_indices(ctx, x, y, ctx.output(1), storage_order)
+
+
+def _max_pool_indices(ctx: NodeContext, x: str, y: str, out: str, storage_order: int) -> None:
+    """MaxPool's Indices: per output, the flat (NCHW) input position of the first tap (in the scan order: the last
+    spatial axis fastest) whose value is the window's maximum ``y`` (onnxruntime's choice at a tie: it keeps the
+    first value greater than all before), padding excluded; the position within an (n, c) plane in row-major order,
+    or column-major (the first spatial axis fastest) under ``storage_order=1``, plus the plane's offset.
+
+    Computed as ``base + delta``: the window origin's position (a constant per output) plus the chosen tap's offset,
+    picked from the taps in reverse order by WHERE (the earliest match written last)."""
+    nd, kernel, strides, dilations, ceil_mode = _window_attributes(ctx, x)
+    shape = list(ctx.value(x).shape)
+    in_sizes = shape[2:]
+    if not _known(in_sizes):
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the Indices output of MaxPool needs the spatial dims of {x!r} static "
+                                             f"(the window positions are constants), got {shape}", tensor=x,
+                              axes=tuple(2 + i for i, d in enumerate(in_sizes) if d < 0))
+    pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
+    out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
+    limits.require_shape(out_sizes, np.int64, "the pooling windows' positions")
+    order = list(range(nd)) if storage_order else list(range(nd - 1, -1, -1))  # fastest axis first
+    step = [0] * nd
+    size = 1
+    for axis in order:
+        step[axis], size = size, size * in_sizes[axis]
+    plane = size
+    origins = [np.arange(o, dtype=np.int64) * s - p0 for o, s, (p0, _) in zip(out_sizes, strides, pads)]
+    base = sum(np.asarray(g) * st for g, st in zip(np.meshgrid(*origins, indexing="ij"), step))
+    value = ctx.value(x)
+    taps = _window_taps(ctx, x, kernel, strides, dilations, pads, out_sizes, _lowest(value.dtype), f"{out}.indices")
+    i64 = np.int64
+    full = (shape[0], shape[1], *out_sizes)
+    chosen = None  # the offset of the chosen tap: a constant until the first WHERE
+    for offsets, tap in reversed(list(zip(np.ndindex(*kernel), taps))):
+        cells = [g + off * d for g, off, d in zip(np.meshgrid(*origins, indexing="ij"), offsets, dilations)]
+        inside = np.logical_and.reduce([(c >= 0) & (c < n) for c, n in zip(cells, in_sizes)])
+        if not inside.any():
+            continue
+        delta = ctx.constant(np.asarray(sum(off * d * st for off, d, st in zip(offsets, dilations, step)), i64),
+                             f"{out}.delta")
+        if chosen is None:  # the last tap inside some window: the start (overwritten wherever an earlier one matches)
+            chosen = delta
+            continue
+        match = _compare(ctx, OP.OH_NN_OPS_EQUAL, tap, y, f"{out}.is_max")
+        if not inside.all():  # (a padded cell holds the lowest value: it may equal a maximum of lowest values)
+            match = _binary(ctx, OP.OH_NN_OPS_LOGICAL_AND, match, ctx.constant(inside, f"{out}.inside"),
+                            f"{out}.max_inside", dtype=np.bool_)
+        chosen = ctx.emit_to(OP.OH_NN_OPS_WHERE, [match, delta, chosen], i64, full, f"{out}.chosen")
+    if _known(shape[:2]):
+        planes = ctx.constant((np.arange(shape[0] * shape[1], dtype=i64) * plane).reshape(shape[0], shape[1],
+                                                                                          *[1] * nd),
+                              f"{out}.planes")
+    else:
+        count = dim_product(ctx, x, [0, 1])
+        first = _binary(ctx, OP.OH_NN_OPS_MUL, iota(ctx, count, i64, "planes"), ctx.constant(np.asarray(plane, i64)),
+                        f"{out}.plane_starts")
+        planes = reshape_to(ctx, first, [dims_tensor(ctx, x, [0, 1]), *[1] * nd], f"{out}.planes")
+    start = _binary(ctx, OP.OH_NN_OPS_ADD, planes, ctx.constant(base.astype(i64), f"{out}.origins"),
+                    f"{out}.window_starts")
+    _binary(ctx, OP.OH_NN_OPS_ADD, start, chosen, f"{out}.positions", output=out)
+    ctx.settle(out, full, i64)
 
 
 @converts("AveragePool")
@@ -398,6 +481,44 @@ def global_lp_pool(ctx: NodeContext) -> None:
 
 # -- MaxUnpool ---------------------------------------------------------------------------------------------------------
 
+def _unpooled_shape(ctx: NodeContext, x_shape) -> list[int]:
+    """The shape MaxUnpool infers from its input's: (in - 1) * stride - pads + kernel per spatial dim."""
+    nd = len(x_shape) - 2
+    kernel = ctx.attr("kernel_shape")
+    if kernel is None or len(kernel) != nd:
+        raise ConversionIssue(INVALID_MODEL, f"kernel_shape needs {nd} values, got {kernel}")
+    kernel = [int(k) for k in kernel]
+    strides = _ints_attr(ctx, "strides", nd, 1)
+    pads = _ints_attr(ctx, "pads", 2 * nd, 0)
+    inferred = [x_shape[0], x_shape[1]] + [(size - 1) * s - (pads[i] + pads[nd + i]) + k
+                                           for i, (size, s, k) in enumerate(zip(x_shape[2:], strides, kernel))]
+    if any(d < 1 for d in inferred[2:]):
+        raise ConversionIssue(INVALID_MODEL, f"the unpooled shape {inferred} is empty")
+    return inferred
+
+
+def _max_unpool_of_run_time_planes(ctx: NodeContext, x: str, indices: str, out: str, dtype) -> None:
+    """MaxUnpool whose batch or channels are known at run time only (the runtime-indices form of
+    :func:`max_unpool`): the flat lengths are read at run time (the planes times the static plane sizes)."""
+    x_shape = list(ctx.value(x).shape)
+    inferred = _unpooled_shape(ctx, x_shape)
+    i64, f64 = np.int64, np.dtype(np.float64)
+    planes = dim_product(ctx, x, [0, 1])
+    total = _binary(ctx, OP.OH_NN_OPS_MUL, planes, ctx.constant(np.asarray([int(np.prod(inferred[2:]))], i64)),
+                    f"{out}.flat_length")
+    flat_x = _reshape(ctx, x, (-1,))
+    where = _reshape(ctx, indices, (-1, 1))
+    sums = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, _cast(ctx, flat_x, f64, f"{out}.x64"), total], f64, (-1,),
+                       f"{out}.sums")
+    ones = ctx.emit_to(OP.OH_NN_OPS_FILL, [ctx.constant(np.asarray(1, f64)), dim_product(ctx, x, range(len(x_shape)))],
+                       f64, (-1,), f"{out}.ones")
+    hits = ctx.emit_to(OP.OH_NN_OPS_SCATTER_ND, [where, ones, total], f64, (-1,), f"{out}.hits")
+    hits = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, hits, _const(ctx, 1, f64, "one"), f"{out}.hits_at_least_1")
+    scattered = _cast(ctx, _binary(ctx, OP.OH_NN_OPS_DIV, sums, hits, f"{out}.means"), dtype, f"{out}.scattered")
+    reshape_to(ctx, scattered, [d if d >= 0 else dims_tensor(ctx, x, [a]) for a, d in enumerate(inferred)],
+               f"{out}.unpooled", output=out)
+
+
 @converts("MaxUnpool")
 def max_unpool(ctx: NodeContext) -> None:
     """Y (inferred shape, zeros) with Y.flat[I] = X, padded with zeros at the end to ``output_shape``.
@@ -408,22 +529,23 @@ def max_unpool(ctx: NodeContext) -> None:
     x, indices = ctx.input(0), ctx.input(1)
     out = ctx.output(0)
     dtype = _float_input(ctx, x)
+    x_shape = ctx.value(x).shape
+    index_shape = ctx.value(indices).shape
+    if x_shape is not None and len(x_shape) > 2 and _known(x_shape[2:]) and not _known(x_shape[:2]) \
+            and ctx.value(indices).data is None and not ctx.has_input(2):
+        # (a batch or channels known at run time only: the runtime-indices scatter into a run-time length)
+        if ctx.value(indices).dtype != np.int64 or index_shape is None or len(index_shape) != len(x_shape) or any(
+                a >= 0 and b >= 0 and a != b for a, b in zip(x_shape, index_shape)):
+            raise ConversionIssue(INVALID_MODEL, f"the indices must be int64 of the input's shape {list(x_shape)}")
+        _max_unpool_of_run_time_planes(ctx, x, indices, out, dtype)
+        return
     x_shape = _shape(ctx, x, "the MaxUnpool input")
     nd = len(x_shape) - 2
     if nd < 1:
         raise ConversionIssue(INVALID_MODEL, f"MaxUnpool needs an (N, C, spatial...) input, got {list(x_shape)}")
     if ctx.value(indices).dtype != np.int64 or _shape(ctx, indices, "the indices") != x_shape:
         raise ConversionIssue(INVALID_MODEL, f"the indices must be int64 of the input's shape {list(x_shape)}")
-    kernel = ctx.attr("kernel_shape")
-    if kernel is None or len(kernel) != nd:
-        raise ConversionIssue(INVALID_MODEL, f"kernel_shape needs {nd} values, got {kernel}")
-    kernel = [int(k) for k in kernel]
-    strides = _ints_attr(ctx, "strides", nd, 1)
-    pads = _ints_attr(ctx, "pads", 2 * nd, 0)
-    inferred = [x_shape[0], x_shape[1]] + [(size - 1) * s - (pads[i] + pads[nd + i]) + k
-                                           for i, (size, s, k) in enumerate(zip(x_shape[2:], strides, kernel))]
-    if any(d < 1 for d in inferred):
-        raise ConversionIssue(INVALID_MODEL, f"the unpooled shape {inferred} is empty")
+    inferred = _unpooled_shape(ctx, x_shape)
     target = list(inferred)
     if ctx.has_input(2):
         target = [int(d) for d in ctx.constant_input(2, "output_shape").reshape(-1)]

@@ -31,6 +31,7 @@ from ._common import (
     _reduce,
     _transpose,
     _unary,
+    _where,
     axes_from,
 )
 from ._dims import axis_iota, dims_tensor
@@ -210,6 +211,9 @@ def top_k(ctx: NodeContext) -> None:
     shape[axis] = int(k_data) if k_data is not None else -1
     if values_value.shape is not None and len(values_value.shape) == rank:
         shape = [s if s >= 0 else d for s, d in zip(values_value.shape, shape)]
+    if not largest and dtype.kind == "f":
+        _smallest_floats(ctx, x, k, values_out, indices_out, shape, axis, rank)
+        return
     source = x if largest else _reverse_order(ctx, x, f"{values_out}.reversed_order")
     values = values_out if largest else ctx.new_value(dtype, shape, f"{values_out}.reversed")
     indices = indices_out or ctx.new_value(np.int64, shape, f"{values_out}.indices")
@@ -221,6 +225,48 @@ def top_k(ctx: NodeContext) -> None:
              {"OH_NN_TOP_K_SORTED": True, "OH_NN_TOP_K_AXIS": axis})
     if not largest:
         _reverse_order(ctx, values, values_out, output=values_out)
+
+
+def _smallest_floats(ctx: NodeContext, x: str, k: str, values_out: str, indices_out: str | None, shape, axis: int,
+                     rank: int) -> None:
+    """TopK largest=0 of floats: NaN counts as larger than every number (onnxruntime and onnx.reference, both
+    orders), so the k smallest are the numbers ascending, then the NaNs. They are TOP_K's largest of a key: -x, with
+    NaN as -inf; float16/float32 go through float64, where +inf's key is -2**1000, between -inf and every other key
+    (a float64 +inf shares -inf with NaN: lower index first, docs/deviations.md). The values come back as -key except
+    in the last places, one per NaN in the row, which are NaN."""
+    dtype = ctx.value(x).dtype
+    wide = dtype != np.float64
+    source = _cast(ctx, x, np.float64, f"{values_out}.float64") if wide else x
+    negated = _unary(ctx, OP.OH_NN_OPS_NEG, source, f"{values_out}.negated")
+    below_numbers = 2.0 ** 1000
+    if wide:  # (NaN stays NaN through MAXIMUM)
+        negated = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, negated, _const(ctx, -below_numbers, np.float64, "below"),
+                          f"{values_out}.negated_inf_above_nan")
+    is_nan = _compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, x, x, f"{values_out}.is_nan")
+    minus_inf = _const(ctx, -np.inf, ctx.value(source).dtype, "minus_inf")
+    key = _where(ctx, is_nan, minus_inf, negated, f"{values_out}.reversed_order")
+    key_values = ctx.new_value(ctx.value(source).dtype, shape, f"{values_out}.reversed")
+    indices = indices_out or ctx.new_value(np.int64, shape, f"{values_out}.indices")
+    ctx.settle(key_values, shape, ctx.value(source).dtype)
+    ctx.settle(indices, shape, np.int64)
+    if ctx.value(indices).dtype.kind not in "iu":
+        raise ConversionIssue(INVALID_MODEL, "TopK indices must be an integer tensor")
+    ctx.emit(OP.OH_NN_OPS_TOP_K, [key, k], [key_values, indices],
+             {"OH_NN_TOP_K_SORTED": True, "OH_NN_TOP_K_AXIS": axis})
+    is_number = _compare(ctx, OP.OH_NN_OPS_EQUAL, x, x, f"{values_out}.is_number")
+    numbers = _reduce(ctx, "SUM", _cast(ctx, is_number, np.int64), [axis], True, f"{values_out}.numbers")
+    places = axis_iota(ctx, key_values, axis, rank, np.int64)
+    past_numbers = _compare(ctx, OP.OH_NN_OPS_GREATER_EQUAL, places, numbers, f"{values_out}.past_numbers")
+    values = _unary(ctx, OP.OH_NN_OPS_NEG, key_values, f"{values_out}.ascending")
+    nan = _const(ctx, np.nan, ctx.value(source).dtype, "nan")
+    if not wide:
+        _where(ctx, past_numbers, nan, values, values_out, output=values_out)
+        return
+    values = _where(ctx, past_numbers, nan, values, f"{values_out}.with_nan")
+    is_inf = _compare(ctx, OP.OH_NN_OPS_EQUAL, values, _const(ctx, below_numbers, np.float64, "above"),
+                      f"{values_out}.is_inf")
+    values = _where(ctx, is_inf, _const(ctx, np.inf, np.float64, "inf"), values, f"{values_out}.with_inf")
+    _cast(ctx, values, dtype, output=values_out)
 
 
 # -- CumSum ------------------------------------------------------------------------------------------------------------

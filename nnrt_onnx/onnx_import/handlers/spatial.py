@@ -2,10 +2,13 @@
 
 Decisions (also in the mapping rows' notes):
 
-* Resize/Upsample: the interpolation is separable; every resized axis is a constant [out, in] matrix computed
-  here exactly like the ONNX reference (all coordinate modes, cubic, antialias, exclude_outside, roi). Nearest
-  becomes a GATHER per axis; linear on H/W of a 4-D tensor becomes RESIZE_BILINEAR when that op's own
-  matrix equals ONNX's; anything else a MATMUL per axis.
+* Resize/Upsample: the interpolation is separable; every static resized axis is a constant [out, in] matrix
+  computed here exactly like the ONNX reference (all coordinate modes, cubic, antialias, exclude_outside, roi).
+  Nearest becomes a GATHER per axis; linear on H/W of a 4-D tensor becomes RESIZE_BILINEAR when that op's own
+  matrix equals ONNX's; anything else a MATMUL per axis. An axis whose input length (a dynamic dim) or output
+  length (sizes computed at run time) is known at run time only is resized by the same formulas emitted as
+  operations (``_resize``): nearest one GATHER, linear two GATHERs weighted; cubic, antialias,
+  tf_crop_and_resize and keep_aspect_ratio_policy need it static.
 * CenterCropPad needs a constant target shape and static dims on the cropped/padded axes: SLICE, then PAD
   (the extra unit of an odd difference goes to the end, as the reference).
 * AffineGrid needs a constant size: a constant homogeneous base grid times theta^T (one MATMUL), reshaped.
@@ -31,23 +34,11 @@ from .. import limits
 from ..context import NodeContext
 from . import converts
 from ._common import _float_dtype, _matmul, _nhwc_shape, _reshape, _unsupported, fold_constant_node, through_real_values
+from ._arith import NUMPY
 from ._dims import dims_tensor, reshape_to
+from ._resize import LENGTH_MODES, RunTimeAxis, emit_run_time_axis, linear_taps, nearest_source, source_coordinates
 
 # -- Resize / Upsample -------------------------------------------------------------------------------------------------
-
-def _nearest_coeffs(ratio: float, mode: str) -> list[float]:
-    if float(ratio).is_integer():
-        return [0.0, 1.0]
-    if mode == "round_prefer_floor":
-        return [float(ratio <= 0.5), float(ratio > 0.5)]
-    if mode == "round_prefer_ceil":
-        return [float(ratio < 0.5), float(ratio >= 0.5)]
-    if mode == "floor":
-        return [1.0, 0.0]
-    if mode == "ceil":
-        return [0.0, 1.0]
-    raise _unsupported(f"nearest_mode={mode!r} is not supported")
-
 
 def _cubic_coeffs(ratio: float, a: float) -> list[float]:
     r = ratio
@@ -84,30 +75,14 @@ def _linear_coeffs_antialias(ratio: float, scale: float) -> np.ndarray:
 def _source_coordinates(in_size: int, out_size: int, scale: float, ctm: str, roi, length: float,
                         work=np.float32) -> np.ndarray:
     """The input coordinate of every output position along one axis, in float32 as onnxruntime computes it (or in
-    ``work``: float64 for a nearest resize to given sizes, see :func:`resize`).
-    ``length`` is the formulas' ``length_resized``: the integer ``out_size`` (onnxruntime, and the specification's
-    "length of the resized tensor"; rule resize-length-resized) or ``scale * in_size`` (onnx.reference)."""
-    f32 = work
-    y = np.arange(out_size, dtype=f32)
-    scale32 = f32(scale)
-    if ctm == "align_corners":
-        return np.zeros(out_size, f32) if length == 1 else y * f32(in_size - 1) / f32(length - 1)
-    if ctm == "asymmetric":
-        return y / scale32
-    if ctm == "tf_crop_and_resize":
-        start, end = f32(roi[0]), f32(roi[1])
-        if length > 1:
-            return start * f32(in_size - 1) + y * (end - start) * f32(in_size - 1) / f32(length - 1)
-        return np.full(out_size, f32(0.5 * (float(start) + float(end)) * (in_size - 1)))
-    if ctm == "pytorch_half_pixel":
-        return (y + f32(0.5)) / scale32 - f32(0.5) if length > 1 else np.zeros(out_size, f32)
-    if ctm == "half_pixel":
-        return (y + f32(0.5)) / scale32 - f32(0.5)
-    if ctm == "half_pixel_symmetric":
-        adjustment = f32(length) / (scale32 * f32(in_size))
-        offset = f32(in_size) / f32(2) * (f32(1) - adjustment)
-        return offset + (y + f32(0.5)) / scale32 - f32(0.5)
-    raise _unsupported(f"coordinate_transformation_mode={ctm!r} is not supported")
+    ``work``: float64 for a nearest resize to given sizes, see :func:`resize`): ``_resize.source_coordinates``
+    evaluated at conversion. ``length`` is the formulas' ``length_resized``: the integer ``out_size``
+    (onnxruntime, and the specification's "length of the resized tensor"; rule resize-length-resized) or
+    ``scale * in_size`` (onnx.reference)."""
+    work = np.dtype(work).type
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a where picks around a division by zero)
+        return source_coordinates(NUMPY, np.arange(out_size, dtype=work), work(in_size), work(length), work(scale),
+                                  ctm, roi)
 
 
 def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: str, *, roi=None,
@@ -115,19 +90,41 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
                    nearest_mode: str = "round_prefer_floor", length: float | None = None, work=np.float32):
     """The [out, in] matrix of ONNX Resize along one axis (the ONNX reference's interpolation, at onnxruntime's
     source coordinates) and the mask of output positions that take the extrapolation value (tf_crop_and_resize),
-    or None. ``length``: the ``length_resized`` of the coordinate formulas (default ``out_size``)."""
+    or None. ``length``: the ``length_resized`` of the coordinate formulas (default ``out_size``). Nearest and
+    (plain) linear take their sources and weights from ``_resize``'s formulas, as an axis resized at run time."""
     limits.require_shape([out_size, in_size], np.float64, "the interpolation matrix of a resized axis")
     x = _source_coordinates(in_size, out_size, scale, ctm, roi, out_size if length is None else length, work)
     extrapolated = ((x < 0) | (x > in_size - 1)) if ctm == "tf_crop_and_resize" else None
     x = x.astype(np.float64)
+    matrix = np.zeros((out_size, in_size), np.float64)
+    rows = np.arange(out_size)
+    if mode == "nearest" or (mode == "linear" and not antialias):
+        if mode == "nearest":
+            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size)), 1.0)]
+        else:
+            first, second, first_weight, second_weight = linear_taps(NUMPY, x, float(in_size))
+            taps = [(first, first_weight), (second, second_weight)]
+        for position, weight in taps:
+            np.add.at(matrix, (rows, position.astype(np.int64)), weight)
+    else:
+        _add_cubic_or_antialiased(matrix, x, in_size, out_size, scale, mode, cubic_a, exclude_outside, antialias)
+    if extrapolated is not None:
+        matrix[extrapolated] = 0.0
+        if not extrapolated.any():
+            extrapolated = None
+    return matrix, extrapolated
+
+
+def _add_cubic_or_antialiased(matrix, x, in_size: int, out_size: int, scale: float, mode: str, cubic_a: float,
+                              exclude_outside: bool, antialias: bool) -> None:
+    """The taps of cubic and antialiased linear interpolation at coordinates ``x``, added into ``matrix`` (the ONNX
+    reference's coefficients, indices clamped into the input)."""
     floor = np.floor(x)
     ratios = np.where(x == floor, 1.0, x - floor)
     rows = []
     for r in ratios:
-        if mode == "nearest":
-            rows.append(_nearest_coeffs(float(r), nearest_mode))
-        elif mode == "linear":
-            rows.append(_linear_coeffs_antialias(float(r), scale) if antialias else [1 - r, r])
+        if mode == "linear":
+            rows.append(_linear_coeffs_antialias(float(r), scale))
         else:
             rows.append(_cubic_coeffs_antialias(float(r), scale, cubic_a) if antialias else _cubic_coeffs(float(r), cubic_a))
     coeffs = np.asarray(rows, np.float64)
@@ -146,19 +143,14 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
         coeffs = np.where((index < 0) | (index >= in_size), 0.0, coeffs)
         total = coeffs.sum(axis=1, keepdims=True)
         coeffs = coeffs / np.where(total == 0, 1.0, total)
-    matrix = np.zeros((out_size, in_size), np.float64)
     np.add.at(matrix, (np.repeat(np.arange(out_size), n), np.clip(index, 0, in_size - 1).reshape(-1)),
               coeffs.reshape(-1))
-    if extrapolated is not None:
-        matrix[extrapolated] = 0.0
-        if not extrapolated.any():
-            extrapolated = None
-    return matrix, extrapolated
 
 
 def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
                  extrapolation_value: float) -> None:
-    """axes_plan: axis -> (matrix [out, in], extrapolation mask or None), only the axes that change."""
+    """axes_plan: axis -> (matrix [out, in], extrapolation mask or None), or a ``RunTimeAxis``; only the axes that
+    change."""
     value = ctx.value(x)
     dtype = value.dtype
     rank = len(out_shape)
@@ -166,7 +158,8 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
     if not axes_plan:
         ctx.alias(x, out)
         return
-    masks = {a: m for a, (_, m) in axes_plan.items() if m is not None}
+    at_run_time = any(isinstance(p, RunTimeAxis) for p in axes_plan.values())
+    masks = {a: p[1] for a, p in axes_plan.items() if not isinstance(p, RunTimeAxis) and p[1] is not None}
     if mode != "nearest" and dtype.kind != "f":
         if value.quant is None or value.quant.count != 1:
             raise ConversionIssue(UNSUPPORTED_DTYPE, f"{mode} resize of {dtype} is not supported (float types, or "
@@ -176,7 +169,8 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
     current_shape = list(value.shape)
     steps = sorted(axes_plan)
     # linear on H/W of a 4-D tensor: one RESIZE_BILINEAR when its matrices are exactly ONNX's
-    if mode == "linear" and rank == 4 and set(steps) <= {2, 3} and not masks and min(current_shape[2:]) > 0:
+    if mode == "linear" and rank == 4 and set(steps) <= {2, 3} and not masks and not at_run_time \
+            and min(current_shape[2:]) > 0:
         for code in (2, 1, 0):
             if all(np.allclose(axes_plan[a][0] if a in axes_plan else np.eye(current_shape[a]),
                                bilinear_matrix(current_shape[a], out_shape[a], code), rtol=0, atol=1e-6)
@@ -189,10 +183,15 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
                 return
     current = x
     for position, axis in enumerate(steps):
-        matrix, _ = axes_plan[axis]
-        current_shape[axis] = matrix.shape[0]
+        plan = axes_plan[axis]
+        current_shape[axis] = plan.out_length if isinstance(plan, RunTimeAxis) else plan[0].shape[0]
         last = position == len(steps) - 1 and not masks
         target = out if last else ctx.new_value(dtype, tuple(current_shape), f"{out}.axis{axis}")
+        if isinstance(plan, RunTimeAxis):
+            emit_run_time_axis(ctx, current, axis, plan, target)
+            current = target
+            continue
+        matrix = plan[0]
         if mode == "nearest":
             # one source per output position; a position taking the extrapolation value (an empty row: its mask
             # sets it afterwards) reads any, here the first
@@ -246,7 +245,8 @@ def _float_list(array) -> list[float]:
 
 @converts("Resize")
 def resize(ctx: NodeContext) -> None:
-    """Resize (opset 10..19+): every attribute; scales/sizes (and roi for tf_crop_and_resize) must be constants."""
+    """Resize (opset 10..19+): every attribute; scales (and roi for tf_crop_and_resize) must be constants; sizes may
+    be computed at run time, and a dynamic resized dim is resized at run time, for nearest and linear."""
     x = ctx.input(0)
     shape = ctx.value(x).shape
     if shape is None:
@@ -297,24 +297,24 @@ def resize(ctx: NodeContext) -> None:
         if ctm == "tf_crop_and_resize":
             raise ConversionIssue(INVALID_MODEL, "coordinate_transformation_mode=tf_crop_and_resize needs roi")
     # an axis whose size stays (scale 1, or the size it has: a symbol when dynamic, read from Shape) may be
-    # dynamic; a resized one needs its size (its interpolation is a constant matrix)
+    # dynamic; a resized axis whose input or output length is known at run time only is resized at run time
+    # (nearest and linear: the coordinates computed by the model, _resize.RunTimeAxis)
     in_sizes = [shape[a] for a in axes]
     kept = [sizes is not None and sizes[i] == "same" or scales is not None and float(np.float32(scales[i])) == 1.0
             and (ctm != "tf_crop_and_resize" or tuple(roi_pairs[i]) == (0.0, 1.0)) for i in range(count)]
-    dynamic = [a for a, d, k in zip(axes, in_sizes, kept) if d < 0 and not k]
-    if dynamic:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static (their interpolation "
-                                             f"is a constant matrix), got {list(shape)}", tensor=x)
-    if sizes is not None and any(isinstance(v, str) for v, k in zip(sizes, kept) if not k):
-        raise ConversionIssue(NEEDS_CONSTANT, "sizes (input #3) must be a constant", tensor=ctx.input(3))
+    run_time = [not k and (d < 0 or sizes is not None and not isinstance(sizes[i], int))
+                for i, (d, k) in enumerate(zip(in_sizes, kept))]
+    if any(run_time):
+        _run_time_resize_supported(ctx, x, [a for a, r in zip(axes, run_time) if r], mode, ctm, antialias, policy)
     if any(k and d < 0 for k, d in zip(kept, in_sizes)) and policy != "stretch":
         raise ConversionIssue(DYNAMIC_SHAPE, f"keep_aspect_ratio_policy={policy!r} needs every resized dim of {x!r} "
                                              f"static, got {list(shape)}", tensor=x)
     if sizes is not None:
-        out_sizes = [d if k else int(v) for v, d, k in zip(sizes, in_sizes, kept)]
+        out_sizes = [d if k else int(v) if isinstance(v, int) else -1 for v, d, k in zip(sizes, in_sizes, kept)]
         # onnxruntime's scale of a sized axis: the float32 quotient (for interpolation; nearest picks its source
-        # in float64, below)
-        axis_scales = [1.0 if k else float(np.float32(o) / np.float32(i)) for o, i, k in zip(out_sizes, in_sizes, kept)]
+        # in float64, below); an axis resized at run time computes it there
+        axis_scales = [1.0 if k else None if r else float(np.float32(o) / np.float32(i))
+                       for o, i, k, r in zip(out_sizes, in_sizes, kept, run_time)]
         if policy != "stretch":
             pick = min if policy == "not_larger" else max if policy == "not_smaller" else None
             if pick is None:
@@ -326,13 +326,26 @@ def resize(ctx: NodeContext) -> None:
             out_sizes = [int(common * i + 0.5) for i in in_sizes]
     else:
         axis_scales = _finite_scales(scales, "Resize")
-        out_sizes = [d if k else _scaled_length(ctx, s, d, a) for s, d, a, k in zip(axis_scales, in_sizes, axes, kept)]
-    if any(s <= 0 for s in axis_scales) or any(o == 0 for o in out_sizes):
+        out_sizes = [d if k else -1 if r else _scaled_length(ctx, s, d, a)
+                     for s, d, a, k, r in zip(axis_scales, in_sizes, axes, kept, run_time)]
+    if any(s is not None and s <= 0 for s in axis_scales) or any(o == 0 for o in out_sizes):
         raise _unsupported(f"scales {axis_scales} give an empty output {out_sizes} (empty tensors are not supported)")
     out_shape = list(shape)
     plan = {}
-    for axis, size, out_size, scale, pair, k in zip(axes, in_sizes, out_sizes, axis_scales, roi_pairs, kept):
+    for i, (axis, size, out_size, scale, pair, k) in enumerate(zip(axes, in_sizes, out_sizes, axis_scales, roi_pairs,
+                                                                   kept)):
         out_shape[axis] = out_size
+        if run_time[i]:
+            axis_nearest = nearest_mode or ("floor" if scale >= 1 else "ceil")
+            if sizes is None:
+                plan[axis] = RunTimeAxis(mode, ctm, axis_nearest, out_size, scale=scale)
+                _run_time_deviations(ctx, axis, scale, mode, ctm, axis_nearest)
+            else:
+                plan[axis] = RunTimeAxis(mode, ctm, axis_nearest, out_size, sizes=ctx.input(3), sizes_index=i)
+                if mode == "nearest":
+                    ctx.deviation("resize-nearest-sizes", f"axis {axis}: lengths known at run time (not checked at "
+                                                          f"conversion): sources picked in float64")
+            continue
         identity = k or math.isclose(scale, 1.0) and out_size == size and (
             ctm != "tf_crop_and_resize" or (math.isclose(pair[0], 0.0) and math.isclose(pair[1], 1.0)))
         if identity:
@@ -351,16 +364,63 @@ def resize(ctx: NodeContext) -> None:
                                                       f"coordinates pick different sources at a tie")
             continue
         plan[axis] = _resize_matrix(size, out_size, scale, mode, ctm, **options)
-        fractional = scale * size
-        if fractional != out_size and ctm in _LENGTH_MODES and not np.array_equal(
-                plan[axis][0], _resize_matrix(size, out_size, scale, mode, ctm, length=fractional, **options)[0]):
+        if _length_readings_differ(size, out_size, scale, mode, ctm, options):
             ctx.deviation("resize-length-resized", f"axis {axis}: {size} -> {out_size} at scale {scale:g}: "
                                                    f"onnxruntime's length_resized {out_size}, onnx.reference's "
-                                                   f"{fractional:g}")
+                                                   f"{scale * size:g}")
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
 
 
-_LENGTH_MODES = ("align_corners", "pytorch_half_pixel", "tf_crop_and_resize", "half_pixel_symmetric")
+def _length_readings_differ(size: int, out_size: int, scale: float, mode: str, ctm: str, options: dict) -> bool:
+    """Whether onnx.reference's length_resized (scale x size) gives another matrix than the integer out_size
+    (rule resize-length-resized)."""
+    fractional = scale * size
+    return fractional != out_size and ctm in LENGTH_MODES and not np.array_equal(
+        _resize_matrix(size, out_size, scale, mode, ctm, **options)[0],
+        _resize_matrix(size, out_size, scale, mode, ctm, length=fractional, **options)[0])
+
+
+def _run_time_resize_supported(ctx: NodeContext, x: str, axes: list[int], mode: str, ctm: str, antialias: bool,
+                               policy: str) -> None:
+    """Refuse, with the dims to pin, what an axis resized at run time cannot compute: cubic and antialiased
+    interpolation (a window whose taps depend on the scale), tf_crop_and_resize, a policy's common scale."""
+    shape = list(ctx.value(x).shape)
+    what = ("mode=cubic" if mode == "cubic" else "antialias=1" if antialias else
+            "coordinate_transformation_mode=tf_crop_and_resize" if ctm == "tf_crop_and_resize" else
+            f"keep_aspect_ratio_policy={policy!r}" if policy != "stretch" else None)
+    if what is None:
+        return
+    dynamic = [a for a in axes if shape[a] < 0]
+    if dynamic:
+        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static: {what} is "
+                                             f"converted with a constant interpolation matrix, got {shape}", tensor=x)
+    raise ConversionIssue(NEEDS_CONSTANT, f"sizes (input #3) must be a constant: {what} is converted with a "
+                                          f"constant interpolation matrix", tensor=ctx.input(3))
+
+
+_DEVIATION_LENGTHS = 4096  # input lengths an axis resized at run time is checked at for rule resize-output-size
+_LENGTH_READING_LENGTHS = 64  # ... and for rule resize-length-resized (a matrix each)
+
+
+def _run_time_deviations(ctx: NodeContext, axis: int, scale: float, mode: str, ctm: str, nearest_mode: str) -> None:
+    """The rules an axis resized at run time by ``scale`` follows where onnxruntime or onnx.reference differ, at
+    some input length: recorded with the first such length (the lengths are known at run time only)."""
+    lengths = np.arange(1, _DEVIATION_LENGTHS + 1)
+    exact = np.floor(lengths * float(np.float32(scale))).astype(np.int64)  # (exact: < 2^29 x a float32)
+    rounded = (np.float32(scale) * lengths.astype(np.float32)).astype(np.int64)
+    differs = np.flatnonzero(exact != rounded)
+    if differs.size:
+        at = int(differs[0])
+        ctx.deviation("resize-output-size", f"axis {axis} (length known at run time): e.g. floor({lengths[at]} x "
+                                            f"{scale!r}) = {exact[at]}; onnxruntime's float32 product gives "
+                                            f"{rounded[at]}")
+    options = dict(nearest_mode=nearest_mode)
+    for size, out_size in zip(lengths[:_LENGTH_READING_LENGTHS], exact[:_LENGTH_READING_LENGTHS]):
+        if out_size > 0 and _length_readings_differ(int(size), int(out_size), scale, mode, ctm, options):
+            ctx.deviation("resize-length-resized", f"axis {axis} (length known at run time): e.g. {size} -> "
+                                                   f"{out_size} at scale {scale:g}: onnxruntime's length_resized "
+                                                   f"{out_size}, onnx.reference's {scale * size:g}")
+            return
 
 
 def _scaled_length(ctx: NodeContext, scale: float, size: int, axis: int) -> int:
@@ -375,17 +435,21 @@ def _scaled_length(ctx: NodeContext, scale: float, size: int, axis: int) -> int:
 
 
 def _resize_sizes(ctx: NodeContext, x: str) -> list:
-    """The sizes input: a constant, or one computed from Shape whose dynamic entries are the input's own dims
-    ("same": that axis keeps its size); symbols for other unknown entries."""
+    """The sizes input: a constant, or one computed at run time whose entries are read where they can be (a
+    Concat of parts read apart): ints, "same" for the input's own dim (that axis keeps its size), None for an entry
+    known at run time only (that axis is resized at run time)."""
     sizes = ctx.input_value(3)
     if sizes.data is not None:
         return [int(v) for v in sizes.data.astype(np.int64).reshape(-1)]
+    if sizes.dtype.kind not in "iu":
+        raise ConversionIssue(INVALID_MODEL, f"sizes has dtype {sizes.dtype} (int64)", tensor=ctx.input(3))
     reader = ctx.shape_values()
-    requested = reader.value(ctx.node.input[3]) if reader is not None else None
+    requested = reader.elements(ctx.node.input[3]) if reader is not None else None
     dims = reader.dims(ctx.node.input[0]) if reader is not None else None
     if requested is None or dims is None or len(requested) != len(dims):
         ctx.constant_input(3, "sizes")  # raises NEEDS_CONSTANT
-    return ["same" if isinstance(v, str) and v == d else v for v, d in zip(requested, dims)]
+    return ["same" if isinstance(v, str) and v == d else None if isinstance(v, str) else v
+            for v, d in zip(requested, dims)]
 
 
 def _finite_scales(scales, op: str) -> list[float]:
@@ -399,7 +463,7 @@ def _finite_scales(scales, op: str) -> list[float]:
 @converts("Upsample")
 def upsample(ctx: NodeContext) -> None:
     """Upsample (opset 7: scales attribute; 9: scales input): asymmetric coordinates, nearest truncates (ORT).
-    A dim with scale 1 may be dynamic (a batch); a resized one needs its size (a constant interpolation matrix)."""
+    A dynamic resized dim is resized at run time (as Resize's)."""
     x = ctx.input(0)
     shape = ctx.value(x).shape
     if shape is None:
@@ -418,16 +482,18 @@ def upsample(ctx: NodeContext) -> None:
         scales = _finite_scales(ctx.constant_input(1, "scales").reshape(-1), "Upsample")
     if len(scales) != len(shape):
         raise ConversionIssue(INVALID_MODEL, f"scales {scales} need {len(shape)} values")
-    dynamic = [a for a, (s, d) in enumerate(zip(scales, shape)) if d < 0 and s != 1.0]
-    if dynamic:
-        raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static (their interpolation "
-                                             f"is a constant matrix), got {list(shape)}", tensor=x)
-    out_shape = [d if s == 1.0 else _scaled_length(ctx, s, d, a) for a, (s, d) in enumerate(zip(scales, shape))]
-    if any(o == 0 for o in out_shape):
+    out_shape = [d if s == 1.0 else -1 if d < 0 else _scaled_length(ctx, s, d, a)
+                 for a, (s, d) in enumerate(zip(scales, shape))]
+    if any(o == 0 for o in out_shape) or any(s <= 0 for s in scales):
         raise _unsupported(f"scales {scales} give an empty output {out_shape}")
     plan = {}
     for axis, (size, out_size, scale) in enumerate(zip(shape, out_shape, scales)):
-        if math.isclose(scale, 1.0) and out_size == size:
+        if scale == 1.0 or math.isclose(scale, 1.0) and out_size == size:
+            continue
+        if size < 0:  # resized at run time (_resize.RunTimeAxis)
+            nearest_mode = "floor" if scale >= 1 else "ceil"
+            plan[axis] = RunTimeAxis(mode, "asymmetric", nearest_mode, -1, scale=scale)
+            _run_time_deviations(ctx, axis, scale, mode, "asymmetric", nearest_mode)
             continue
         plan[axis] = _resize_matrix(size, out_size, scale, mode, "asymmetric",
                                     nearest_mode="floor" if scale >= 1 else "ceil")

@@ -1,0 +1,90 @@
+"""Wall time of a sweep, `nnrt-onnx check DIR -j N`, for several N: fresh processes, the same models, and the
+per-model verdicts of every N compared (they must be identical).
+
+    python bench/bench_sweep.py                      # the onnx package's light nets, -j 1 against -j 2
+    python bench/bench_sweep.py --jobs 1,2 --rounds 3 DIR_OR_MODEL ...
+
+Without models, the light nets shipped in the onnx package (onnx/backend/test/data/light/*.onnx, placeholder
+weights), as tests/onnx/test_light_models.py finds them. Each round runs every N once, in a rotated order, as
+`python cli.py check MODELS... -j N --json` with this checkout first on PYTHONPATH; round 0 also warms numba's
+kernel cache. Prints each run's wall time and CPU time (the sweep and its workers: the work done, which the
+machine's load does not change), the median wall time per N, and the ratio of each N's median to the first's.
+The machine's other load counts: on a shared machine, run it when it is quiet and say when it was not.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def light_models() -> list[str]:
+    import onnx
+
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return sorted(str(p) for p in light.glob("*.onnx"))
+
+
+def run(models: list[str], jobs: int) -> tuple[float, float, dict[str, str]]:
+    """(wall seconds, CPU seconds of the sweep and its workers, model -> verdict) of one fresh sweep."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, str(ROOT / "cli.py"), "check", *models, "-j", str(jobs), "--json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp")
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers are reaped by the sweep: they count
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    try:
+        rows = json.loads(done.stdout)["models"]
+    except (ValueError, KeyError):
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}") from None
+    return wall, cpu, {row["model"]: row["verdict"] for row in rows}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="*", help="models or directories [the onnx package's light nets]")
+    parser.add_argument("--jobs", default="1,2", help="the worker counts to compare [1,2]")
+    parser.add_argument("--rounds", type=int, default=1, help="timed rounds after the warm-up round [1]")
+    parser.add_argument("--no-warmup", action="store_true", help="skip round 0 (numba's cache is warm already)")
+    args = parser.parse_args(argv)
+    models = args.models or light_models()
+    counts = [int(j) for j in args.jobs.split(",")]
+    times: dict[int, list[float]] = {j: [] for j in counts}
+    verdicts: dict[int, dict[str, str]] = {}
+    print(f"{len(models)} model(s), {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f} at the start")
+    for round_number in range(0 if args.no_warmup else -1, args.rounds):
+        order = counts[round_number % len(counts):] + counts[:round_number % len(counts)]
+        for jobs in order:
+            wall, cpu, found = run(models, jobs)
+            label = "warm-up" if round_number < 0 else f"round {round_number + 1}"
+            print(f"{label}: -j {jobs}: {wall:.1f} s wall, {cpu:.1f} s CPU (load average {os.getloadavg()[0]:.2f})",
+                  flush=True)
+            if round_number >= 0:
+                times[jobs].append(wall)
+            if verdicts.setdefault(jobs, found) != found:
+                raise SystemExit(f"-j {jobs} gave other verdicts from one run to the next: {found}")
+    first = statistics.median(times[counts[0]])
+    for jobs in counts:
+        median = statistics.median(times[jobs])
+        print(f"-j {jobs}: median {median:.1f} s over {len(times[jobs])} run(s), {median / first:.2f}x the -j "
+              f"{counts[0]} time")
+    differing = {m: {j: verdicts[j].get(m) for j in counts} for m in verdicts[counts[0]]
+                 if len({verdicts[j].get(m) for j in counts}) > 1}
+    if differing:
+        raise SystemExit(f"the verdicts differ between worker counts: {differing}")
+    print(f"per-model verdicts identical for -j {', '.join(map(str, counts))}: "
+          + ", ".join(f"{Path(m).stem} {v}" for m, v in verdicts[counts[0]].items()))
+
+
+if __name__ == "__main__":
+    main()

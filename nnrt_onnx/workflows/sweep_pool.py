@@ -1,0 +1,313 @@
+"""The local sweep engine (``check DIR -j N``): :func:`~.sweep.check_one` in N worker processes.
+
+Each worker is a fresh interpreter (multiprocessing's ``spawn``: nothing forked from a process whose threads run --
+importing numpy starts OpenBLAS's threads), checks one model at a time, and lives on for the next model so that its
+imports and compiled kernels are paid once. The pool watches every busy worker:
+
+* a model still running after ``Limits.timeout`` seconds: its worker is killed, the row's verdict is ``timeout``;
+* a worker whose resident memory (RSS, read from /proc each 50 ms) passes ``Limits.max_memory``: killed,
+  ``out of memory`` (as is a model whose allocation raised MemoryError in the worker);
+* a worker that dies (a signal, an exit, a segfault in native code): ``crashed``, with the signal or exit code.
+
+Tasks and rows cross the pipes as JSON, never pickles: the pool does not unpickle what a process that parses
+untrusted models sends (multiprocessing itself pickles only the worker's start-up arguments, pool to worker).
+
+Each of these is that model's row and a new worker takes the dead one's place: never the end of the sweep. The
+workers split the cores' BLAS threads (``cores // jobs`` each, set in the environment before the worker imports
+numpy, and through threadpoolctl), and a worker dies with the process that started it (Linux: PR_SET_PDEATHSIG).
+
+A row's ``peak_rss`` is the worker's peak resident memory during that model's check (bytes): ``check_one`` resets
+its high-water mark (/proc/self/clear_refs) before each model and reads it (``VmHWM``) after it
+(``sweep.peak_rss``), so it includes the runtime the worker holds before any model (~50 MB after the imports, 0.2-0.3 GB once
+onnxruntime, onnx and the kernels are loaded). For a
+killed worker it is the largest RSS the pool saw (a lower bound).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing import connection
+from typing import Any, Callable, Iterable
+
+from ..errors import UserError
+
+TIMEOUT = "timeout"
+OUT_OF_MEMORY = "out of memory"
+CRASHED = "crashed"
+# the variables BLAS and OpenMP libraries read when they load (numpy's OpenBLAS, MKL, numba's OpenMP layer)
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+_MEMORY_POLL = 0.05  # seconds between RSS reads of busy workers when a memory cap is set
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one model may take (picklable: the Ray engine ships it to its tasks)."""
+
+    timeout: float | None = 600.0  # wall-clock seconds per model, from the moment its worker starts it
+    max_memory: int | None = None  # bytes of the worker's resident memory (Linux), its runtime included
+    start_timeout: float = 300.0  # seconds a new worker may take to import its runtime
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def limited_row(path: str, verdict: str, error: str, seconds: float | None, peak_rss: int | None) -> dict[str, Any]:
+    """The row of a model whose worker was killed or died: the keys of :func:`~.sweep.check_one`'s rows."""
+    return {"model": path, "ok": False, "verdict": verdict, "onnx_nodes": None, "nnrt_operations": None,
+            "worst_output": None, "warnings": 0, "seconds": seconds, "error": error, "report": None,
+            "peak_rss": peak_rss, "peak_rss_this_model": peak_rss is not None}
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def death_text(exitcode: int | None) -> str:
+    """Why a worker ended, in words."""
+    if exitcode is None:
+        return "the worker disappeared"
+    if exitcode < 0:
+        hint = " (the system's out-of-memory killer sends it too)" if -exitcode == 9 else ""
+        return f"the worker was killed by {_signal_name(-exitcode)}{hint}"
+    return f"the worker exited with status {exitcode}"
+
+
+# -- the worker process ----------------------------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the process that started it dies (a killed sweep leaves nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> None:
+    """A worker's life: warm up, then check each model the pool sends until it sends None or goes away."""
+    import signal
+
+    parent = os.getppid()  # the pool
+
+    _die_with_parent()
+    if os.getppid() != parent:  # the pool died before PR_SET_PDEATHSIG took effect
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the terminal's whole group: the pool handles it
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(blas_threads)
+    if initializer is not None:
+        initializer()
+    from ..runtime.threads import release_blas_threads
+    from . import parity, sweep  # noqa: F401  (the runtime is imported now: start-up is not a model's time)
+
+    import onnxruntime  # noqa: F401
+
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=blas_threads)  # libraries loaded before the environment was set
+    except ImportError:
+        pass
+    while True:
+        try:
+            task = json.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        key, path, options = task["key"], task["model"], options_from_json(task["options"])
+        _send(conn, ["start", key])
+        row = sweep.check_one(path, options)  # its peak_rss: this model's own (the watermark reset before it)
+        release_blas_threads()  # the native device holds its own count after a run: the next model starts afresh
+        if row.get("error") == "out of memory":  # a MemoryError the check caught: the same verdict as the cap's
+            row["verdict"] = OUT_OF_MEMORY
+        try:
+            _send(conn, ["row", key, row])
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _send(conn, message) -> None:
+    conn.send_bytes(json.dumps(message).encode())
+
+
+def options_from_json(data: dict):
+    """The :class:`~.sweep.CheckOptions` a worker was sent as JSON."""
+    from .sweep import CheckOptions
+
+    return CheckOptions(**{**data, "value_ranges": tuple(tuple(r) for r in data["value_ranges"])})
+
+
+# -- the pool ----------------------------------------------------------------------------------------------------
+
+
+def _rss(pid: int) -> int | None:
+    """A process's resident memory in bytes (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class _Worker:
+    def __init__(self, context, blas_threads: int, initializer):
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, blas_threads, initializer),
+                                       name="nnrt-onnx sweep worker", daemon=True)
+        self.process.start()
+        child.close()
+        self.task: tuple[Any, str] | None = None  # (key, model path) of the model it has
+        self.sent_at = 0.0
+        self.started_at: float | None = None  # when it said it started the model
+        self.largest_rss: int | None = None
+
+    def give(self, key: Any, path: str, options) -> bool:
+        try:
+            _send(self.conn, {"key": key, "model": path, "options": dataclasses.asdict(options)})
+        except (BrokenPipeError, OSError):
+            return False
+        self.task, self.sent_at, self.started_at, self.largest_rss = (key, path), time.monotonic(), None, None
+        return True
+
+    def stop(self, kill: bool) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                _send(self.conn, None)
+            except (BrokenPipeError, OSError):
+                pass
+        self.process.join(5 if kill else 10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+
+
+class WorkerPool:
+    """N worker processes that check models under :class:`Limits`; reusable across :meth:`run` calls."""
+
+    def __init__(self, jobs: int, limits: Limits = Limits(), initializer: Callable[[], None] | None = None,
+                 blas_threads: int | None = None):
+        """``initializer``: a picklable function each worker calls first (tests inject faults with it)."""
+        if jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if limits.max_memory is not None and not os.path.exists(f"/proc/{os.getpid()}/status"):
+            raise UserError("--max-memory reads the workers' resident memory from /proc: Linux only")
+        self.jobs, self.limits, self.initializer = jobs, limits, initializer
+        self.blas_threads = blas_threads or max(1, available_cores() // jobs)
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: list[_Worker] = []
+
+    def run(self, tasks: Iterable[tuple[Any, str]], options, on_row: Callable[[Any, dict], None]) -> None:
+        """Check each (key, model path) of ``tasks``; ``on_row(key, row)`` as each model finishes, in that order."""
+        pending = deque(tasks)
+        busy: list[_Worker] = []
+        try:
+            while pending or busy:
+                while pending and len(busy) < self.jobs:
+                    worker = self._idle.pop() if self._idle else self._new_worker()
+                    key, path = pending[0]
+                    if not worker.give(key, path, options):  # it died idle: a fresh one takes the model
+                        worker.stop(kill=True)
+                        continue
+                    pending.popleft()
+                    busy.append(worker)
+                connection.wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                                timeout=_MEMORY_POLL if self.limits.max_memory else 0.5)
+                for worker in list(busy):
+                    row = self._watch(worker)
+                    if row is not None:
+                        busy.remove(worker)
+                        key = worker.task[0]
+                        worker.task = None
+                        if worker.process.is_alive() and row["verdict"] != OUT_OF_MEMORY:
+                            self._idle.append(worker)
+                        else:
+                            worker.stop(kill=True)
+                        on_row(key, row)
+        finally:
+            for worker in busy:
+                worker.stop(kill=True)
+
+    def _new_worker(self) -> _Worker:
+        return _Worker(self._context, self.blas_threads, self.initializer)
+
+    def _watch(self, worker: _Worker) -> dict | None:
+        """The model's row once it is done (finished, or its worker killed or dead); None while it runs."""
+        now = time.monotonic()
+        path = worker.task[1]
+        try:
+            while worker.conn.poll():
+                message = json.loads(worker.conn.recv_bytes())
+                if message[0] == "start":
+                    worker.started_at = now
+                elif message[0] == "row":
+                    return message[2]
+        except (EOFError, OSError):
+            pass
+        except ValueError:  # not JSON: nothing a worker of ours sends
+            worker.stop(kill=True)
+            return limited_row(path, CRASHED, "crashed: the worker sent a malformed message (killed)", None, None)
+        ran = None if worker.started_at is None else now - worker.started_at
+        if not worker.process.is_alive():
+            return limited_row(path, CRASHED, f"crashed: {death_text(worker.process.exitcode)}", ran,
+                               worker.largest_rss)
+        limits = self.limits
+        if ran is None and now - worker.sent_at > limits.start_timeout:
+            worker.stop(kill=True)
+            return limited_row(path, CRASHED, f"crashed: the worker did not start within {limits.start_timeout:g} s",
+                               None, None)
+        if ran is not None and limits.timeout is not None and ran > limits.timeout:
+            worker.stop(kill=True)
+            return limited_row(path, TIMEOUT, f"timeout: still running after {limits.timeout:g} s (killed)", ran,
+                               worker.largest_rss)
+        if limits.max_memory is not None and ran is not None:
+            rss = _rss(worker.process.pid)
+            if rss is not None:
+                worker.largest_rss = max(rss, worker.largest_rss or 0)
+                if rss > limits.max_memory:
+                    worker.stop(kill=True)
+                    return limited_row(path, OUT_OF_MEMORY,
+                                       f"out of memory: the worker's resident memory passed "
+                                       f"{limits.max_memory / (1 << 20):.0f} MiB (killed)", ran, rss)
+        return None
+
+    def close(self) -> None:
+        """Stop the idle workers (they finish nothing: they have no model)."""
+        while self._idle:
+            self._idle.pop().stop(kill=False)
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["CRASHED", "Limits", "OUT_OF_MEMORY", "TIMEOUT", "WorkerPool", "available_cores", "death_text",
+           "limited_row"]
