@@ -9,6 +9,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -31,6 +32,12 @@ class FriendlyGroup(click.Group):
         if "--debug" in args[:end]:  # a global option, wherever it is given
             args = ["--debug"] + [a for a in args[:end] if a != "--debug"] + args[end:]
         return super().parse_args(ctx, args)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        command_line = ["nnrt-onnx", *args]  # copied before parsing consumes them: what a report records
+        ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta["nnrt_onnx.command_line"] = command_line
+        return ctx
 
     def invoke(self, ctx: click.Context):
         try:
@@ -1175,8 +1182,10 @@ CHECK_GROUPS = {
 @click.option("--float64/--no-float64", "float64", default=None,
               help="Always ask the float64 referee, even where it cannot change the result (slow on big models) / "
                    "never ask it (a disagreement then simply fails). Default: only where it can change the result.")
-@click.option("--report", "html_path", type=click.Path(dir_okay=False), metavar="FILE.html",
-              help="Write a self-contained HTML page: the outputs and a per-layer error chart (implies --per-layer).")
+@click.option("--report", "html_path", type=click.Path(), metavar="FILE.html | DIR",
+              help="Write a self-contained HTML page: the verdict, the outputs and pictures of their differences, the "
+                   "per-layer error chart and node table, the command and timings (implies --per-layer). Several "
+                   "models: a directory, with index.html (the summary table) linking one page per model.")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON (errors too).")
 @_max_constant_bytes
 @_sweep_options
@@ -1201,9 +1210,9 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, override_static
     if len(model_paths) > 1 or Path(model_paths[0]).is_dir() or sweep_given:
         given = [name for name, value in (("--input", inputs), ("--input-shape", input_shapes),
                                           ("--constant-input", constant_inputs), ("--expected", expected),
-                                          ("--extract-repro", repro_dir), ("--report", html_path),
-                                          ("--save-inputs", save_inputs), ("--override-static", override_static),
-                                          ("--iterations", iterations > 1)) if value]
+                                          ("--extract-repro", repro_dir), ("--save-inputs", save_inputs),
+                                          ("--override-static", override_static), ("--iterations", iterations > 1))
+                 if value]
         if any(name is not None for name in ranges):
             given.append("--val-range NAME=")
         if any(name is not None for name, _ in rtol + atol):
@@ -1211,9 +1220,9 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, override_static
         if given:
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one model; "
                                    f"checking several takes --seed, --val-range LO,HI, --rtol, --atol, "
-                                   f"--per-layer, --strict, --float64, --no-float64, --json", ctx)
+                                   f"--per-layer, --strict, --float64, --no-float64, --report DIR, --json", ctx)
         _check_many(model_paths, seed, ranges, _tolerances(ctx, "--rtol", rtol), _tolerances(ctx, "--atol", atol),
-                    per_layer, strict, float64, as_json, max_constant_bytes, sweep)
+                    per_layer, strict, float64, as_json, max_constant_bytes, sweep, html_path)
         return
     if override_static and not input_shapes:
         raise click.UsageError("--override-static needs --input-shape (the dims to declare)", ctx)
@@ -1221,6 +1230,8 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, override_static
         raise click.UsageError("--save-inputs saves one input set: drop --iterations", ctx)
     _model_file(model_paths[0])
     _writable(save_inputs, "--save-inputs")
+    if html_path is not None and os.path.isdir(html_path):
+        raise click.UsageError(f"--report {html_path}: a directory; one model's report is a file (FILE.html)", ctx)
     _writable(html_path, "--report")
     _writable(repro_dir, "--extract-repro", directory=True)
     _check_one(ctx, model_paths[0], inputs, input_shapes, constant_inputs, seed, ranges, save_inputs, rtol, atol,
@@ -1266,15 +1277,10 @@ def _check_one(ctx, model_path, inputs, input_shapes, constant_inputs, seed, ran
     if repro_dir is not None and diverged:
         report.extract_repro(repro_dir)
     if html_path is not None:
-        from nnrt_onnx.serialization import atomic_write
+        from nnrt_onnx.workflows.html_page import write_page
         from nnrt_onnx.workflows.html_report import html_report
 
-        try:
-            atomic_write(html_path, [html_report(report).encode()])
-        except OSError as exc:
-            from nnrt_onnx.errors import cannot
-
-            raise UserError(f"--report: {cannot('write', html_path, exc)}") from None
+        write_page(html_path, html_report(report, command=_command_line()))
     ok = all(r.ok for r in reports)
     if as_json:
         data = report.to_dict()
@@ -1304,6 +1310,14 @@ def _check_one(ctx, model_path, inputs, input_shapes, constant_inputs, seed, ran
     if repro_dir is not None and not diverged:
         click.echo("no layer diverged: there is nothing to extract", err=True)
     sys.exit(0 if ok else 1)
+
+
+def _command_line() -> str | None:
+    """The command line as typed (shell-quoted), for a report to record."""
+    import shlex
+
+    words = click.get_current_context().meta.get("nnrt_onnx.command_line")
+    return shlex.join(str(w) for w in words) if words else None
 
 
 def _verdict_text(v) -> str:
@@ -1418,42 +1432,47 @@ def _print_check(report, show_layers: bool = True) -> None:
 
 
 def _check_many(paths, seed, ranges, rtol, atol, per_layer, strict, float64, as_json,
-                max_constant_bytes=None, sweep=None) -> None:
+                max_constant_bytes=None, sweep=None, report_dir=None) -> None:
+    import time
+
+    from nnrt_onnx.workflows import sweep_report
     from nnrt_onnx.workflows.sweep import CheckOptions, find_models
     from nnrt_onnx.workflows.sweep_pool import Limits
     from nnrt_onnx.workflows.sweep_run import run_sweep
 
-    options = CheckOptions(seed=seed, per_layer=per_layer, rtol=rtol, atol=atol, strict=strict,
-                           value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
+    options = CheckOptions(seed=seed, per_layer=per_layer or report_dir is not None, rtol=rtol, atol=atol,
+                           strict=strict, value_ranges=tuple((n, lo, hi) for n, (lo, hi) in ranges.items()),
                            float64_opinion=float64 is not False, float64_always=float64 is True,
-                           max_constant_bytes=max_constant_bytes)
+                           max_constant_bytes=max_constant_bytes, page=report_dir is not None,
+                           command=_command_line(), back=sweep_report.INDEX if report_dir else None)
     models = find_models(paths)
+    if report_dir is not None:
+        sweep_report.prepare_report_dir(report_dir)
+
+    def write_page(position, row):  # each model's page as soon as it is done, before its row is stored
+        if report_dir is not None:
+            sweep_report.write_model_page(row, report_dir, position, len(models))
+
+    started = time.perf_counter()
     sweep = dict(sweep or {})
     limits = Limits(timeout=sweep.pop("timeout", None) or Limits.timeout, max_memory=sweep.pop("max_memory", None))
-    rows, resumed = run_sweep(models, options, limits=limits, on_row=_row_progress(), **sweep)
+    rows, resumed = run_sweep(models, options, limits=limits, on_row=_row_progress(), before_store=write_page,
+                              **sweep)
     if resumed:
         click.echo(f"{resumed} of {len(rows)} model(s) from {sweep['results']}, not checked again", err=True)
+    if report_dir is not None:
+        index = sweep_report.write_index(rows, report_dir, _command_line(), time.perf_counter() - started)
     ok = all(row["ok"] for row in rows)
     if as_json:
-        click.echo(json.dumps({"ok": ok, "options": {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict,
-                                                     "per_layer": per_layer}, "models": rows}, indent=1))
+        options_shown = {"seed": seed, "rtol": rtol, "atol": atol, "strict": strict, "per_layer": per_layer}
+        click.echo(json.dumps(sweep_report.sweep_json(rows, options_shown), indent=1))
         sys.exit(0 if ok else 1)
     click.echo(f"check {len(rows)} model(s), native vs onnxruntime, seed {seed}")
-    table = [("model", "ops", "verdict", "worst output", "seconds")]
-    for row in rows:
-        ops = "-" if row["onnx_nodes"] is None else f"{row['onnx_nodes']} -> {row['nnrt_operations']}"
-        verdict = row["verdict"] if row["error"] is None else f"ERROR: {row['error']}"
-        if row["verdict"] in ("timeout", "out of memory", "crashed"):  # the error starts with the verdict
-            verdict = row["error"]
-        worst = row["worst_output"]
-        shown = "-" if worst is None else f"{worst['name']} (max rel {_fmt(worst['max_rel'])})"
-        if worst is not None and worst["max_rel"] is None:
-            shown = f"{worst['name']} (max rel inf)"
-        table.append((row["model"], ops, verdict, shown, "-" if row["seconds"] is None else f"{row['seconds']:.1f}"))
-    _echo_table([(r[0], r[1], r[3], r[4], r[2]) for r in table], "  ")  # the verdict last: it may be long
-    passed = sum(row["ok"] for row in rows)
-    errors = sum(row["error"] is not None for row in rows)
-    click.echo(f"{len(rows)} model(s): {passed} OK, {len(rows) - passed - errors} FAIL, {errors} error(s)")
+    table = sweep_report.summary_table(rows)
+    _echo_table(table, "  ")
+    click.echo(sweep_report.summary_line(rows))
+    if report_dir is not None:
+        click.echo(f"report written to {index} (and one page per model beside it)")
     sys.exit(0 if ok else 1)
 
 

@@ -902,9 +902,9 @@ def test_check_one_is_a_pure_function_of_model_and_options(tmp_path):
     options = CheckOptions(seed=2, value_ranges=((None, -1.0, 1.0),))
     assert pickle.loads(pickle.dumps(options)) == options and hash(options) == hash(pickle.loads(pickle.dumps(options)))
     first, second = (check_one(str(MODELS / "tiny_mlp.onnx"), options) for _ in range(2))
-    for row in (first, second):
-        row.pop("seconds")
-        row["report"].pop("seconds")
+    for row in (first, second):  # time and the process's memory peak are the only fields that may differ
+        row.pop("seconds"), row.pop("peak_rss"), row.pop("peak_rss_this_model")
+        row["report"].pop("seconds"), row["report"].pop("phases")
     assert first == second and first["ok"] and first["verdict"] == "OK"
     assert first["report"]["inputs"]["features"]["range"] == [-1.0, 1.0]
     missing = check_one(str(tmp_path / "none.onnx"), options)  # never raises: the row says what went wrong
@@ -927,6 +927,57 @@ def test_a_bug_on_one_model_does_not_end_the_sweep(monkeypatch):
     rows = sweep([str(MODELS / "small_cnn.onnx"), str(MODELS / "tiny_mlp.onnx")], CheckOptions())
     assert [row["verdict"] for row in rows] == ["ERROR", "OK"]
     assert rows[0]["error"] == "internal error: ZeroDivisionError: a bug"
+
+
+PEAK_SCRIPT = """
+import json, sys
+from pathlib import Path
+import numpy as np
+import nnrt_onnx.workflows.parity as parity
+from nnrt_onnx.workflows.sweep import CheckOptions, sweep
+
+real, hog_bytes = parity.check_model, int(sys.argv[4])
+
+def hungry(path, **kwargs):
+    if str(path).endswith("small_cnn.onnx"):  # touches every page: resident, not just reserved
+        hog = np.ones(hog_bytes // 8)
+        del hog
+    return real(path, **kwargs)
+
+def kernel(key):  # the kernel's account of this process (Linux), in bytes
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(key + ":"))) * 1024
+
+parity.check_model = hungry
+rss = kernel("VmRSS")
+seen = []
+rows = sweep(sys.argv[1:4], CheckOptions(), on_row=lambda position, row: seen.append((position, row["model"])))
+print(json.dumps({"rss": rss, "seen": seen,
+                  "rows": [{k: row[k] for k in ("model", "peak_rss", "peak_rss_this_model")} for row in rows]}))
+"""
+
+
+def test_each_row_says_the_peak_memory_of_its_own_model():
+    import subprocess
+    import sys
+
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("the per-model peak needs Linux's /proc/self/clear_refs")
+    hog_bytes = 512 << 20
+    models = [str(MODELS / "tiny_mlp.onnx"), str(MODELS / "small_cnn.onnx"), str(MODELS / "tiny_mlp.onnx")]
+    parent_peak = np.ones((1 << 30) // 8)  # this process's peak, which a child's getrusage would report as its own
+    del parent_peak
+    done = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, *models, str(hog_bytes)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["seen"] == [[i, m] for i, m in enumerate(models)]  # on_row hears of each row as it is done
+    before, hungry_row, after = found["rows"]
+    assert all(row["peak_rss_this_model"] for row in found["rows"]), found
+    assert hungry_row["peak_rss"] >= hog_bytes, found  # bytes: the hog is in it
+    for light in (before, after):  # neither the parent's peak nor the hog before it counts for a light model
+        assert found["rss"] // 2 <= light["peak_rss"] < hog_bytes // 2, found
+    assert isinstance(hungry_row["peak_rss"], int)
 
 
 def test_onnxruntime_threads_come_from_an_extension_config():

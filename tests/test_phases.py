@@ -2,6 +2,7 @@
 slow one that stays as ``label: N s``."""
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 
@@ -68,3 +69,40 @@ def test_a_line_without_a_count_and_a_terminal_that_went_away(monkeypatch):
 def test_no_phases_accepts_updates():
     with no_phases("converting", 3, "nodes") as update:
         update(2)
+
+
+def test_timed_records_each_phase_and_passes_it_on():
+    from nnrt_onnx.workflows.phases import timed
+
+    clock, heard, recorded = Clock(), [], []
+
+    @contextlib.contextmanager
+    def wrapped(label, total=None, unit=""):  # the phases timed() wraps: they still see every phase and update
+        heard.append((label, total, unit))
+        yield lambda done: heard.append((label, done))
+
+    phase = timed(wrapped, recorded, clock=clock)
+    with phase("converting") as update:
+        clock.now += 2.5
+        update(1)
+    try:
+        with phase("float64 referee", 40, "nodes"):
+            clock.now += 0.25
+            raise RuntimeError("the phase fails")
+    except RuntimeError:
+        pass
+    assert recorded == [("converting", 2.5), ("float64 referee", 0.25)]  # a failing phase's time is recorded too
+    assert heard == [("converting", None, ""), ("converting", 1), ("float64 referee", 40, "nodes")]
+
+
+def test_check_model_reports_its_phases_in_order(tmp_path):
+    from pathlib import Path
+
+    from nnrt_onnx.workflows.parity import check_model
+
+    report = check_model(Path(__file__).resolve().parent.parent / "models" / "small_cnn.onnx", per_layer=True)
+    labels = [label for label, _ in report.phases]
+    assert labels[:4] == ["converting", "running natively", "running onnxruntime", "comparing layers"]
+    assert all(seconds >= 0 for _, seconds in report.phases)
+    assert sum(seconds for _, seconds in report.phases) <= report.seconds
+    assert report.to_dict()["phases"][0]["phase"] == "converting"

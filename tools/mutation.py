@@ -60,6 +60,8 @@ PARITY = ("tests/test_parity.py",)
 SERIAL = ("tests/test_serialization.py",)
 CONTRACT = ("tests/accel/test_contract.py",)  # the fast paths against the reference plan
 TRANSFORMS = ("tests/test_transforms.py",)
+REPORT = ("tests/test_html_report.py",)
+BROWSER = ("tests/test_html_browser.py",)  # skips without chromium: its mutants then survive
 
 
 def M(name, file, original, replacement, tests, why=""):
@@ -240,6 +242,38 @@ MUTANTS: list[Mutant] = [
       "ok = np.where(both_finite, diff <= a_eff + r_tol * np.abs(b64), same_special)",
       "ok = np.where(both_finite, diff <= a_eff + r_tol * np.maximum(np.abs(a64), np.abs(b64)), same_special)",
       PARITY, "rtol relative to the larger of the two values"),
+
+    # -- the HTML report of check --report (issue 29) and the sweep's report (issue 32) -------------------------------
+    M("report-warnings-shown-as-pass", "nnrt_onnx/workflows/html_report.py", "    if warned:\n        return \"warn\"",
+      "    if False:\n        return \"warn\"", REPORT, "a pass with warnings painted as a clean pass"),
+    M("report-chart-width-for-every-node", "nnrt_onnx/workflows/layer_chart.py", "    count = max(len(points), 1)",
+      "    count = max(len(report.layers), 1)", REPORT, "the chart keeps room for the nodes it does not draw"),
+    M("report-zero-as-a-small-number", "nnrt_onnx/workflows/layer_chart.py",
+      "        if value == 0:\n            return zero_band + BAND / 2",
+      "        if value == 0:\n            return log_bottom", REPORT, "exact agreement drawn as a fake point on the axis"),
+    M("report-diverged-rows-folded", "nnrt_onnx/workflows/html_report.py", "        if layer.index in keep:",
+      "        if False:", REPORT, "the diverging layers hidden in the folded runs of the node table"),
+    M("report-histogram-zeros-in-bins", "nnrt_onnx/workflows/difference_plots.py", "    zero = diff == 0\n",
+      "    zero = diff < 0\n", REPORT, "exact zeros counted in the log bins"),
+    M("report-histogram-ignores-rtol", "nnrt_onnx/workflows/difference_plots.py",
+      "        outside = diff > atol + rtol * np.abs(b[finite])", "        outside = diff > atol", REPORT,
+      "the histogram's outside-tolerance split is not the check's rule"),
+    M("report-scatter-loses-the-worst", "nnrt_onnx/workflows/difference_plots.py",
+      "        chosen = np.union1d(spaced, largest)", "        chosen = spaced", REPORT,
+      "the sampled scatter can drop the outliers"),
+    M("sweep-report-lost-rows-as-error", "nnrt_onnx/workflows/sweep_report.py",
+      "    label = verdict if verdict in NOT_CHECKED else \"ERROR\"", "    label = \"ERROR\"", REPORT,
+      "a timeout, out of memory or crash reported as a plain error"),
+    M("sweep-report-page-left-in-row", "nnrt_onnx/workflows/sweep_report.py", "    text = row.pop(\"page\", None)",
+      "    text = row.get(\"page\")", REPORT, "each model's page also dumped into the sweep's JSON"),
+    M("report-numbers-wrap", "nnrt_onnx/workflows/html_page.py",
+      ".num {{ text-align: right; white-space: nowrap; font-variant-numeric",
+      ".num {{ text-align: right; white-space: normal; font-variant-numeric", BROWSER,
+      "numbers break over two lines in a narrow window"),
+    M("report-legend-uncoloured", "nnrt_onnx/workflows/html_page.py",
+      "        rules.append(f\".s-{name} {{ fill: {colour}; stroke: {colour}; color: {colour}; }}\")",
+      "        rules.append(f\"svg.chart .s-{name} {{ fill: {colour}; stroke: {colour}; color: {colour}; }}\")", BROWSER,
+      "the legend's symbols drawn black"),
 
     # -- the fast paths (nnrt_onnx/accel) against the reference plan -------------------------------------------------
     M("runner-drops-activation", "nnrt_onnx/accel/runners.py",

@@ -69,7 +69,7 @@ from .converting import convert_as_convert
 from .files import check_model_file
 from .inference import complete_inputs, input_names, safe_file_name
 from .model_inputs import ModelInputs, override_static_dims
-from .phases import Phases, no_phases
+from .phases import Phases, no_phases, timed
 from .tensor_stats import TensorStats, is_constant, tensor_stats
 
 FLOAT_TOLERANCES: dict[str, tuple[float, float]] = {  # dtype -> (rtol, atol)
@@ -324,7 +324,10 @@ class ParityReport:
     deviations: list[dict[str, Any]] = field(default_factory=list)
     repro: dict[str, Any] | None = None  # set by extract_repro: {"path", "reproduces", "nodes", "command", ...}
     input_arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # the runtime inputs fed
+    # each output's (native, onnxruntime) values as compared (native in the ONNX layout): the report's pictures
+    output_values: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     seconds: float = 0.0
+    phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in the order they ran
     _repro: _Repro | None = field(default=None, repr=False)
     _source: _Source | None = field(default=None, repr=False)
 
@@ -357,6 +360,7 @@ class ParityReport:
         data: dict[str, Any] = {
             "model": self.model, "ok": self.ok, "strict": self.strict, "seed": self.seed, "inputs": self.inputs,
             "onnx_nodes": self.onnx_nodes, "nnrt_operations": self.nnrt_operations, "seconds": self.seconds,
+            "phases": [{"phase": label, "seconds": seconds} for label, seconds in self.phases],
             "outputs": [c.to_dict() for c in self.outputs], "warnings": self.warnings, "notes": self.notes,
             "float64": self.float64, "float64_not_asked": self.float64_not_asked, "deviations": self.deviations,
         }
@@ -514,7 +518,8 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
     import time
 
     started = time.perf_counter()
-    phase = phases or no_phases
+    phase_times: list[tuple[str, float]] = []
+    phase = timed(phases or no_phases, phase_times)
     model, default_label = load_checked(onnx_path)
     label = label or default_label
     given = dict(inputs or {})
@@ -587,7 +592,9 @@ def check_model(onnx_path, inputs: Mapping[str, np.ndarray] | None = None, seed:
             if _integer_mismatch(c) and c.name in producers:
                 referee(c, model, producers[c.name], feed, values, native_outputs_onnx[position])
     report = ParityReport(label, seed, input_info, len(model.graph.node), len(nnrt.operations), comparisons,
-                          strict=strict, input_arrays={n: a for n, a in zip(names, arrays)})
+                          strict=strict, input_arrays={n: a for n, a in zip(names, arrays)},
+                          output_values={n: (native_outputs_onnx[i], reference[n]) for i, n in enumerate(output_names)},
+                          phases=phase_times)
     if conversion.note():
         report.notes.append(conversion.note())
     for name, value in golden.items():

@@ -5,6 +5,7 @@ A workflow wraps each phase in ``with phase(label, total, unit) as update:`` and
 advances. :func:`no_phases` shows nothing (the default: libraries, tests, pipes). :class:`StatusLine` draws one line
 on a terminal, and only for a phase still running after ``delay`` seconds (2 s): a quick phase prints nothing, a
 slow one a line that counts seconds (and ``done/total``) and stays as ``label: N s`` when the phase ends.
+:func:`timed` records every phase's duration (for the report) while passing it on to the phases it wraps.
 """
 from __future__ import annotations
 
@@ -21,6 +22,22 @@ Phases = Callable[..., ContextManager[Update]]  # phase(label, total=None, unit=
 def no_phases(label: str, total: int | None = None, unit: str = "") -> Iterator[Update]:
     """Show nothing."""
     yield lambda done: None
+
+
+def timed(phases: Phases, into: list[tuple[str, float]], clock: Callable[[], float] = time.perf_counter) -> Phases:
+    """``phases``, with each phase's ``(label, seconds)`` appended to ``into`` when it ends (a phase that raises
+    too: the time it took to fail is part of the run)."""
+
+    @contextlib.contextmanager
+    def phase(label: str, total: int | None = None, unit: str = "") -> Iterator[Update]:
+        started = clock()
+        try:
+            with phases(label, total, unit) as update:
+                yield update
+        finally:
+            into.append((label, clock() - started))
+
+    return phase
 
 
 class StatusLine:
@@ -70,4 +87,4 @@ class StatusLine:
                 draw(end="\n")
 
 
-__all__ = ["Phases", "StatusLine", "Update", "no_phases"]
+__all__ = ["Phases", "StatusLine", "Update", "no_phases", "timed"]

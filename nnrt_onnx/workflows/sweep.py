@@ -4,10 +4,21 @@
 never raises and writes nothing -- so a sweep can be handed to any engine that runs one task per model;
 :func:`sweep` runs them here, in order. One model's failure (it cannot be converted, onnxruntime cannot load it,
 it runs out of memory, a bug) is that model's row, never the end of the sweep.
+
+Each row carries the peak resident memory of the model's check (``peak_rss``, bytes, None where the platform does
+not say) and whether that figure is this model's own (``peak_rss_this_model``). On Linux it is: ``check_one``
+resets the process's peak-RSS watermark before the model (``/proc/self/clear_refs``) and reads it after
+(``VmHWM``). Elsewhere the figure is the process's peak so far (``getrusage``; on Linux that figure would also carry
+the peak of the process that forked this one), this model's own only when it raised it, else a bound.
+
+With ``CheckOptions.page`` the row also carries the model's HTML report page (``page``, ``workflows/html_report.py``;
+``page_error`` says why when it could not be rendered), rendered where the model was checked: whoever holds the row
+writes it (``sweep_report.write_model_page``, which takes it out of the row) before the row is stored or printed.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +40,9 @@ class CheckOptions:
     float64_opinion: bool = True
     float64_always: bool = False
     max_constant_bytes: int | None = None  # the import's memory budget (None: the default)
+    page: bool = False  # render each model's HTML report page into its row ("page")
+    command: str | None = None  # the command line the pages record
+    back: str | None = None  # the address of the sweep's page relative to a model's page, linked from it
 
 
 def find_models(paths: Sequence[str]) -> list[str]:
@@ -52,8 +66,11 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
     from .parity import check_model
 
     started = time.perf_counter()
+    own_peak = reset_peak()
+    peak_before = peak_rss()
     row: dict[str, Any] = {"model": path, "ok": False, "verdict": None, "onnx_nodes": None, "nnrt_operations": None,
-                           "worst_output": None, "warnings": 0, "seconds": None, "error": None, "report": None}
+                           "worst_output": None, "warnings": 0, "seconds": None, "error": None, "report": None,
+                           "peak_rss": None, "peak_rss_this_model": False}
     try:
         ranges = {name: (low, high) for name, low, high in options.value_ranges}
         report = check_model(path, seed=options.seed, per_layer=options.per_layer, rtol=options.rtol,
@@ -81,10 +98,56 @@ def check_one(path: str, options: CheckOptions) -> dict[str, Any]:
                         key=lambda i: (not report.outputs[i].passed(options.strict), _rank(report.outputs[i].max_rel)))
             shown = data["outputs"][worst]
             row["worst_output"] = {k: shown[k] for k in ("name", "max_abs", "max_rel")}
+        if options.page:
+            _add_page(row, report, options)
     if row["error"] is not None:
         row["verdict"] = "ERROR"
     row["seconds"] = time.perf_counter() - started
+    row["peak_rss"] = peak_rss()
+    row["peak_rss_this_model"] = row["peak_rss"] is not None and (
+        own_peak or (peak_before is not None and row["peak_rss"] > peak_before))
     return row
+
+
+def _add_page(row: dict[str, Any], report, options: CheckOptions) -> None:
+    """The model's page into ``row["page"]``; a page that cannot be rendered is said in ``row["page_error"]`` (the
+    check itself succeeded: its row stands)."""
+    from .html_report import html_report
+
+    try:
+        row["page"] = html_report(report, command=options.command,
+                                  back=(options.back, "all models of this check") if options.back else None)
+    except Exception as exc:  # noqa: BLE001 - a bug in the page must not cost the model its row
+        row["page_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def peak_rss() -> int | None:
+    """This process's peak resident memory, in bytes (None where the platform does not say): Linux's ``VmHWM``
+    (since the process started or :func:`reset_peak`), else ``getrusage``'s ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS says bytes, Linux KiB
+
+
+def reset_peak() -> bool:
+    """Start this process's peak resident memory afresh from what it holds now (Linux 4.0+: ``clear_refs`` 5);
+    False where that cannot be done."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def _rank(value: float) -> float:
@@ -113,15 +176,19 @@ def verdict_of(report) -> str:
 Progress = Callable[[Sequence[Any], str], ContextManager[Iterable[Any]]]
 
 
-def sweep(paths: Sequence[str], options: CheckOptions, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """:func:`check_one` for every model of ``find_models(paths)``, in order."""
+def sweep(paths: Sequence[str], options: CheckOptions, progress: Progress | None = None,
+          on_row: Callable[[int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """:func:`check_one` for every model of ``find_models(paths)``, in order; ``on_row(position, row)`` is called as
+    each row is done (to write its page while the next model runs, say)."""
     models = find_models(paths)
     progress = progress or (lambda items, label: contextlib.nullcontext(items))
     rows = []
     with progress(models, "checking models") as items:
         for path in items:
             rows.append(check_one(path, options))
+            if on_row is not None:
+                on_row(len(rows) - 1, rows[-1])
     return rows
 
 
-__all__ = ["CheckOptions", "check_one", "find_models", "sweep", "verdict_of"]
+__all__ = ["CheckOptions", "check_one", "find_models", "peak_rss", "reset_peak", "sweep", "verdict_of"]

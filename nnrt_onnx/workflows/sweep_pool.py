@@ -16,9 +16,9 @@ Each of these is that model's row and a new worker takes the dead one's place: n
 workers split the cores' BLAS threads (``cores // jobs`` each, set in the environment before the worker imports
 numpy, and through threadpoolctl), and a worker dies with the process that started it (Linux: PR_SET_PDEATHSIG).
 
-A row's ``peak_rss`` is the worker's peak resident memory during that model's check (bytes): the worker resets
-its high-water mark (/proc/self/clear_refs) before each model and reads ``getrusage(RUSAGE_SELF).ru_maxrss`` after
-it, so it includes the runtime the worker holds before any model (~50 MB after the imports, 0.2-0.3 GB once
+A row's ``peak_rss`` is the worker's peak resident memory during that model's check (bytes): ``check_one`` resets
+its high-water mark (/proc/self/clear_refs) before each model and reads it (``VmHWM``) after it
+(``sweep.peak_rss``), so it includes the runtime the worker holds before any model (~50 MB after the imports, 0.2-0.3 GB once
 onnxruntime, onnx and the kernels are loaded). For a
 killed worker it is the largest RSS the pool saw (a lower bound).
 """
@@ -103,25 +103,6 @@ def _die_with_parent() -> None:
         pass
 
 
-def _reset_peak_rss() -> bool:
-    """Reset this process's resident-memory high-water mark to its current RSS (Linux >= 4.0)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss() -> int | None:
-    try:
-        import resource
-    except ImportError:
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # macOS says bytes, Linux KiB
-
-
 def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> None:
     """A worker's life: warm up, then check each model the pool sends until it sends None or goes away."""
     import signal
@@ -156,11 +137,8 @@ def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> N
             return
         key, path, options = task["key"], task["model"], options_from_json(task["options"])
         _send(conn, ["start", key])
-        measured = _reset_peak_rss()
-        row = sweep.check_one(path, options)
+        row = sweep.check_one(path, options)  # its peak_rss: this model's own (the watermark reset before it)
         release_blas_threads()  # the native device holds its own count after a run: the next model starts afresh
-        row["peak_rss"] = _peak_rss()
-        row["peak_rss_this_model"] = measured and row["peak_rss"] is not None
         if row.get("error") == "out of memory":  # a MemoryError the check caught: the same verdict as the cap's
             row["verdict"] = OUT_OF_MEMORY
         try:

@@ -17,10 +17,12 @@ ENGINES = ("local", "ray")
 def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None = None, limits: Limits = Limits(),
               engine: str = "local", address: str | None = None, results: str | None = None, resume: bool = False,
               rerun_failures: bool = False, on_row: Callable[[dict, int, int], None] | None = None,
-              initializer: Callable[[], None] | None = None) -> tuple[list[dict[str, Any]], int]:
+              initializer: Callable[[], None] | None = None,
+              before_store: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[list[dict[str, Any]], int]:
     """Every model's row, in the order of ``models``, and how many came from the results file unchecked.
 
-    ``on_row(row, finished, to_check)`` is called as each model is checked (progress). ``jobs``: worker processes
+    ``on_row(row, finished, to_check)`` is called as each model is checked (progress); ``before_store(index, row)``
+    first, before the row is appended to the results file (to take the model's page out of it and write it). ``jobs``: worker processes
     (local; default: the cores) or tasks in flight (Ray; default: the cluster's CPUs). ``initializer``: a
     picklable function every worker calls first (tests inject faults with it).
     """
@@ -47,6 +49,8 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
     writer = ResultsFile(results) if results is not None else None
 
     def record(index: int, row: dict[str, Any]) -> None:
+        if before_store is not None:
+            before_store(index, row)
         finished[index] = row
         if writer is not None:
             writer.append(row)
