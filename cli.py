@@ -21,6 +21,24 @@ from nnrt_onnx.errors import CommandLineError, UserError
 from nnrt_onnx.ir.issues import ConversionError
 
 
+def _interrupts_kept(hook):
+    """``sys.unraisablehook`` that raises a swallowed Ctrl-C again: a KeyboardInterrupt raised inside a C library's
+    Python callback is printed and dropped ("Exception ignored on calling ctypes callback function": llvmlite's object
+    cache while a kernel compiles), and the command would run on. Another thread raises it anew in the main thread
+    (``interrupt_main``) a moment later, once the callback has returned (raised at once, it would land in this hook,
+    itself such a callback); swallowed again, it comes back here again."""
+    import _thread
+    import threading
+
+    def kept(unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            threading.Timer(0.05, _thread.interrupt_main).start()
+            return
+        hook(unraisable)
+
+    return kept
+
+
 class FriendlyGroup(click.Group):
     """Turns library errors into one clear line: exit 2 for a malformed or inconsistent command line, 1 for anything
     else, 130 for Ctrl-C. ``--debug`` (the traceback) is accepted anywhere on the command line; after ``--json`` an
@@ -40,6 +58,7 @@ class FriendlyGroup(click.Group):
         return ctx
 
     def invoke(self, ctx: click.Context):
+        sys.unraisablehook = _interrupts_kept(sys.unraisablehook)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # output piped into e.g. `head`
