@@ -430,16 +430,14 @@ def test_real_process_ctrl_c_exits_130(tmp_path, kernel_cache):
     assert err.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in err
 
 
-def test_a_ctrl_c_that_a_c_callback_swallowed_is_raised_again():
+def test_a_ctrl_c_that_a_c_callback_swallowed_is_raised_again(cli_main):
     # llvmlite's ctypes callbacks print and drop a KeyboardInterrupt raised in them ("Exception ignored on calling
     # ctypes callback function"); the CLI's unraisable hook raises it again in the main thread
     import time
     from types import SimpleNamespace
 
-    import nnrt_onnx.cli as cli
-
     passed_on = []
-    hook = cli._interrupts_kept(passed_on.append)
+    hook = type(cli_main).invoke.__globals__["_interrupts_kept"](passed_on.append)  # (the CLI's module)
     other = SimpleNamespace(exc_type=ValueError)
     hook(other)
     assert passed_on == [other]
