@@ -16,6 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import nnrt_onnx
 
+FAST_PATHS_OFF = os.environ.get("NNRT_ONNX_NUMBA", "").strip() == "0"  # the reference plan only
+
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSIONS = ROOT / "tests" / "data" / "difffuzz_regressions"
 PACKAGE_PARENT = str(Path(nnrt_onnx.__file__).resolve().parent.parent)  # the package under test, in the workers too
@@ -73,8 +75,10 @@ def test_the_regression_index_lists_every_saved_model():
 def _replay_cases():
     cases = []
     for name, entry in sorted(_regressions().items()):
-        marks = [] if entry["fixed"] else [pytest.mark.xfail(strict=True, reason=f"{entry['outcome']} "
-                                                                                 f"{entry['site']}: not fixed yet")]
+        # "fast_paths_only": a fault of the fast paths (nnrt_onnx.accel) that the reference plan does not have
+        open_here = not entry["fixed"] and not (entry.get("fast_paths_only") and FAST_PATHS_OFF)
+        marks = [pytest.mark.xfail(strict=True, reason=f"{entry['outcome']} {entry['site']}: not fixed yet")] \
+            if open_here else []
         cases.append(pytest.param(name, marks=marks, id=name[:-5]))
     return cases
 
