@@ -142,3 +142,21 @@ def test_an_activation_of_a_scalar(rng, reduction, activation):
              helper.make_node(activation, ["r"], ["y"]), helper.make_node(activation, ["x"], ["z"])]
     model = graph(nodes, [("x", F, [3, 4])], [("y", F, []), ("z", F, [3, 4])])
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((3, 4)).astype(np.float32)}])
+
+
+@pytest.mark.parametrize("axis", [1, 2, 3])
+def test_a_convolution_concatenated_along_any_axis(rng, axis):
+    # the convolution wrote its output into its slice of the concatenation (a fast path) also along W, a slice its
+    # kernels do not fill: the rest of the array was never written (fuzzer seed 8086: output height 1)
+    conv_shape = [3, 5, 1, 2]
+    extra_shape = list(conv_shape)
+    extra_shape[axis] = 2
+    out_shape = list(conv_shape)
+    out_shape[axis] += 2
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], strides=[3, 2]),
+             helper.make_node("Concat", ["c", "e"], ["y"], axis=axis), helper.make_node("Relu", ["y"], ["z"])]
+    model = graph(nodes, [("b", F, [5])], [("z", F, out_shape)],
+                  [("x", rng.standard_normal((3, 4, 1, 3)).astype(np.float32)),
+                   ("w", rng.standard_normal((5, 4, 1, 1)).astype(np.float32)),
+                   ("e", rng.standard_normal(extra_shape).astype(np.float32))])
+    runs_like_onnxruntime(model, [{"b": rng.standard_normal(5).astype(np.float32)}])

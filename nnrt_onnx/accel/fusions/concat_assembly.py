@@ -5,7 +5,8 @@ A CONCAT copies every input into its output (8-10% of SqueezeNet's and DenseNet'
 input is the output of a convolution step (CONV2D, DEPTHWISE_CONV2D_NATIVE: kernels that fill a strided ``out``)
 that nothing else reads, the plan hands that step, as its ``out``, the view of the concatenation's arena array its
 values belong in (``step.out_view``); the CONCAT step then only copies the inputs that were not written in place.
-Only where such inputs make at least half the concatenation (SqueezeNet's fire modules, inception's branches).
+Only where such inputs make at least half the concatenation (SqueezeNet's fire modules, inception's branches), and
+only along the last axis (the channels of an NHWC concatenation), the one slice the producers fill correctly.
 The concatenation's array is taken from the arena at its first producer (:func:`.memory.plan_arena`) and held
 until the concatenation's last reader (``runtime.memory``).
 
@@ -63,8 +64,8 @@ def assemble_concats(prepared) -> int:
             continue
         target = step.outputs[0]
         axis = None if target in outputs or prepared.compute_dtype[target] != FLOAT32 else concat_axis(prepared, step)
-        if axis is None:
-            continue
+        if axis is None or axis != len(prepared.static[target]) - 1:
+            continue  # (the producers fill a slice of the last axis; a W slice of an NHWC array they wrote past)
         slices, start = [], 0
         for t in step.inputs:
             end = start + prepared.static[t][axis]
