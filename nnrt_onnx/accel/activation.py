@@ -55,11 +55,11 @@ def _leaky_relu(x, *, negative_slope):
 
 
 def _hswish(x):
-    """``x * clip(x + 3, 0, 6) / 6``."""
+    """``x * (clip(x + 3, 0, 6) / 6)``."""
     t = np.add(x, 3)
     np.clip(t, 0, 6, out=t)
-    np.multiply(x, t, out=x)
-    return np.divide(x, 6, out=x)
+    np.divide(t, 6, out=t)
+    return np.multiply(x, t, out=x)
 
 
 def _hard_sigmoid(x):

@@ -46,8 +46,9 @@ def tanh(input):
 
 @kernel("OH_NN_OPS_HSWISH", shape=_first_input_shape)
 def hswish(input):
-    """x * relu6(x + 3) / 6 (nnacl HSwish, ONNX HardSwish)."""
-    return _unary_float("HSWISH", input, lambda x: x * np.clip(x + 3, 0, 6) / 6)
+    """x * relu6(x + 3) / 6 (nnacl HSwish, ONNX HardSwish), as x * (relu6(x + 3) / 6): exactly x for x >= 3, as
+    onnxruntime's x * HardSigmoid(x) (x * 6 / 6 is not always x in floating point)."""
+    return _unary_float("HSWISH", input, lambda x: x * (np.clip(x + 3, 0, 6) / 6))
 
 
 @kernel("OH_NN_OPS_HARD_SIGMOID", shape=_first_input_shape)

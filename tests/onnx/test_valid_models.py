@@ -160,3 +160,12 @@ def test_a_convolution_concatenated_along_any_axis(rng, axis):
                    ("w", rng.standard_normal((5, 4, 1, 1)).astype(np.float32)),
                    ("e", rng.standard_normal(extra_shape).astype(np.float32))])
     runs_like_onnxruntime(model, [{"b": rng.standard_normal(5).astype(np.float32)}])
+
+
+def test_hard_swish_is_x_itself_from_three_on(rng):
+    # x * 6 / 6 is not always x in float32: HardSwish(x) >= x came out False for some x >= 3 (fuzzer seed 8086)
+    x = np.concatenate([rng.uniform(3, 1000, 500), rng.uniform(-6, 6, 100)]).astype(np.float32).reshape(1, 600)
+    nodes = [helper.make_node("HardSwish", ["x"], ["h"]), helper.make_node("GreaterOrEqual", ["h", "x"], ["y"]),
+             helper.make_node("HardSwish", ["x"], ["z"])]
+    model = graph(nodes, [("x", F, [1, 600])], [("y", TensorProto.BOOL, [1, 600]), ("z", F, [1, 600])])
+    runs_like_onnxruntime(model, [{"x": x}], rtol=1e-6, atol=1e-7)  # (y, the comparison: exact)
