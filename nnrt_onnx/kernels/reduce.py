@@ -154,12 +154,21 @@ def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: 
 
 
 def _float_product(x: np.ndarray, axes, keep: bool) -> np.ndarray:
-    """The product of the floats over ``axes``; where the values are all finite and one is zero, zero (with the
-    product's sign): its partial products may overflow to inf before they meet the zero, and inf * 0 is NaN."""
+    """The product of the floats over ``axes``. Where the values are all finite, partial products may overflow to inf
+    before smaller factors (or a zero) bring the product back: narrower floats are multiplied again in float64 and
+    rounded (inf only where the product itself overflows); where one is zero, zero (with the product's sign), as
+    inf * 0 is NaN."""
     out = np.prod(x, axis=axes, keepdims=keep)
     if not out.size or np.isfinite(out).all():
         return out
-    zero = np.any(x == 0, axis=axes, keepdims=keep) & np.all(np.isfinite(x), axis=axes, keepdims=keep)
+    finite = np.all(np.isfinite(x), axis=axes, keepdims=keep)
+    if x.dtype.itemsize < 8:  # finite values whose partial products overflowed: again in float64, then rounded
+        with np.errstate(over="ignore", invalid="ignore"):
+            wide = np.prod(x.astype(np.float64), axis=axes, keepdims=keep).astype(out.dtype)
+        out = np.where(finite & ~np.isfinite(out), wide, out)
+        if np.isfinite(out).all():
+            return out
+    zero = np.any(x == 0, axis=axes, keepdims=keep) & finite
     if not zero.any():
         return out
     negative = np.sum(np.signbit(x), axis=axes, keepdims=keep) % 2 == 1

@@ -169,3 +169,17 @@ def test_hard_swish_is_x_itself_from_three_on(rng):
              helper.make_node("HardSwish", ["x"], ["z"])]
     model = graph(nodes, [("x", F, [1, 600])], [("y", TensorProto.BOOL, [1, 600]), ("z", F, [1, 600])])
     runs_like_onnxruntime(model, [{"x": x}], rtol=1e-6, atol=1e-7)  # (y, the comparison: exact)
+
+
+def test_reduce_prod_of_finite_values_whose_partial_products_overflow():
+    # float32 partial products overflowed to inf though the product is finite: the float64 product, rounded, is the
+    # answer (here by hand: 1e30 * 1e30 * 1e-30 * 1e-30 * 3 = 3; the last row overflows for real: inf); fuzzer 8086
+    from nnrt_onnx import Compilation, Executor, from_onnx
+
+    x = np.array([[1e30, 1e30, 1e-30, 1e-30, 3], [1e30, 1e30, 1e30, 1, 1], [2, 0.5, 4, 0.25, -1]], np.float32)
+    model = graph([helper.make_node("ReduceProd", ["x"], ["y"], axes=[1], keepdims=0)], [("x", F, ["N", 5])],
+                  [("y", F, ["N"])], opset=13)
+    compilation = Compilation(from_onnx(model).model)
+    compilation.build()
+    (got,) = Executor(compilation).run_arrays([x])
+    np.testing.assert_allclose(got, np.array([3, np.inf, -1], np.float32), rtol=1e-6)
