@@ -121,7 +121,7 @@ def prepare_call(prepared, step: Step):
             except (NNRtError,) + KERNEL_ERRORS as exc:
                 raise _failed(step, exc) from exc
             if type(result) is not np.ndarray or result.dtype != dtype or result.shape != static:
-                result = _checked(result, step, check, target, dtype, static, label)
+                result = checked_result(result, step, check, target, dtype, static, label)
             env[target] = result
             for index in release:
                 env[index] = None
@@ -132,7 +132,7 @@ def prepare_call(prepared, step: Step):
             args = [env[i] for i in inputs]
             result = call_kernel(step, args, arena)
             if type(result) is not np.ndarray or result.dtype != dtype or result.shape != static:
-                result = _checked(result, step, check, target, dtype, static, label)
+                result = checked_result(result, step, check, target, dtype, static, label)
             env[target] = activated(then, result, args, owns(step, result, arena))
             for index in release:
                 env[index] = None
@@ -141,14 +141,14 @@ def prepare_call(prepared, step: Step):
     def plain(env, arena):
         result = call_kernel(step, [env[i] for i in inputs], arena)
         if type(result) is not np.ndarray or result.dtype != dtype or result.shape != static:
-            result = _checked(result, step, check, target, dtype, static, label)
+            result = checked_result(result, step, check, target, dtype, static, label)
         env[target] = result
         for index in release:
             env[index] = None
     return plain
 
 
-def _checked(result, step, check, target, dtype, static, label):
+def checked_result(result, step, check, target, dtype, static, label):
     """A plain step's result as one array of the declared dtype and shape, or the engine's error."""
     if type(result) is not np.ndarray:
         if isinstance(result, tuple):
@@ -163,4 +163,4 @@ def _checked(result, step, check, target, dtype, static, label):
     return result
 
 
-__all__ = ["KERNEL_ERRORS", "activated", "owns", "prepare_call"]
+__all__ = ["KERNEL_ERRORS", "activated", "checked_result", "owns", "prepare_call"]

@@ -39,7 +39,7 @@ from .graph import execution_order
 from .invoke import apply_fused_activation, apply_fused_activation_inplace, bind
 from .memory import plan_arena, slot_is_free
 from .specialise import fast_paths_on, specialise_steps
-from .calls import KERNEL_ERRORS, activated, owns, prepare_call
+from .calls import KERNEL_ERRORS, activated, checked_result, owns, prepare_call
 from .threads import enter_run, leave_run, thread_count
 
 FLOAT32 = np.dtype(np.float32)
@@ -353,17 +353,9 @@ class NativePreparedModel(PreparedModel):
         """:meth:`_run_step` for the common step (``step.plain``): the same work with fewer branches -- the plan's
         own overhead was ~3 us of a small op's ~7 us."""
         result = self._call_kernel(step, [env[i] for i in step.inputs], arena)
-        if type(result) is not np.ndarray:
-            if isinstance(result, tuple):
-                if len(result) != 1:
-                    raise NNRtError(OH_NN_ReturnCode.OH_NN_FAILED,
-                                    f"{step.label} produced {len(result)} outputs, the model declares 1")
-                result = result[0]
-            if type(result) is not np.ndarray:
-                result = np.asarray(result)
         index, dtype, static = step.checks[0]
-        if result.dtype != dtype or result.shape != static:
-            self._check_value(index, result, f"{step.label} output #0", dtype)
+        if type(result) is not np.ndarray or result.dtype != dtype or result.shape != static:
+            result = checked_result(result, step, self._check_value, index, dtype, static, f"{step.label} output #0")
         env[index] = result
         for index in step.release:
             env[index] = None
