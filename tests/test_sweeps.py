@@ -320,3 +320,30 @@ def test_the_most_expensive_models_go_first(tmp_path):
     assert multiply_accumulates(str(tmp_path / "bad.onnx")) is None
     tasks = [(0, str(tmp_path / "bad.onnx")), (1, gemm), (2, str(tmp_path / "missing.onnx")), (3, conv)]
     assert [key for key, _ in most_expensive_first(tasks)] == [3, 1, 0, 2]
+
+
+def test_the_elements_a_model_stores_or_computes_count_in_its_cost(tmp_path):
+    """A model of few products but large tensors (weights computed in the graph, as in the onnx package's light nets)
+    goes before one of more products on small tensors: each element stored or computed costs ELEMENT_COST."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnrt_onnx.workflows.sweep_order import ELEMENT_COST, estimated_cost, most_expensive_first
+
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    # a 1000x1000 tensor computed (ConstantOfShape of a stored [2] shape), then its Relu: no product at all
+    wide = helper.make_graph([helper.make_node("ConstantOfShape", ["shape"], ["c"]),
+                              helper.make_node("Relu", ["c"], ["y"])], "wide", [], [y],
+                             [numpy_helper.from_array(np.array([1000, 1000], np.int64), "shape")])
+    # [1, 1000] x [1000, 100]: 100 outputs of 1000 products each, a stored 1000x100 weight
+    deep = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "deep",
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1000])], [y],
+                             [numpy_helper.from_array(np.zeros((1000, 100), np.float32), "w")])
+    paths = []
+    for graph in (deep, wide):
+        paths.append(str(tmp_path / f"{graph.name}.onnx"))
+        onnx.save(helper.make_model(graph), paths[-1])
+    assert estimated_cost(paths[0]) == 100 * 1000 + ELEMENT_COST * (1000 * 100 + 100)
+    assert estimated_cost(paths[1]) == ELEMENT_COST * (2 + 1000 * 1000 + 1000 * 1000)
+    assert [key for key, _ in most_expensive_first([(0, paths[0]), (1, paths[1])])] == [1, 0]
