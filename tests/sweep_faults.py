@@ -62,6 +62,7 @@ def install(log: str | None = None, delay: float = 0.0) -> None:
             def loads():
                 return sum(sum(numba_cache.jit_stats(d)) for d in numba_cache.KERNELS)
 
+            time.sleep(delay)
             modules, before = set(sys.modules), loads()
             row = real(path, options)
             return {**row, "parent": os.getppid(), "kernel_loads": loads() - before,

@@ -216,6 +216,36 @@ def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monke
     assert [c for c in left.values() if "resource_tracker" not in c] == [], left  # (multiprocessing's: it stays)
 
 
+def test_a_fork_server_killed_mid_sweep_costs_only_the_models_its_workers_had(tmp_path):
+    """The fork server killed (the OOM killer's choice, say) while its two workers are busy: they die with it, their
+    models are crashed rows saying so, and the pool spawns workers for the rest of the sweep."""
+    import threading
+
+    log = tmp_path / "started.log"
+
+    def kill_the_server():  # once a third model has started (so one is done), while it sleeps its 0.7 s
+        deadline = time.monotonic() + 240
+        while len(_lines(log)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for pid in descendants(os.getpid()):
+            if "spawn_main" in _command(pid) and descendants(pid):  # the server (its workers below it)
+                os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_server, daemon=True)
+    killer.start()
+    models = zoo(tmp_path, *(f"probe_{i}" for i in range(6)))
+    rows, _ = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=60),
+                        initializer=installer(str(log), 0.7))
+    killer.join(1)
+    crashed = [row for row in rows if row["verdict"] == "crashed"]
+    assert 1 <= len(crashed) <= 2 and all("fork server is gone" in row["error"] for row in crashed), rows
+    checked = [row for row in rows if row["verdict"] != "crashed"]
+    assert all(row["verdict"] == "OK" for row in checked) and len(checked) == 6 - len(crashed)
+    assert {row["parent"] == os.getpid() for row in checked} == {True, False}  # forked before, spawned after
+    left = {pid: _command(pid) for pid in descendants(os.getpid())}
+    assert [c for c in left.values() if "resource_tracker" not in c] == [], left
+
+
 def test_a_results_file_tolerates_a_torn_last_line_and_reruns_failures_on_request(tmp_path):
     path = tmp_path / "rows.jsonl"
     ok, failed = {"model": "a.onnx", "ok": True}, {"model": "b.onnx", "ok": False, "verdict": "timeout"}

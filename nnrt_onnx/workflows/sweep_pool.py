@@ -81,8 +81,8 @@ def _signal_name(number: int) -> str:
 
 def death_text(exitcode: int | None) -> str:
     """Why a worker ended, in words."""
-    if exitcode is None:
-        return "the worker disappeared"
+    if exitcode is None:  # (a forked worker whose fork server, which reaps it and reports its status, is gone)
+        return "the worker ended, its exit status unknown (its fork server is gone)"
     if exitcode < 0:
         hint = " (the system's out-of-memory killer sends it too)" if -exitcode == 9 else ""
         return f"the worker was killed by {_signal_name(-exitcode)}{hint}"
