@@ -5,7 +5,8 @@ the worker's ``check_one`` so that a model whose file name starts with
   its own process with SIGKILL, ``exit_`` leaves it with status 3, ``threads_`` adds the worker's BLAS
   thread counts to its row, ``probe_`` adds the worker's parent (``parent``: the pool, or the fork server), the
   nnrt_onnx modules its check imported (``new_modules``) and the compiled kernels it loaded or compiled
-  (``kernel_loads``: numba's cache hits and misses during the check);
+  (``kernel_loads``: numba's cache hits and misses during the check), and how many objects the garbage collector
+  had frozen (``frozen``: the fork server's);
 
 and every other model is checked for real (after ``delay`` seconds), each call appended to ``log`` (the model,
 the worker's pid). Nothing of this exists outside a test: the tests pass it to the engines themselves.
@@ -63,9 +64,12 @@ def install(log: str | None = None, delay: float = 0.0) -> None:
                 return sum(sum(numba_cache.jit_stats(d)) for d in numba_cache.KERNELS)
 
             time.sleep(delay)
+            import gc
+
+            frozen = gc.get_freeze_count()  # objects out of the collector's reach (the fork server's)
             modules, before = set(sys.modules), loads()
             row = real(path, options)
-            return {**row, "parent": os.getppid(), "kernel_loads": loads() - before,
+            return {**row, "parent": os.getppid(), "kernel_loads": loads() - before, "frozen": frozen,
                     "new_modules": sorted(m for m in set(sys.modules) - modules if m.startswith("nnrt_onnx"))}
         time.sleep(delay)
         return real(path, options)

@@ -187,13 +187,15 @@ def test_ctrl_c_ends_the_sweep_and_every_process_it_started(tmp_path):
 
 def test_workers_are_forked_from_a_server_that_loaded_what_a_check_loads(tmp_path):
     """The workers come from the fork server (not spawned by this process), and a worker's first check imports no
-    module of nnrt_onnx and loads no compiled kernel: the server had them (sweep_forkserver.preload)."""
+    module of nnrt_onnx and loads no compiled kernel: the server had them (sweep_forkserver.preload), frozen out of
+    the garbage collector's reach."""
     check_one(str(SMALL_CNN), CheckOptions())  # its kernels are in the disk cache now (compiled here if not)
     models = zoo(tmp_path, "probe_a", "probe_b", model=SMALL_CNN)
     rows, _ = run_sweep(models, CheckOptions(), jobs=2, initializer=installer())
     for row in rows:
         assert row["verdict"] == "OK" and row["parent"] != os.getpid()
         assert row["new_modules"] == [] and row["kernel_loads"] == 0
+        assert row["frozen"] > 10_000  # the server's objects, out of the workers' collections (gc.freeze)
 
 
 def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monkeypatch):

@@ -12,6 +12,11 @@ import starts a thread: each worker imports it after the fork, 0.03 s), runs no 
 (``/proc/self/task``) after loading and before every fork: with more than one it forks nothing and the pool spawns
 its workers instead (as it does where there is no fork server: not Linux, no pidfd).
 
+**Frozen.** Once loaded, the server moves its objects out of the garbage collector's reach (``gc.freeze``, as
+Python's documentation advises before forking without exec): a worker's full collections then neither traverse
+them nor write to them, which would copy the pages it shares with the server (measured in one process after the
+preload: five full collections over four light nets took 0.49 s of CPU, 0.07 s with the loaded objects frozen).
+
 **Lifetimes.** The server dies with the thread that started it and each worker with the server (Linux
 ``PR_SET_PDEATHSIG``, :func:`~.sweep_worker.die_with_parent`): a killed sweep (``kill -9``, Ctrl-C) leaves nothing
 running. The server ignores Ctrl-C (the pool handles it) and, told to stop or finding its pool gone, kills and reaps
@@ -28,6 +33,7 @@ server never imports what the initializer needs.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -207,6 +213,8 @@ def run_server(control, blas_threads: int, initializer: bytes | None) -> None:
     if thread_count() != 1:
         send(control, {"unusable": f"it runs {thread_count()} threads after loading (only one may fork)"})
         return
+    gc.collect()
+    gc.freeze()  # what it loaded, out of the collector's reach: the workers' full collections skip it (see above)
     send(control, {"ready": True})
     children: dict[int, int] = {}  # pidfd -> pid
     try:
