@@ -212,7 +212,8 @@ def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monke
     rows, _ = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=60), initializer=installer())
     assert [row["verdict"] for row in rows] == ["OK", "crashed", "OK"]
     assert {row.get("parent") for row in rows} == {os.getpid(), None}  # spawned by this process
-    assert comparable({k: v for k, v in rows[0].items() if k not in ("parent", "new_modules", "kernel_loads", "frozen")}) == \
+    probed = ("parent", "new_modules", "kernel_loads", "frozen")
+    assert comparable({k: v for k, v in rows[0].items() if k not in probed}) == \
         comparable(check_one(models[0], CheckOptions()))
     left = {pid: _command(pid) for pid in descendants(os.getpid())}
     assert [c for c in left.values() if "resource_tracker" not in c] == [], left  # (multiprocessing's: it stays)
