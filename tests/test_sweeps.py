@@ -198,6 +198,34 @@ def test_workers_are_forked_from_a_server_that_loaded_what_a_check_loads(tmp_pat
         assert row["frozen"] > 10_000  # the server's objects, out of the workers' collections (gc.freeze)
 
 
+def test_the_sweeps_own_process_parses_no_model(tmp_path):
+    """With a fork server, the models' costs are estimated there (onnx's shape inference): the sweep's process does
+    not even import onnx, so no model can crash or hang it before its own check does, in a worker."""
+    models = zoo(tmp_path, "a", "b", "c", model=SMALL_CNN)
+    code = ("import json, sys\n"
+            "from nnrt_onnx.workflows.sweep import CheckOptions\n"
+            "from nnrt_onnx.workflows.sweep_run import run_sweep\n"
+            f"rows, _ = run_sweep({models!r}, CheckOptions(), jobs=2)\n"
+            "print(json.dumps({'onnx': 'onnx' in sys.modules, 'verdicts': [row['verdict'] for row in rows]}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"onnx": False, "verdicts": ["OK", "OK", "OK"]}
+
+
+def test_estimates_made_elsewhere_order_the_models(tmp_path):
+    """most_expensive_first with the fork server's estimates: estimated models by their estimate, the others after
+    them by file size (what a failed estimate leaves)."""
+    from nnrt_onnx.workflows.sweep_order import most_expensive_first
+
+    paths = []
+    for name, size in (("small", 10), ("large", 1000), ("mid", 500)):
+        (tmp_path / name).write_bytes(b"x" * size)
+        paths.append(str(tmp_path / name))
+    tasks = list(enumerate(paths))
+    assert [key for key, _ in most_expensive_first(tasks, [None, None, None])] == [1, 2, 0]
+    assert [key for key, _ in most_expensive_first(tasks, [7, None, 9])] == [2, 0, 1]
+
+
 def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monkeypatch):
     """A fork server that cannot fork (more than one thread, a broken line: simulated) is stopped, and the pool
     spawns its workers: the same rows, a crash still its own row, and no process left."""

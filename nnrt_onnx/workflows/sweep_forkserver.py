@@ -3,7 +3,7 @@ pool, it loads what every model's check loads (:func:`preload`: the check, the c
 reference kernels, the native runtime with its fast paths and every compiled kernel numba's disk cache holds) and
 then forks a worker whenever the pool asks. So the workers share that start-up instead of each paying it (~1.5 s of
 CPU: the imports, onnx's ml_dtypes alone 0.55 s, and the kernels' loading), and a worker that replaces a killed one
-starts at once. The pool starts the server before it sorts the models, so the two overlap.
+starts at once.
 
 **One thread.** Forking copies only the thread that forks, so a process whose other threads may hold a lock
 (malloc's, a library's) must not fork. The server imports numpy with ``OPENBLAS_NUM_THREADS=1`` (OpenBLAS starts no
@@ -22,8 +22,15 @@ preload: five full collections over four light nets took 0.49 s of CPU, 0.07 s w
 running. The server ignores Ctrl-C (the pool handles it) and, told to stop or finding its pool gone, kills and reaps
 any worker left, then exits without Python's slow teardown (``os._exit``), as each worker does.
 
+**Sorting the models.** The server also estimates the models' costs for the pool's order
+(:func:`~.sweep_order.estimated_cost`: onnx's shape inference, which the server has loaded anyway), before it forks
+the first worker: the sweep's own process then never imports onnx (0.7 s of CPU) nor parses a model, so a model that
+crashes or hangs onnx's shape inference ends the server -- the pool then spawns its workers, the models sorted by
+file size -- not the sweep.
+
 **The line to the pool** is a socket pair, messages in JSON (the pool never unpickles what comes from a process
-that forks model parsers): ``{"fork": true}`` with the worker's end of its own pipe passed along (``SCM_RIGHTS``),
+that forks model parsers): ``{"estimate": [paths]}`` answered by ``{"estimates": [cost or null, ...]}``;
+``{"fork": true}`` with the worker's end of its own pipe passed along (``SCM_RIGHTS``),
 answered by ``{"forked": pid}`` and a pidfd of the worker -- the pool's handle on it (:class:`ForkedProcess`: it
 waits on it and signals through it, so a reused pid is never hit; the server opens it before it could reap the
 worker); ``{"exited": pid, "code": c}`` once the server has reaped a worker (``c`` as multiprocessing's exit codes:
@@ -129,16 +136,38 @@ class ForkServer:
         self._ready = False
         self._exits: dict[int, int] = {}
 
+    def estimates(self, paths: list[str], timeout: float) -> list[int | None] | None:
+        """Each model's :func:`~.sweep_order.estimated_cost`, made by the server (it has onnx loaded, and a model
+        that crashes or hangs onnx's shape inference takes the server down, not the sweep), or None where it could
+        not (``unusable`` says why; stop the server then)."""
+        try:
+            if not self._wait_ready(timeout):
+                return None
+            send(self._control, {"estimate": paths})
+            reply = self._next(("estimates", "unusable"), timeout)
+            if reply is None or "unusable" in reply:
+                self.unusable = reply["unusable"] if reply else f"it estimated nothing within {timeout:g} s"
+                return None
+            return [None if cost is None else int(cost) for cost in reply["estimates"]]
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+            self.unusable = f"its line broke while it estimated the models ({type(exc).__name__}: {exc})"
+            return None
+
+    def _wait_ready(self, timeout: float) -> bool:
+        if not self._ready:
+            ready = self._next(("ready", "unusable"), timeout)
+            if ready is None or "unusable" in ready:
+                self.unusable = ready["unusable"] if ready else f"it was not ready within {timeout:g} s"
+                return False
+            self._ready = True
+        return True
+
     def fork(self, conn, timeout: float) -> ForkedProcess | None:
         """A new worker serving ``conn`` (its end of the pool's pipe), or None where the server cannot fork one
         (``unusable`` says why; stop the server then)."""
         try:
-            if not self._ready:
-                ready = self._next(("ready", "unusable"), timeout)
-                if ready is None or "unusable" in ready:
-                    self.unusable = ready["unusable"] if ready else f"it was not ready within {timeout:g} s"
-                    return None
-                self._ready = True
+            if not self._wait_ready(timeout):
+                return None
             send(self._control, {"fork": True})
             reduction.send_handle(self._control, conn.fileno(), self.process.pid)
             reply = self._next(("forked", "unusable"), timeout)
@@ -242,6 +271,11 @@ def _serve_forks(control, children: dict[int, int], blas_threads: int, initializ
                     return
                 if message == "stop":
                     return
+                if "estimate" in message:  # the models' costs, for the pool's order
+                    from .sweep_order import estimated_cost
+
+                    send(control, {"estimates": [estimated_cost(path) for path in message["estimate"]]})
+                    continue
                 worker_end = reduction.recv_handle(control)
                 if thread_count() != 1:
                     os.close(worker_end)

@@ -82,19 +82,25 @@ def _product(dims) -> int:
     return result
 
 
-def most_expensive_first(tasks: Sequence[tuple[Any, str]]) -> list[tuple[Any, str]]:
-    """``tasks`` (key, model path) sorted by estimated cost, the largest first (ties keep their order)."""
-    def cost(task) -> tuple[int, int]:
-        estimate = estimated_cost(task[1])
+def most_expensive_first(tasks: Sequence[tuple[Any, str]],
+                         estimates: Sequence[int | None] | None = None) -> list[tuple[Any, str]]:
+    """``tasks`` (key, model path) sorted by estimated cost, the largest first (ties keep their order).
+    ``estimates``: each task's :func:`estimated_cost` made elsewhere (the sweep's fork server), None for those it
+    has none of; by default they are made here."""
+    if estimates is None:
+        estimates = [estimated_cost(path) for _, path in tasks]
+
+    def cost(path: str, estimate: int | None) -> tuple[int, int]:
         if estimate is not None:
             return (1, estimate)
         try:
-            return (0, os.path.getsize(task[1]))
+            return (0, os.path.getsize(path))
         except OSError:
             return (0, 0)
 
-    costs = {id(task): cost(task) for task in tasks}
-    return sorted(tasks, key=lambda task: costs[id(task)], reverse=True)
+    costs = [cost(path, estimate) for (_, path), estimate in zip(tasks, estimates)]
+    order = sorted(range(len(tasks)), key=lambda i: costs[i], reverse=True)
+    return [tasks[i] for i in order]
 
 
 __all__ = ["ELEMENT_COST", "estimated_cost", "most_expensive_first", "multiply_accumulates"]

@@ -212,6 +212,18 @@ class WorkerPool:
         child.close()
         return _Worker(conn, process)
 
+    def estimates(self, paths: list[str]) -> list[int | None] | None:
+        """Each model's :func:`~.sweep_order.estimated_cost` as the fork server makes it (None for all where it could
+        not: sort by file size then, parse nothing here), or None where there is no fork server (estimate here)."""
+        if self._server is None:
+            return None
+        estimates = self._server.estimates(paths, self.limits.start_timeout)
+        if estimates is None:
+            self._server.stop()
+            self._server = None
+            return [None] * len(paths)
+        return estimates
+
     @property
     def forks(self) -> bool:
         """Whether new workers are forked from the fork server (else spawned)."""

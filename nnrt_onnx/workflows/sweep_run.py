@@ -44,9 +44,9 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
     todo = [(index, path) for index, path in enumerate(models) if path not in skip]
     jobs = jobs or (available_cores() if engine == "local" else None)
 
-    def in_order(tasks):
+    def in_order(tasks, pool=None):
         if len(tasks) > 1 and (jobs is None or 1 < jobs < len(tasks)):  # with one worker the order changes nothing
-            return most_expensive_first(tasks)
+            return most_expensive_first(tasks, pool.estimates([path for _, path in tasks]) if pool else None)
         return tasks
 
     finished: dict[int, dict[str, Any]] = {}
@@ -63,8 +63,8 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
 
     try:
         if todo and engine == "local":
-            with WorkerPool(min(jobs, len(todo)), limits, initializer) as pool:  # its fork server loads meanwhile
-                pool.run(in_order(todo), options, record)
+            with WorkerPool(min(jobs, len(todo)), limits, initializer) as pool:  # (its fork server estimates)
+                pool.run(in_order(todo, pool), options, record)
         elif todo:
             from .sweep_ray import run_on_ray
 
