@@ -98,14 +98,20 @@ class ForkedProcess:
 
     def __init__(self, pid: int, pidfd: int, server: "ForkServer"):
         self.pid, self.sentinel, self._server = pid, pidfd, server
+        self._exitcode: int | None = None
+        self._asked = False
 
     def is_alive(self) -> bool:
         return not _readable(self.sentinel, 0)
 
     @property
     def exitcode(self) -> int | None:
-        """None while it runs, and where the server could not say (``death_text`` says it disappeared)."""
-        return None if self.is_alive() else self._server.exit_code(self.pid)
+        """None while it runs, and where the server could not say (gone itself: ``death_text`` says so)."""
+        if self.is_alive():
+            return None
+        if not self._asked:  # (the server reports each exit once)
+            self._exitcode, self._asked = self._server.exit_code(self.pid), True
+        return self._exitcode
 
     def kill(self) -> None:
         try:
