@@ -226,6 +226,27 @@ def test_estimates_made_elsewhere_order_the_models(tmp_path):
     assert [key for key, _ in most_expensive_first(tasks, [7, None, 9])] == [2, 0, 1]
 
 
+def test_a_fork_that_fails_mid_sweep_leaves_the_forked_workers_running(tmp_path, monkeypatch):
+    """The server forks the first worker, then fails to fork the second (simulated): the second is spawned, and the
+    first -- busy on its model -- finishes it (the server is not stopped under it) and the rest of its share."""
+    import nnrt_onnx.workflows.sweep_forkserver as sweep_forkserver
+
+    real, calls = sweep_forkserver.ForkServer.fork, []
+
+    def first_only(self, conn, timeout):
+        calls.append(conn)
+        if len(calls) > 1:
+            self.unusable = "simulated"
+            return None
+        return real(self, conn, timeout)
+
+    monkeypatch.setattr(sweep_forkserver.ForkServer, "fork", first_only)
+    models = zoo(tmp_path, *(f"probe_{i}" for i in range(4)))
+    rows, _ = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=60), initializer=installer(None, 1.0))
+    assert [row["verdict"] for row in rows] == ["OK"] * 4 and len(calls) == 2
+    assert {row["parent"] == os.getpid() for row in rows} == {True, False}  # one forked worker, one spawned
+
+
 def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monkeypatch):
     """A fork server that cannot fork (more than one thread, a broken line: simulated) is stopped, and the pool
     spawns its workers: the same rows, a crash still its own row, and no process left."""

@@ -188,7 +188,7 @@ class ForkServer:
     def exit_code(self, pid: int) -> int | None:
         """The exit code of the dead worker ``pid``, as the server reports it (None: no report)."""
         deadline = time.monotonic() + _EXIT_REPORT_WAIT
-        while pid not in self._exits and self.unusable is None:
+        while pid not in self._exits:
             try:
                 if self._next(("exited",), max(0.0, deadline - time.monotonic())) is None:
                     break

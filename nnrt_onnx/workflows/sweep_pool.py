@@ -160,9 +160,10 @@ class WorkerPool:
         self.blas_threads = blas_threads or max(1, available_cores() // jobs)
         self._context = multiprocessing.get_context("spawn")
         self._idle: list[_Worker] = []
-        # started now: it loads while the caller goes on (sorting the models, say)
+        # started now: it loads while the caller goes on
         self._server = sweep_forkserver.ForkServer(self._context, self.blas_threads, initializer) \
             if sweep_forkserver.supported() else None
+        self._forking = self._server is not None  # False once it failed to fork: its workers run on, new ones spawn
 
     def run(self, tasks: Iterable[tuple[Any, str]], options, on_row: Callable[[Any, dict], None]) -> None:
         """Check each (key, model path) of ``tasks``; ``on_row(key, row)`` as each model finishes, in that order."""
@@ -196,29 +197,35 @@ class WorkerPool:
                 worker.stop(kill=True)
 
     def _new_worker(self) -> _Worker:
-        """A worker forked by the fork server, or spawned where there is none (or it cannot fork: then none from
-        now on)."""
-        conn, child = self._context.Pipe()
-        process = None
-        if self._server is not None:
+        """A worker forked by the fork server, or spawned where there is none or it failed to fork (then spawned
+        from now on: the server stays, for the workers it forked, until :meth:`close`)."""
+        if self._forking:
+            conn, child = self._context.Pipe()
             process = self._server.fork(child, self.limits.start_timeout)
-            if process is None:
-                self._server.stop()
-                self._server = None
-        if process is None:
-            process = self._context.Process(target=serve, args=(child, self.blas_threads, self.initializer),
-                                            name="nnrt-onnx sweep worker", daemon=True)
-            process.start()
+            child.close()
+            if process is not None:
+                return _Worker(conn, process)
+            conn.close()  # (a pipe of its own for the spawned worker: the server may yet have forked one on this)
+            self._forking = False
+        conn, child = self._context.Pipe()
+        process = self._context.Process(target=serve, args=(child, self.blas_threads, self.initializer),
+                                        name="nnrt-onnx sweep worker", daemon=True)
+        process.start()
         child.close()
         return _Worker(conn, process)
 
     def estimates(self, paths: list[str]) -> list[int | None] | None:
         """Each model's :func:`~.sweep_order.estimated_cost` as the fork server makes it (None for all where it could
-        not: sort by file size then, parse nothing here), or None where there is no fork server (estimate here)."""
-        if self._server is None:
+        not -- then the server, crashed or stuck on a model, is stopped and the models go by file size: nothing is
+        parsed here), or None where there is no fork server (estimate here)."""
+        if not self._forking:
             return None
         estimates = self._server.estimates(paths, self.limits.start_timeout)
         if estimates is None:
+            self._forking = False
+            for worker in [w for w in self._idle if isinstance(w.process, sweep_forkserver.ForkedProcess)]:
+                self._idle.remove(worker)  # (they die with the server: none may take a model meanwhile)
+                worker.stop(kill=True)
             self._server.stop()
             self._server = None
             return [None] * len(paths)
@@ -227,7 +234,7 @@ class WorkerPool:
     @property
     def forks(self) -> bool:
         """Whether new workers are forked from the fork server (else spawned)."""
-        return self._server is not None
+        return self._forking
 
     def _watch(self, worker: _Worker) -> dict | None:
         """The model's row once it is done (finished, or its worker killed or dead); None while it runs."""
