@@ -231,11 +231,6 @@ class WorkerPool:
             return [None] * len(paths)
         return estimates
 
-    @property
-    def forks(self) -> bool:
-        """Whether new workers are forked from the fork server (else spawned)."""
-        return self._forking
-
     def _watch(self, worker: _Worker) -> dict | None:
         """The model's row once it is done (finished, or its worker killed or dead); None while it runs."""
         now = time.monotonic()
