@@ -263,10 +263,10 @@ def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zer
          out: np.ndarray | None = None) -> np.ndarray | None:
     """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
     cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
-    Max is exact, so identical to the numpy path (NaN propagates); the average adds a window's cells in row-major
-    order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when its first tap is
-    clipped anywhere), then divides by the clipped count: also identical. ``out``: the array to write where it
-    has the output's shape and dtype (any strides: a slice of a concatenation too), else a new one."""
+    Max is exact, so identical to the numpy path (NaN by its rule, ``kernels.pool``); the average adds a window's
+    cells in row-major order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when
+    its first tap is clipped anywhere), then divides by the clipped count: also identical. ``out``: the array to
+    write where it has the output's shape and dtype (any strides: a slice of a concatenation too), else a new one."""
     loop = _get("pool") if x.dtype in (np.float32, np.float64) and x.size else None
     if loop is None:
         return None
@@ -279,7 +279,7 @@ def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zer
         vectors = _avx512.compiled("pool_vectors", "pool")
         if vectors is not None and vectors(x, out, kind == "max", *geometry, bool(start_at_zero)):
             return out
-    fill = x.dtype.type(-np.inf if kind == "max" else np.nan)
+    fill = x.dtype.type(np.nan)  # (a window with no cell inside: no maximum, an average of nothing)
     return loop(x, out, *geometry, kind == "max", bool(start_at_zero), fill)
 
 

@@ -5,10 +5,13 @@ numba's loop (``_accel``'s ``pool_loop``) vectorises its channel loops 8 lanes w
 cell's row view. Here one intrinsic per (kind, window) writes the loop over an output row's pixels for one block of
 16 channels in LLVM IR, the window's cells unrolled. The results are ``pool_loop``'s bit for bit:
 
-* max: the cells in row-major order, each taking the place of the running maximum where it is greater or NaN
-  (``v if v > a or v != v else a``), starting from -inf -- which the first cell always replaces unless it is -inf
-  itself, so the same as starting from the first cell; a cell in the padding loads -inf, which never replaces
-  anything; a window with no cell inside gives -inf, the loop's fill;
+* max (the rule of ``kernels.pool``): the cells in row-major order, each taking the place of the running maximum
+  where it is greater or that maximum is NaN (``v if v > a or a != a else a``), starting from NaN -- which the
+  first cell always replaces, so the same as the loop's start from the first cell; a cell in the padding loads
+  NaN, which never replaces a number; a window with no cell inside gives NaN, the loop's fill. That is the
+  maximum ignoring NaN (NaN for NaN cells only), the loop's result with both strides 1; with a stride above 1 the
+  loop keeps a NaN first cell, so the window's first cell inside the input (its first real row and column) is
+  loaded once more and taken where it is NaN;
 * average: the valid cells added in row-major order to -0.0 (``-0.0 + v`` is ``v`` for every v: the loop's "start
   from the first cell") or, where the loop starts from 0 (``start_at_zero``), to +0.0; cells in the padding are
   skipped (a select, not an added +0.0, which would turn a -0.0 sum into +0.0); then divided by the number of
@@ -27,7 +30,7 @@ from .numba_cache import jit
 from .tile_layout import LANES
 from .vector_ir import ZERO, RowBlock, counted_loop, f32, i32, i64, inside, mask_type, splat, vec, vector_intrinsics
 
-MINUS_INF = ir.Constant(vec, [float("-inf")] * LANES)
+NAN = ir.Constant(vec, [float("nan")] * LANES)
 MINUS_ZERO = ir.Constant(vec, [-0.0] * LANES)
 WINDOWS = ((2, 2), (3, 3))
 
@@ -59,7 +62,36 @@ def make_row(is_max: bool, k_h: int, k_w: int, bounded: bool):
             for ok in row_ok:
                 valid_rows = builder.add(valid_rows, builder.zext(ok, i64))
             from_zero = builder.icmp_signed("!=", start_at_zero_, ir.Constant(start_at_zero_.type, 0))
-            initial = MINUS_INF if is_max else builder.select(splat(builder, from_zero, mask_type), ZERO, MINUS_ZERO)
+            initial = NAN if is_max else builder.select(splat(builder, from_zero, mask_type), ZERO, MINUS_ZERO)
+            if is_max:  # the first real row (a NaN first cell stays when a stride is above 1), if any
+                one = ir.Constant(i64, 1)
+                strided = builder.or_(builder.icmp_signed("!=", s_h, one), builder.icmp_signed("!=", s_w, one))
+                first_row, any_row = rows[-1], row_ok[-1]
+                for i in range(k_h - 2, -1, -1):
+                    first_row = builder.select(row_ok[i], rows[i], first_row)
+                    any_row = builder.or_(any_row, row_ok[i])
+
+            def first_cell_nan(acc, first, column_ok):
+                """``acc``, NaN where the window's first real cell is (strided windows only)."""
+                before = builder.block
+                with builder.if_then(strided):
+                    offset, any_column = first, ir.Constant(ir.IntType(1), 1)
+                    if bounded:
+                        offset, any_column = builder.add(first, builder.mul(ir.Constant(i64, k_w - 1), x_strides[2])), \
+                            column_ok[-1]
+                        for j in range(k_w - 2, -1, -1):
+                            offset = builder.select(column_ok[j], builder.add(
+                                first, builder.mul(ir.Constant(i64, j), x_strides[2])), offset)
+                            any_column = builder.or_(any_column, column_ok[j])
+                    ok_lanes = splat(builder, builder.and_(any_row, any_column), mask_type)
+                    cell = builder.call(load, [_pointer(builder, first_row, offset), four32,
+                                               builder.and_(mask, ok_lanes), ZERO])
+                    kept = builder.select(builder.fcmp_unordered("uno", cell, cell), cell, acc)
+                    after = builder.block
+                result = builder.phi(vec)
+                result.add_incoming(acc, before)
+                result.add_incoming(kept, after)
+                return result
 
             def pixel(q, _):  # one output pixel of the row's block of channels
                 column = builder.sub(builder.mul(q, s_w), pl)
@@ -78,16 +110,18 @@ def make_row(is_max: bool, k_h: int, k_w: int, bounded: bool):
                         ok_lanes = splat(builder, ok, mask_type)
                         offset = builder.add(first, builder.mul(ir.Constant(i64, j), x_strides[2]))
                         value = builder.call(load, [_pointer(builder, rows[i], offset), four32,
-                                                    builder.and_(mask, ok_lanes), MINUS_INF if is_max else ZERO])
-                        if is_max:  # v if v > a or v != v else a (a padded cell: -inf, never taken)
+                                                    builder.and_(mask, ok_lanes), NAN if is_max else ZERO])
+                        if is_max:  # v if v > a or a != a else a (a padded cell: NaN, never taken from a number)
                             wins = builder.or_(builder.fcmp_ordered(">", value, acc),
-                                               builder.fcmp_unordered("uno", value, value))
+                                               builder.fcmp_unordered("uno", acc, acc))
                             acc = builder.select(wins, value, acc)
                         else:
                             acc = builder.select(ok_lanes, builder.fadd(acc, value), acc)
                 if not is_max:
                     count = builder.sitofp(builder.mul(valid_rows, valid_columns), f32)
                     acc = builder.fdiv(acc, splat(builder, count, vec))
+                else:
+                    acc = first_cell_nan(acc, first, column_ok)
                 builder.call(store, [acc, block.output_pixel(q), four32, mask])
 
             counted_loop(builder, q0_, q1_, "pool", pixel)

@@ -155,8 +155,9 @@ def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
         x.flat[::5] = -0.0
         # (no +0.0 in x: which sign a window holding both -0.0 and +0.0 returns is unspecified -- the compiled loop
         # keeps the earlier cell, numpy's separable np.maximum the later -- as it is in onnxruntime)
-        if k % 7 == 0:
-            x.flat[1] = np.nan
+        if k % 3 == 0:  # NaN cells, the first one a window's first cell (max pooling's NaN rule: kernels.pool)
+            x[rng.random(shape) < 0.3] = np.nan
+            x[:, 0, 0] = np.nan
         for op, fn in (("AVG_POOL", avg_pool), ("MAX_POOL", max_pool)):
             try:
                 with np.errstate(all="ignore"):
@@ -178,8 +179,10 @@ def test_pool_compiled_loop_is_identical_to_the_numpy_path(monkeypatch):
     (7, 9, 33, 3, 2, (0, 0), False, False),
     (8, 10, 17, 2, 2, (0, 0), False, False),
     (6, 6, 20, 2, 2, (1, 1), False, True),
-    (5, 5, 18, 3, 3, (2, 2), True, False),  # windows entirely in the padding: the fill (-inf; NaN for averages)
+    (5, 5, 18, 3, 3, (2, 2), True, False),  # windows entirely in the padding: the fill (NaN)
     (5, 5, 18, 3, 3, (2, 2), False, True),
+    (10, 13, 21, 3, 1, (1, 1), True, False),  # both strides 1: a NaN never wins (kernels.pool)
+    (7, 8, 20, 2, 1, (1, 0), True, False),
 ])
 def test_pool_vectors_are_bit_identical_to_numbas_loop(h, w, c, window, stride, pads, is_max, start_at_zero):
     # the AVX-512 pooling (_pool_vectors) gives _accel's pool_loop's results bit for bit: NaN and inf cells, -0.0
@@ -193,12 +196,15 @@ def test_pool_vectors_are_bit_identical_to_numbas_loop(h, w, c, window, stride, 
     x[0, 0, 0, :3] = [np.nan, np.inf, -0.0]
     x[1, 1, 1, :2] = [-np.inf, -0.0]
     x[1, :3, :3, 4] = -0.0  # windows of -0.0 only: their average stays -0.0 unless it starts from +0.0
+    # NaN in a third of the cells of channels 5.., and windows of NaN only: max pooling's NaN rule
+    x[:, :, :, 5:][rng.random((2, h, w, c - 5)) < 1 / 3] = np.nan
+    x[0, 2:5, 2:5, 5:] = np.nan
     pt, pl = pads
     oh, ow = (h + 2 * pt - window) // stride + 1, (w + 2 * pl - window) // stride + 1
     want = np.full((2, oh, ow, c), 7, np.float32)
     got = want.copy()
     loop(x, want, window, window, stride, stride, pt, pl, is_max, start_at_zero,
-         np.float32(-np.inf if is_max else np.nan))
+         np.float32(np.nan))
     assert vectors(x, got, is_max, window, window, stride, stride, pt, pl, start_at_zero)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert not vectors(x, got, is_max, 5, 5, 1, 1, 0, 0, start_at_zero)  # other windows: numba's loop
