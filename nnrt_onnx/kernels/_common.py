@@ -181,6 +181,21 @@ def _packed(array: np.ndarray, key: Any, make) -> np.ndarray:
     return packs[key]
 
 
+def _packed_constant(array: np.ndarray, key: Any, make) -> np.ndarray:
+    """:func:`_packed`, the cached result itself read-only and registered as a constant (a form computed from a
+    weight -- an LSTM's two biases summed -- that a kernel packs further with :func:`_packed`)."""
+    entry = _PACKS.get(id(array))
+    if entry is None or entry[0]() is not array:
+        return make(array)
+    packs = entry[1]
+    if key not in packs:
+        made = make(array)
+        made.flags.writeable = False
+        _register_constant(made)
+        packs[key] = made
+    return packs[key]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # axes and parameters (linear, normalization, reduce)
 
