@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import invalid, unsupported
 from ..geometry import UNKNOWN
 from . import kernel, shape_rule
-from ._common import _known, _need_float, _packed, _packed_constant
+from ._common import _known, _need_float, _packed, _packed_constant, _remembered
 
 _LSTM = "OH_NN_OPS_LSTM"
 
@@ -93,7 +93,7 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
     work = np.empty((5 * hidden, batch), dtype)  # rows o, i, f, g, then the cell state c
     gates, sig, gate_o = work[: 4 * hidden], work[: 3 * hidden], work[:hidden]
     i_f, g_c, c = work[hidden: 3 * hidden], work[3 * hidden:], work[4 * hidden:]
-    half = np.full(sig.shape, 0.5, dtype)  # (an array operand: a numpy call with a scalar costs ~2x more)
+    half = _halves(sig.shape, dtype)  # (an array operand: a numpy call with a scalar costs ~2x more)
     products = np.empty((2 * hidden, batch), dtype)
     i_g, f_c = products[:hidden], products[hidden:]
     tanh_c = np.empty((hidden, batch), dtype)
@@ -175,6 +175,14 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
     return seq, hy, cy
 
 
+@functools.lru_cache(maxsize=64)
+def _halves(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A read-only array of 0.5s (shared by the calls: np.full was ~1 us of a small LSTM's call)."""
+    halves = np.full(shape, 0.5, dtype)
+    halves.flags.writeable = False
+    return halves
+
+
 # The packed weights' gate order: the sigmoid gates first (o, i, f), then g; i and f adjacent for the step's one
 # multiply [i | f] * [g | c].
 PACKED_GATES = "oifg"
@@ -214,7 +222,7 @@ def lstm_operands(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input
     for what, array in (("input", x), ("wIh", w_ih), ("wHh", w_hh), ("hx", hx), ("cx", cx)) + (
             (("bias", bias),) if has_bias else ()):
         _need_float(_LSTM, what, array)
-    zc, zh = _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
+    zc, zh = _checked_lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
     steps, batch, features, hidden, layers, directions = _checked_lstm_dims(
         x.shape, w_ih.shape, w_hh.shape, bias.shape if has_bias else None, hx.shape, cx.shape,
         bidirectional, has_bias, input_size, hidden_size, num_layers)
@@ -243,7 +251,11 @@ def _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hi
     return zc, zh
 
 
-@functools.lru_cache(maxsize=256)
+# The kernel's checks of its parameters, remembered (~3 us a call).
+_checked_lstm_rates = _remembered(_lstm_rates)
+
+
+@_remembered
 def _checked_lstm_dims(x_shape, w_ih_shape, w_hh_shape, bias_shape, hx_shape, cx_shape, bidirectional, has_bias,
                        input_size, hidden_size, num_layers):
     """:func:`_lstm_dims` of a kernel call, remembered per shapes and parameters (a pure function of them; it was

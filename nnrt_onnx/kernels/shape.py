@@ -33,6 +33,7 @@ from ._common import (
     _one_int,
     _output_quantized,
     _product,
+    _remembered,
     _type_code,
 )
 
@@ -153,13 +154,19 @@ _NARROW_LAST = 8
 
 def _permutation(op: str, perm, rank: int) -> list[int]:
     """The permutation input, checked against the rank and normalised."""
-    axes = _int_values(perm, op, "permutation")
+    return list(_checked_permutation(op, tuple(_int_values(perm, op, "permutation")), rank))
+
+
+@_remembered
+def _checked_permutation(op: str, axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """:func:`_permutation` of the values, remembered (the permutation of a model is a constant)."""
+    axes = list(axes)
     if len(axes) != rank:
         raise invalid(f"{op}: permutation {axes} must have one entry per input dim (rank {rank})")
     norm = [_norm_axis(a, rank, op, "permutation entry") for a in axes]
     if sorted(norm) != list(range(rank)):
         raise invalid(f"{op}: {axes} is not a permutation of the {rank} input dims")
-    return norm
+    return tuple(norm)
 
 
 @shape_rule("OH_NN_OPS_TRANSPOSE")

@@ -230,6 +230,23 @@ def test_lstm_packed_weights_are_per_constant():
             assert_within(g, want, TOL["float32"])
 
 
+def test_lstm_checks_hold_on_every_call_and_take_array_parameters():
+    """The kernel's remembered checks raise on every call, and parameters that cannot be hashed (0-d arrays from a
+    direct caller) are checked and used like python numbers."""
+    from nnrt_onnx.kernels.recurrent import lstm
+
+    inputs = lstm_inputs(rng_for("lstm-array-params"), 3, 2, 3, 4, 1, 1)
+    params = dict(bidirectional=False, has_bias=True, input_size=3, hidden_size=4, num_layers=1, num_directions=1,
+                  dropout=0.0, zoneout_cell=0.0, zoneout_hidden=0.0, proj_size=0)
+    for _ in range(2):
+        with pytest.raises(NNRtError) as err:
+            lstm(*inputs, **{**params, "hidden_size": 5})
+        assert err.value.code == INVALID
+    as_arrays = {k: np.array(v) for k, v in params.items()}
+    for got, want in zip(lstm(*inputs, **as_arrays), ort_lstm(*inputs, D=1, L=1)):
+        assert_within(got, want, TOL["float32"])
+
+
 def test_lstm_reference_matches_onnxruntime():
     """The hand reference used for zoneout/projection agrees with onnxruntime where both apply."""
     rng = rng_for("lstm-reference")
