@@ -399,3 +399,55 @@ def test_resize_keeping_the_aspect_ratio_rounds_the_exact_product():
                           [("x", FLOAT, [1, 2, 6, 3])], [("y", FLOAT, [1, 2, 7, 4])],
                           [("sizes", np.array([7, 2], np.int64))], opset=19)
     runs_like_onnxruntime(model, [{"x": rand_normal(1, 1, 2, 6, 3)}])
+
+
+def _exact_nearest_sources(width, out, scale, ctm, nearest):
+    """The source of each output position in exact arithmetic (Fraction): the spec's coordinate formula at the
+    exact scale, rounded as ``nearest`` says, clamped."""
+    from fractions import Fraction
+    from math import ceil, floor
+
+    scale = Fraction(scale)
+    sources = []
+    for y in range(out):
+        if ctm == "half_pixel":
+            x = (y + Fraction(1, 2)) / scale - Fraction(1, 2)
+        else:  # half_pixel_symmetric, with the integer output length (rule resize-length-resized)
+            offset = Fraction(width, 2) * (1 - Fraction(out) / (scale * width))
+            x = offset + (y + Fraction(1, 2)) / scale - Fraction(1, 2)
+        half_up = x - floor(x) > Fraction(1, 2) or (x - floor(x) == Fraction(1, 2) and nearest == "round_prefer_ceil")
+        source = {"floor": floor(x), "ceil": ceil(x)}.get(nearest, floor(x) + half_up)
+        sources.append(min(max(source, 0), width - 1))
+    return sources
+
+
+@pytest.mark.parametrize("width, out, scale, ctm, nearest", [
+    # 2 x 0.75, half_pixel_symmetric: exactly 0.5 at position 0, 0.49999997 in onnxruntime's own float32 formula;
+    # its nearest takes that as the tie (so does onnx.reference); the importer took source 0 (fuzzer seed 8086)
+    (2, None, 0.75, "half_pixel_symmetric", "round_prefer_ceil"),
+    (6, None, 0.75, "half_pixel_symmetric", "round_prefer_ceil"),
+    (5, None, 0.6, "half_pixel_symmetric", "round_prefer_floor"),
+    # 20 -> 6, half_pixel: position 4 is exactly 14.5 (onnxruntime issue 28291): round_prefer_ceil takes 15
+    (20, 6, None, "half_pixel", "round_prefer_ceil"),
+    # 7 -> 17, half_pixel: position 8 is exactly 3; the float64 quotient 3.0000000000000004 took source 4 under ceil
+    (7, 17, None, "half_pixel", "ceil"),
+    (7, 17, None, "half_pixel_symmetric", "floor"),
+])
+def test_nearest_resize_takes_a_coordinate_ulps_from_a_tie_or_an_integer_as_exact(width, out, scale, ctm, nearest):
+    from fractions import Fraction
+
+    attrs = dict(mode="nearest", coordinate_transformation_mode=ctm, nearest_mode=nearest)
+    if scale is not None:
+        out = int(np.floor(Fraction(float(np.float32(scale))) * width))
+        exact_scale = Fraction(float(np.float32(scale)))
+    else:
+        exact_scale = Fraction(out, width)
+    want = np.asarray(_exact_nearest_sources(width, out, exact_scale, ctm, nearest), F)
+    x = np.arange(width, dtype=F).reshape(1, 1, width)
+    for dims in ([1, 1, width], ["N", 1, "W"]):  # resized at conversion, and at run time
+        if scale is not None:
+            model = _resize_model(dims, attrs, scales=[1, 1, scale])
+        else:
+            model = _resize_model(dims, attrs, sizes=[1, 1, out])
+        got = run_ours(model, {"x": x})[0]
+        np.testing.assert_array_equal(got.reshape(-1), want, err_msg=str(dims))

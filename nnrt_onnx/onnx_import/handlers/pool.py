@@ -327,6 +327,10 @@ def _max_pool_indices(ctx: NodeContext, x: str, y: str, out: str, storage_order:
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
     out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
     limits.require_shape(out_sizes, np.int64, "the pooling windows' positions")
+    # the Indices output has Y's shape: the rule's, where onnx shape inference keeps a last ceil-mode window that
+    # starts in the end padding (as for Y in _pool_common)
+    ctx.override_shape(out, [shape[0], shape[1], *out_sizes],
+                       out_sizes != _sizes_onnx_infers(in_sizes, kernel, strides, dilations, pads, ceil_mode))
     order = list(range(nd)) if storage_order else list(range(nd - 1, -1, -1))  # fastest axis first
     step = [0] * nd
     size = 1

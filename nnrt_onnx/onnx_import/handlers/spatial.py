@@ -100,7 +100,8 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
     rows = np.arange(out_size)
     if mode == "nearest" or (mode == "linear" and not antialias):
         if mode == "nearest":
-            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size)), 1.0)]
+            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size),
+                                    quotient=np.dtype(work) == np.float64), 1.0)]
         else:
             first, second, first_weight, second_weight = linear_taps(NUMPY, x, float(in_size))
             taps = [(first, first_weight), (second, second_weight)]
