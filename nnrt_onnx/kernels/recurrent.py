@@ -82,8 +82,6 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
     hidden = w_ih.shape[1] // 4
     real = w_hh.shape[2]
     dirs = directions
-    zc, zh = dtype.type(zoneout_cell), dtype.type(zoneout_hidden)
-    one = dtype.type(1)
     w_in = _packed(w_ih, "lstm_oifg_t", _oifg_transposed)  # [D*L, I, 4H]
     w_rec = _packed(w_hh, "lstm_oifg", _oifg)  # [D*L, 4H, R]
     bias = None if b is None else _packed(b, "lstm_oifg", _oifg)  # [D*L, 4H]
@@ -97,10 +95,12 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
     products = np.empty((2 * hidden, batch), dtype)
     i_g, f_c = products[:hidden], products[hidden:]
     tanh_c = np.empty((hidden, batch), dtype)
-    plain = not zc and not zh and w_proj is None
-    c_new = c if not zc else np.empty_like(tanh_c)
-    h_new = None if w_proj is None else np.empty_like(tanh_c)
-    mix = None if not zh else np.empty((real, batch), dtype)
+    plain = not zoneout_cell and not zoneout_hidden and w_proj is None
+    if not plain:
+        zc, zh, one = dtype.type(zoneout_cell), dtype.type(zoneout_hidden), dtype.type(1)
+        c_new = c if not zc else np.empty_like(tanh_c)
+        h_new = None if w_proj is None else np.empty_like(tanh_c)
+        mix = None if not zh else np.empty((real, batch), dtype)
     dot, add, multiply, tanh = np.dot, np.add, np.multiply, np.tanh
     seq = x
     for layer in range(layers):
