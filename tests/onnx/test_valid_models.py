@@ -183,3 +183,17 @@ def test_reduce_prod_of_finite_values_whose_partial_products_overflow():
     compilation.build()
     (got,) = Executor(compilation).run_arrays([x])
     np.testing.assert_allclose(got, np.array([3, np.inf, -1], np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["LessOrEqual", "Sub"])
+@pytest.mark.parametrize("order", ["twice first", "once first"])
+def test_an_op_reading_a_transpose_and_that_transpose_transposed_again(rng, op, order):
+    # op(T(x), T(T(x))): moving T(x) past the op cancelled the second transpose first, which left the op reading
+    # x where it needed T^-1(x): the converter emitted an input named None (fuzzer seed 2027, a crash)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0, 2])]
+    operands = ["tt", "t"] if order == "twice first" else ["t", "tt"]
+    nodes.append(helper.make_node(op, operands, ["y"]))
+    out_type = TensorProto.BOOL if op == "LessOrEqual" else F
+    model = graph(nodes, [("x", F, [3, 3, "N"])], [("y", out_type, [3, 3, "N"])])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((3, 3, n)).astype(np.float32)} for n in (1, 2)])
