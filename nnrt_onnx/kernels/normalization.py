@@ -176,11 +176,16 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
 
 
 def _mean(a: np.ndarray, axes: tuple[int, ...], count: int) -> np.ndarray:
-    """``np.mean(a, axis=axes, keepdims=True)`` for a float array, without its Python-level overhead, bit for bit:
-    the same sum, divided by the element count. (np.mean divides by the count as an intp, which makes the division
-    float64 before rounding to the sum's dtype; a float32 division by the count as a float32 is the same correctly
-    rounded quotient -- both operands are exact in float32, and float64 carries more than 2 * 24 + 2 bits -- and
-    avoids the mixed-type call, ~2 us of a small layer norm.)"""
+    """The mean over ``axes`` (kept) of a float array, without np.mean's Python-level overhead. float32 is summed
+    in float64 and the quotient rounded once, as onnxruntime's layer norm accumulates (and REDUCE_MEAN): the mean
+    of equal values is then that value exactly, so a constant row normalises to exactly 0 (a float32 sum of three
+    equal values can round, and an ulp over sqrt(epsilon) is 2e-5 of output). Other dtypes: np.mean's own sum,
+    divided by the count (a float division by the count exact in the sum's dtype is np.mean's correctly rounded
+    quotient, without the mixed-type call)."""
+    if a.dtype == np.float32:
+        s = np.add.reduce(a, axis=axes, keepdims=True, dtype=np.float64)
+        np.true_divide(s, count, out=s)
+        return s.astype(np.float32)
     s = np.add.reduce(a, axis=axes, keepdims=True)
     exact = s.dtype.type(count)
     if exact == count:
