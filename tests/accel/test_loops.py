@@ -17,8 +17,6 @@ from nnrt_onnx.errors import NNRtError
 
 pytestmark = requires_fast_paths
 F32 = np.float32
-LSTM_CASES = [("lstm-fast-uni", 1, 1, np.float32), ("lstm-fast-bidir-2layer", 2, 2, np.float32),
-              ("lstm-fast-uni-3layer-f64", 1, 3, np.float64), ("lstm-fast-bidir-f64", 2, 1, np.float64)]
 
 
 def test_erf_compiled_and_numpy_paths_are_bit_identical(monkeypatch):
@@ -208,37 +206,6 @@ def test_pool_vectors_are_bit_identical_to_numbas_loop(h, w, c, window, stride, 
     assert vectors(x, got, is_max, window, window, stride, stride, pt, pl, start_at_zero)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert not vectors(x, got, is_max, 5, 5, 1, 1, 0, 0, start_at_zero)  # other windows: numba's loop
-
-
-@pytest.mark.parametrize("case", LSTM_CASES, ids=[c[0] for c in LSTM_CASES])
-def test_lstm_compiled_step_is_bit_identical_to_the_numpy_path(case, monkeypatch):
-    """The compiled step (accel.recurrent.lstm_steps) gives exactly the reference step's values, and both agree
-    with the textbook oracle."""
-    from kernels.kernel_support import TOL, assert_within, rng_for
-    from kernels.test_recurrent import reference_lstm
-
-    from nnrt_onnx.accel.recurrent import lstm_steps
-    from nnrt_onnx.kernels.recurrent import lstm_forward
-
-    test_id, D, L, dtype = case
-    rng = rng_for(test_id)
-    T, B, I, H = 6, 3, 5, 17  # odd sizes: no lane-aligned shortcut in either path
-    I = D * H if L > 1 else I
-    r = lambda *s: rng.standard_normal(s).astype(dtype)  # noqa: E731
-    x, w_ih, w_hh, bias, hx, cx = r(T, B, I), r(D * L, 4 * H, I), r(D * L, 4 * H, H), r(D * L, 8 * H), \
-        r(D * L, B, H), r(D * L, B, H)
-    args = (x, w_ih, w_hh, bias[:, : 4 * H] + bias[:, 4 * H:], hx, cx)
-    if _accel.lstm_steps(dtype) is None:
-        pytest.skip("numba is not installed")
-    fast = lstm_steps(_accel.lstm_steps(dtype), *args, D, L)
-    plain = lstm_forward(*args, directions=D, layers=L)
-    monkeypatch.setenv("NNRT_ONNX_NUMBA", "0")
-    assert _accel.lstm_steps(dtype) is None
-    for f, p in zip(fast, plain):
-        assert f.dtype == dtype and np.array_equal(f, p)
-    want = reference_lstm(x, w_ih, w_hh, bias, hx, cx, D=D, L=L)
-    for f, w in zip(fast, want):
-        assert_within(f, w, TOL["float32"])
 
 
 @pytest.mark.parametrize("shape", [(784, 4, 34), (10, 2, 37), (5, 8, 3), (7, 8, 17), (3, 4, 1)])

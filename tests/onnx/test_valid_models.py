@@ -199,6 +199,24 @@ def test_an_op_reading_a_transpose_and_that_transpose_transposed_again(rng, op, 
     runs_like_onnxruntime(model, [{"x": rng.standard_normal((3, 3, n)).astype(np.float32)} for n in (1, 2)])
 
 
+@pytest.mark.parametrize("scale_is_input", [True, False])
+@pytest.mark.parametrize("dims", [[2, 5, 3], ["N", 5, "C"]])
+def test_layer_normalization_of_rows_of_equal_values_is_exactly_the_bias(rng, dims, scale_is_input):
+    # every row holds one value c (an Expand of a constant column): normalised, exactly 0 -- onnxruntime sums in
+    # float64; the float32 mean of three c's was an ulp off c, and 1 ulp / sqrt(epsilon) made 2e-5 (fuzzer seed 2027)
+    column = np.asarray([[0.7731157], [-0.66587025], [0.3767675], [-1.2686288], [2.7790055]], np.float32)
+    c = 3
+    scale = rng.standard_normal(c).astype(np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Expand", ["column", "s"], ["e"]),
+             helper.make_node("LayerNormalization", ["e", "scale", "bias"], ["y"], epsilon=1e-5)]
+    inputs = [("x", F, dims)] + ([("scale", F, [dims[-1]])] if scale_is_input else [])
+    inits = [("column", column), ("bias", bias)] + ([] if scale_is_input else [("scale", scale)])
+    model = graph(nodes, inputs, [("y", F, dims)], inits)
+    feeds = {"x": np.zeros((2, 5, c), np.float32)}
+    if scale_is_input:
+        feeds["scale"] = scale
+    runs_like_onnxruntime(model, [feeds], rtol=0, atol=0)
 
 
 # -- MaxPool of windows holding NaN (fuzzer seed 2027 model 88950: Log -> MaxPool) -------------------------------------

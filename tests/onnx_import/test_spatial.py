@@ -3,10 +3,12 @@ models converted, run natively and compared with onnxruntime; cases the node sui
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from onnx import helper
-from support import onnx_model
+from support import onnx_model, ort_run
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.ir.issues import ConversionError
@@ -344,6 +346,125 @@ def test_resize_output_length_is_the_floor_of_the_exact_product():
     (deviation,) = result.deviations
     assert deviation.rule == "resize-output-size" and deviation.node == "y" and "gives 7" in deviation.detail
     assert result.stats["deviations"][0]["rule"] == "resize-output-size"
+
+
+# -- Resize of an axis that keeps its length (rule resize-kept-length), tf_crop_and_resize's float32 coordinates ----------
+
+_E = -7.0  # the extrapolation value of the tf_crop_and_resize cases below
+
+
+def _crop_model(length, out, roi, mode, nearest=None, sizes=True):
+    """Resize tf_crop_and_resize of a [2, length] input to [2, out] (roi [0, 1] on axis 0), by sizes or scales."""
+    attrs = dict(mode=mode, coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=_E,
+                 **({"nearest_mode": nearest} if nearest else {}))
+    resized = ("sizes", np.asarray([2, out], np.int64)) if sizes else ("scales", np.asarray([1, out / length], F))
+    inputs = ["x", "roi", "", "sizes"] if sizes else ["x", "roi", "scales"]
+    return dynamic_model([helper.make_node("Resize", inputs, ["y"], **attrs)], [("x", FLOAT, [2, length])],
+                         [("y", FLOAT, [2, out])], [("roi", np.asarray([0, roi[0], 1, roi[1]], F)), resized], opset=19)
+
+
+_X5 = np.asarray([[1, 2, 4, 8, 16], [3, 5, 7, 11, 13]], F)
+
+
+@pytest.mark.parametrize("sizes", [True, False])
+@pytest.mark.parametrize("mode, nearest, expected", [
+    # roi [-0.25, 1.25] on 5 -> 5: x = -0.25 * 4 + y * 1.5 * 4 / 4 = -1, 0.5, 2, 3.5, 5 (all exact in float32);
+    # -1 and 5 lie outside [0, 4] and take the extrapolation value
+    ("nearest", "round_prefer_floor", [_E, 0, 2, 3, _E]),
+    ("nearest", "round_prefer_ceil", [_E, 1, 2, 4, _E]),
+    ("nearest", "floor", [_E, 0, 2, 3, _E]),
+    ("nearest", "ceil", [_E, 1, 2, 4, _E]),
+    ("linear", None, [_E, (0, 1), 2, (3, 4), _E]),
+])
+def test_resize_crop_of_an_axis_that_keeps_its_length_follows_the_formula(mode, nearest, expected, sizes):
+    # the spec's formula with the roi on every axis (onnx.reference agrees): onnxruntime returns an axis whose scale
+    # is 1 as it is, roi and extrapolation ignored (rule resize-kept-length; differential fuzzer seed 8086: 14 models)
+    model = _crop_model(5, 5, (-0.25, 1.25), mode, nearest, sizes)
+    want = np.asarray([[v if v == _E else row[v] if isinstance(v, int) else (row[v[0]] + row[v[1]]) / 2
+                        for v in expected] for row in _X5], F)
+    (got,) = run_ours(model, {"x": _X5})
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ort_run(model, {"x": _X5})[0], _X5)  # (the deviation recorded below)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "axis 1: 5 -> 5" in deviation.detail
+
+
+def test_resize_of_an_axis_that_keeps_its_length_at_a_scale_other_than_one():
+    # half_pixel 7 x 1.125 -> 7: x = (y + 0.5) * 8 / 9 - 0.5 = -1/18, 5/6, 31/18, 47/18, 3.5, 79/18, 95/18 (3.5 exact
+    # in float32 too: 4.5 / 1.125 = 4), round_prefer_floor: sources 0, 1, 2, 3, 3, 4, 5. onnxruntime keeps the axis
+    # as it is when no axis changes its length, and applies the formula when another one does
+    x = np.arange(14, dtype=F).reshape(2, 7) ** 2
+    model = _resize_model([2, 7], dict(mode="nearest"), scales=[1, 1.125])
+    (got,) = run_ours(model, {"x": x})
+    np.testing.assert_array_equal(got, x[:, [0, 1, 2, 3, 3, 4, 5]])
+    np.testing.assert_array_equal(ort_run(model, {"x": x})[0], x)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "half_pixel at scale 1.125" in deviation.detail
+    model = _resize_model([2, 7], dict(mode="nearest"), scales=[2, 1.125])
+    runs_like_onnxruntime(model, [{"x": x}])
+    assert from_onnx(model).deviations == []
+
+
+def test_resize_of_a_run_time_axis_that_may_keep_its_length_records_the_rule():
+    # 1.125 keeps every length below 8 (floor(7 x 1.125) = 7); those resizes move positions: recorded, at run time
+    model = _resize_model([1, 1, 3, "W"], dict(mode="linear"), scales=[1, 1, 1, 1.125])
+    runs_like_onnxruntime(model, [{"x": rand_normal(w, 1, 1, 3, w)} for w in (8, 16)])  # (lengths that change)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "known at run time" in deviation.detail
+    assert "axis 3: 2 -> 2" in deviation.detail  # (1 -> 1 maps onto itself)
+    # with another axis changing its length, onnxruntime applies the formula too: nothing to record
+    model = _resize_model([1, 1, 3, "W"], dict(mode="linear"), scales=[1, 1, 2, 1.125])
+    runs_like_onnxruntime(model, [{"x": rand_normal(w, 1, 1, 3, w)} for w in (2, 7, 8)])
+    assert from_onnx(model).deviations == []
+
+
+def test_resize_crop_whose_formula_maps_a_kept_axis_onto_itself_records_nothing():
+    # roi [0.01, 0.99] on 5 -> 5, round_prefer_floor: x = 0.04 + 0.98 y rounds to y everywhere
+    model = _crop_model(5, 5, (0.01, 0.99), "nearest", "round_prefer_floor")
+    runs_like_onnxruntime(model, [{"x": _X5}])
+    assert from_onnx(model).deviations == []
+
+
+@pytest.mark.parametrize("length, out, roi, nearest, sources, sizes", [
+    # position 2 of 3 -> 5, roi [-0.2, 1.2]: float32(-0.2) * 2 + 2 * (float32(1.2) - float32(-0.2)) * 2 / 4 is
+    # 1.0000000447 exactly (onnx.reference), 1.0000001 in float32 (onnxruntime): ceil 2. The float64 quotient's
+    # "within 1e-6 of an integer" of a nearest resize to sizes took 1: a wrong answer (a differential fuzzer's find)
+    (3, 5, (-0.2, 1.2), "ceil", [None, 1, 2, 2, None], True),
+    # one output: onnxruntime's 0.5 * (start + end) * (length - 1) sums the float32 roi in float32:
+    # float32(-0.2) + float32(1.2) is 1.0 there, so 3.0, ceil 3 (the double sum gave 3.0000001, ceil 4)
+    (7, 1, (-0.2, 1.2), "ceil", [3], True),
+    (7, 1, (-0.2, 1.2), "ceil", [3], False),
+])
+def test_resize_crop_coordinates_are_float32_as_onnxruntime_computes_them(length, out, roi, nearest, sources, sizes):
+    assert np.float32(-0.2) + np.float32(1.2) == 1.0  # (the float32 sum of the second case)
+    x = np.arange(2 * length, dtype=F).reshape(2, length) + 10
+    model = _crop_model(length, out, roi, "nearest", nearest, sizes)
+    (got,) = run_ours(model, {"x": x})
+    np.testing.assert_array_equal(got, np.asarray([[_E if s is None else row[s] for s in sources] for row in x], F))
+    runs_like_onnxruntime(model, [{"x": x}])
+
+
+def test_resize_crop_to_sizes_agrees_wherever_onnxruntime_and_onnx_reference_agree():
+    # tf_crop_and_resize nearest over lengths 2-6 -> 1-7 and decimal rois (float32 values an ulp off the decimal):
+    # wherever the two independent implementations agree, the conversion does (36 of 4,110 such resizes differed
+    # when its coordinates were float64 with the quotients' integer tolerance)
+    from onnx.reference import ReferenceEvaluator
+
+    checked = 0
+    for length in range(2, 7):
+        x = (np.arange(2 * length, dtype=F).reshape(2, length) + 1) ** 1.5
+        for out, roi, nearest in itertools.product(range(1, 8), [(-0.2, 1.2), (0.1, 0.9), (-0.1, 0.6)],
+                                                   ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]):
+            if out == length:
+                continue
+            model = _crop_model(length, out, roi, "nearest", nearest)
+            (theirs,) = ort_run(model, {"x": x})
+            if not np.array_equal(theirs, ReferenceEvaluator(model).run(None, {"x": x})[0]):
+                continue
+            (got,) = run_ours(model, {"x": x})
+            np.testing.assert_array_equal(got, theirs, err_msg=f"{length} -> {out} roi {roi} {nearest}")
+            checked += 1
+    assert checked > 300
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

@@ -57,7 +57,8 @@ def source_coordinates(k, y, in_size, length, scale, ctm: str, roi=None):
         start, end = work(roi[0]), work(roi[1])
         if length > 1:
             return start * (in_size - 1) + y * (end - start) * (in_size - 1) / (length - 1)
-        return np.full(y.shape, work(0.5 * (float(start) + float(end)) * (float(in_size) - 1)))
+        # onnxruntime's: the roi's sum in float32, the rest in double (its literal 0.5 is a double)
+        return np.full(y.shape, work(0.5 * float(start + end) * (float(in_size) - 1)))
     raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"coordinate_transformation_mode={ctm!r} is not supported")
 
 
