@@ -319,3 +319,15 @@ def test_max_pool_indices_point_to_a_nan_first_cell(rng, attrs, dims_in, dims_ou
     # where Y ignores that NaN (onnx.reference's indices agree there in the first plane, where they are right)
     unit = "strides" not in attrs and "dilations" not in attrs
     _max_pool_runs_like_the_oracles(rng, attrs, dims_in, dims_out, [dims_in], checkerboard=unit, indices=True)
+
+
+@pytest.mark.parametrize("extrapolation", [0.0, 2.5])
+def test_crop_and_resize_extrapolates_next_to_infinities_and_nan(extrapolation):
+    # an extrapolated position was masked by a multiplication: 0 x -inf (a Log of 0 upstream) is NaN where the
+    # extrapolation value belongs (fuzzer seed 4711: ReduceLogSum -> Resize tf_crop_and_resize -> Softmax)
+    x = np.asarray([[-np.inf, 1.0, np.nan, 2.0], [3.0, np.inf, 4.0, -1.0]], np.float32).reshape(1, 2, 4)
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest", axes=[2],
+                            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=extrapolation)
+    model = graph([node], [("x", F, [1, 2, 4])], [("y", F, [1, 2, 6])],
+                  [("roi", np.asarray([-0.4, 1.3], np.float32)), ("scales", np.asarray([1.5], np.float32))], 19)
+    runs_like_onnxruntime(model, [{"x": x}], rtol=1e-5, atol=1e-5)

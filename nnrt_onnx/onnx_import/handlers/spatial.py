@@ -222,11 +222,10 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
             shape = [1] * rank
             shape[a] = out_shape[a]
             keep = keep & ~m.reshape(shape)
-        kept = out if extrapolation_value == 0 else ctx.new_value(dtype, out_shape, f"{out}.kept")
-        ctx.emit(OP.OH_NN_OPS_MUL, [current, ctx.constant(keep.astype(dtype))], [kept])
-        if extrapolation_value != 0:
-            fill = np.where(keep, 0, extrapolation_value).astype(dtype)
-            ctx.emit(OP.OH_NN_OPS_ADD, [kept, ctx.constant(fill)], [out])
+        # selected, not multiplied by a 0/1 mask: an extrapolated position reads a row of zeros (or any source, for
+        # nearest), and 0 x inf or a NaN source is NaN where the extrapolation value belongs (fuzzer seed 4711)
+        fill = ctx.constant(np.full([1] * rank, extrapolation_value, dtype), f"{out}.extrapolation_value")
+        ctx.emit(OP.OH_NN_OPS_WHERE, [ctx.constant(keep, f"{out}.inside"), current, fill], [out])
 
 
 def _emit_quantized_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
