@@ -8,8 +8,10 @@ Without models, the light nets shipped in the onnx package (onnx/backend/test/da
 weights), as tests/onnx/test_light_models.py finds them. Each round runs every N once, in a rotated order, as
 `python cli.py check MODELS... -j N --json` with this checkout first on PYTHONPATH; round 0 also warms numba's
 kernel cache. Prints each run's wall time and CPU time (the sweep and its workers: the work done, which the
-machine's load does not change), the median wall time per N, and the ratio of each N's median to the first's.
-The machine's other load counts: on a shared machine, run it when it is quiet and say when it was not.
+machine's load does not change much), split into user and system time (the system time is mostly page faults on
+the models' large tensors, and on a virtual machine their cost varies from run to run with what the host does:
+the same VGG-19 check measured 0.7-3.6 s of it), the median wall time per N, and the ratio of each N's median to
+the first's. The machine's other load counts: on a shared machine, run it when it is quiet and say when it was not.
 """
 from __future__ import annotations
 
@@ -33,8 +35,9 @@ def light_models() -> list[str]:
     return sorted(str(p) for p in light.glob("*.onnx"))
 
 
-def run(models: list[str], jobs: int) -> tuple[float, float, dict[str, str]]:
-    """(wall seconds, CPU seconds of the sweep and its workers, model -> verdict) of one fresh sweep."""
+def run(models: list[str], jobs: int) -> tuple[float, float, float, dict[str, str]]:
+    """(wall seconds, user and system CPU seconds of the sweep and its workers, model -> verdict) of one fresh
+    sweep."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, str(ROOT / "cli.py"), "check", *models, "-j", str(jobs), "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -42,12 +45,12 @@ def run(models: list[str], jobs: int) -> tuple[float, float, dict[str, str]]:
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp")
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers are reaped by the sweep: they count
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     try:
         rows = json.loads(done.stdout)["models"]
     except (ValueError, KeyError):
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}") from None
-    return wall, cpu, {row["model"]: row["verdict"] for row in rows}
+    return wall, user, system, {row["model"]: row["verdict"] for row in rows}
 
 
 def main(argv=None) -> None:
@@ -65,10 +68,10 @@ def main(argv=None) -> None:
     for round_number in range(0 if args.no_warmup else -1, args.rounds):
         order = counts[round_number % len(counts):] + counts[:round_number % len(counts)]
         for jobs in order:
-            wall, cpu, found = run(models, jobs)
+            wall, user, system, found = run(models, jobs)
             label = "warm-up" if round_number < 0 else f"round {round_number + 1}"
-            print(f"{label}: -j {jobs}: {wall:.1f} s wall, {cpu:.1f} s CPU (load average {os.getloadavg()[0]:.2f})",
-                  flush=True)
+            print(f"{label}: -j {jobs}: {wall:.1f} s wall, {user + system:.1f} s CPU ({user:.1f} user, {system:.1f} "
+                  f"system) (load average {os.getloadavg()[0]:.2f})", flush=True)
             if round_number >= 0:
                 times[jobs].append(wall)
             if verdicts.setdefault(jobs, found) != found:

@@ -3,7 +3,10 @@ the worker's ``check_one`` so that a model whose file name starts with
 
 * ``hang_`` sleeps (120 s), ``hog_`` allocates memory (64 MiB a step, touched, up to 3 GiB), ``crash_`` kills
   its own process with SIGKILL, ``exit_`` leaves it with status 3, ``threads_`` adds the worker's BLAS
-  thread counts to its row;
+  thread counts to its row, ``probe_`` adds the worker's parent (``parent``: the pool, or the fork server), the
+  nnrt_onnx modules its check imported (``new_modules``) and the compiled kernels it loaded or compiled
+  (``kernel_loads``: numba's cache hits and misses during the check), and how many objects the garbage collector
+  had frozen (``frozen``: the fork server's);
 
 and every other model is checked for real (after ``delay`` seconds), each call appended to ``log`` (the model,
 the worker's pid). Nothing of this exists outside a test: the tests pass it to the engines themselves.
@@ -52,6 +55,22 @@ def install(log: str | None = None, delay: float = 0.0) -> None:
             before = blas()
             return {**real(path, options), "blas": before,
                     "environment": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}}
+        if name.startswith("probe_"):  # what the check had to load beyond what the worker had at the start
+            import sys
+
+            from nnrt_onnx.accel import numba_cache
+
+            def loads():
+                return sum(sum(numba_cache.jit_stats(d)) for d in numba_cache.KERNELS)
+
+            time.sleep(delay)
+            import gc
+
+            frozen = gc.get_freeze_count()  # objects out of the collector's reach (the fork server's)
+            modules, before = set(sys.modules), loads()
+            row = real(path, options)
+            return {**row, "parent": os.getppid(), "kernel_loads": loads() - before, "frozen": frozen,
+                    "new_modules": sorted(m for m in set(sys.modules) - modules if m.startswith("nnrt_onnx"))}
         time.sleep(delay)
         return real(path, options)
 

@@ -25,15 +25,35 @@ from nnrt_onnx.workflows.sweep_run import run_sweep
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_MLP = REPO / "models" / "tiny_mlp.onnx"
+SMALL_CNN = REPO / "models" / "small_cnn.onnx"
 VARYING = ("seconds", "peak_rss", "peak_rss_this_model")  # time and memory differ between runs; nothing else may
 
 
-def zoo(directory: Path, *names: str) -> list[str]:
-    """Copies of tiny_mlp.onnx under these names (a name's prefix picks its fault, see sweep_faults.py)."""
+def zoo(directory: Path, *names: str, model: Path = TINY_MLP) -> list[str]:
+    """Copies of tiny_mlp.onnx (or ``model``) under these names (a name's prefix picks its fault, see
+    sweep_faults.py)."""
     directory.mkdir(exist_ok=True)
     for name in names:
-        shutil.copy(TINY_MLP, directory / f"{name}.onnx")
+        shutil.copy(model, directory / f"{name}.onnx")
     return [str(directory / f"{name}.onnx") for name in names]
+
+
+def descendants(root: int) -> set[int]:
+    """The processes under ``root`` (children, theirs, ...), from /proc."""
+    children = collections.defaultdict(set)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    children[int(stat.read().rsplit(")", 1)[1].split()[1])].add(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = set(), [root]
+    while todo:
+        for child in children[todo.pop()] - found:
+            found.add(child)
+            todo.append(child)
+    return found
 
 
 def comparable(row: dict) -> dict:
@@ -92,11 +112,13 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_models(tmp_path):
         assert parent.poll() is None, parent.stderr.read().decode()
         assert time.monotonic() < deadline, "the sweep wrote no two rows in 240 s"
         time.sleep(0.05)
+    started = descendants(parent.pid)  # the fork server and the worker
     parent.send_signal(signal.SIGKILL)
     parent.wait(30)
     parent.stderr.close()
     workers = {int(line.split("\t")[1]) for line in _lines(first_log)}
-    for pid in workers:  # the hanging worker dies with its parent (PR_SET_PDEATHSIG): nothing keeps running
+    assert workers <= started and len(started) >= 2
+    for pid in started:  # the hanging worker dies with the fork server, it with its parent (PR_SET_PDEATHSIG)
         _wait_gone(pid)
     done = [row["model"] for row in read_rows(str(results))]
     assert done == models[:2]
@@ -111,6 +133,14 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_models(tmp_path):
     lines = results.read_bytes().split(b"\n")
     assert lines[-1] == b"" and all(json.loads(line) for line in lines[:-1])  # the torn row was cut off
     assert collections.Counter(row["model"] for row in read_rows(str(results))) == {m: 1 for m in models}
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _lines(path: Path) -> list[str]:
@@ -132,7 +162,119 @@ def _wait_gone(pid: int) -> None:
             return
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
-    pytest.fail(f"worker {pid} outlived its killed sweep")
+    pytest.fail(f"process {pid} outlived its killed sweep")
+
+
+def test_ctrl_c_ends_the_sweep_and_every_process_it_started(tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group) in the middle of `check -j 2`: the command
+    says it was interrupted (exit 130, no traceback), and the fork server and the workers are gone with it."""
+    models = zoo(tmp_path, *(f"m{i:02d}" for i in range(40)), model=SMALL_CNN)
+    sweep = subprocess.Popen([sys.executable, str(REPO / "cli.py"), "check", *models, "-j", "2"],
+                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started: set[int] = set()
+    deadline = time.monotonic() + 240
+    while len(started) < 3:  # the fork server and both workers
+        assert sweep.poll() is None, f"the sweep ended before it was interrupted: {sweep.communicate()}"
+        assert time.monotonic() < deadline, "no fork server and two workers in 240 s"
+        started |= descendants(sweep.pid)
+        time.sleep(0.02)
+    os.killpg(sweep.pid, signal.SIGINT)
+    out, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    for pid in started:
+        _wait_gone(pid)
+
+
+def test_workers_are_forked_from_a_server_that_loaded_what_a_check_loads(tmp_path):
+    """The workers come from the fork server (not spawned by this process), and a worker's first check imports no
+    module of nnrt_onnx and loads no compiled kernel: the server had them (sweep_forkserver.preload), frozen out of
+    the garbage collector's reach."""
+    check_one(str(SMALL_CNN), CheckOptions())  # its kernels are in the disk cache now (compiled here if not)
+    models = zoo(tmp_path, "probe_a", "probe_b", model=SMALL_CNN)
+    rows, _ = run_sweep(models, CheckOptions(), jobs=2, initializer=installer())
+    for row in rows:
+        assert row["verdict"] == "OK" and row["parent"] != os.getpid()
+        assert row["new_modules"] == [] and row["kernel_loads"] == 0
+        assert row["frozen"] > 10_000  # the server's objects, out of the workers' collections (gc.freeze)
+
+
+def test_the_sweeps_own_process_parses_no_model(tmp_path):
+    """With a fork server, the models' costs are estimated there (onnx's shape inference): the sweep's process does
+    not even import onnx, so no model can crash or hang it before its own check does, in a worker."""
+    models = zoo(tmp_path, "a", "b", "c", model=SMALL_CNN)
+    code = ("import json, sys\n"
+            "from nnrt_onnx.workflows.sweep import CheckOptions\n"
+            "from nnrt_onnx.workflows.sweep_run import run_sweep\n"
+            f"rows, _ = run_sweep({models!r}, CheckOptions(), jobs=2)\n"
+            "print(json.dumps({'onnx': 'onnx' in sys.modules, 'verdicts': [row['verdict'] for row in rows]}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"onnx": False, "verdicts": ["OK", "OK", "OK"]}
+
+
+def test_estimates_made_elsewhere_order_the_models(tmp_path):
+    """most_expensive_first with the fork server's estimates: estimated models by their estimate, the others after
+    them by file size (what a failed estimate leaves)."""
+    from nnrt_onnx.workflows.sweep_order import most_expensive_first
+
+    paths = []
+    for name, size in (("small", 10), ("large", 1000), ("mid", 500)):
+        (tmp_path / name).write_bytes(b"x" * size)
+        paths.append(str(tmp_path / name))
+    tasks = list(enumerate(paths))
+    assert [key for key, _ in most_expensive_first(tasks, [None, None, None])] == [1, 2, 0]
+    assert [key for key, _ in most_expensive_first(tasks, [7, None, 9])] == [2, 0, 1]
+
+
+def test_a_pool_whose_fork_server_cannot_fork_spawns_its_workers(tmp_path, monkeypatch):
+    """A fork server that cannot fork (more than one thread, a broken line: simulated) is stopped, and the pool
+    spawns its workers: the same rows, a crash still its own row, and no process left."""
+    import nnrt_onnx.workflows.sweep_forkserver as sweep_forkserver
+
+    def unusable(self, conn, timeout):
+        self.unusable = "simulated"
+        return None
+
+    monkeypatch.setattr(sweep_forkserver.ForkServer, "fork", unusable)
+    models = zoo(tmp_path, "probe_a", "crash_b", "probe_c")
+    rows, _ = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=60), initializer=installer())
+    assert [row["verdict"] for row in rows] == ["OK", "crashed", "OK"]
+    assert {row.get("parent") for row in rows} == {os.getpid(), None}  # spawned by this process
+    probed = ("parent", "new_modules", "kernel_loads", "frozen")
+    assert comparable({k: v for k, v in rows[0].items() if k not in probed}) == \
+        comparable(check_one(models[0], CheckOptions()))
+    left = {pid: _command(pid) for pid in descendants(os.getpid())}
+    assert [c for c in left.values() if "resource_tracker" not in c] == [], left  # (multiprocessing's: it stays)
+
+
+def test_a_fork_server_killed_mid_sweep_costs_only_the_models_its_workers_had(tmp_path):
+    """The fork server killed (the OOM killer's choice, say) while its two workers are busy: they die with it, their
+    models are crashed rows saying so, and the pool spawns workers for the rest of the sweep."""
+    import threading
+
+    log = tmp_path / "started.log"
+
+    def kill_the_server():  # once a third model has started (so one is done), while it sleeps its 0.7 s
+        deadline = time.monotonic() + 240
+        while len(_lines(log)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for pid in descendants(os.getpid()):
+            if "spawn_main" in _command(pid) and descendants(pid):  # the server (its workers below it)
+                os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_server, daemon=True)
+    killer.start()
+    models = zoo(tmp_path, *(f"probe_{i}" for i in range(6)))
+    rows, _ = run_sweep(models, CheckOptions(), jobs=2, limits=Limits(timeout=60),
+                        initializer=installer(str(log), 0.7))
+    killer.join(1)
+    crashed = [row for row in rows if row["verdict"] == "crashed"]
+    assert 1 <= len(crashed) <= 2 and all("fork server is gone" in row["error"] for row in crashed), rows
+    checked = [row for row in rows if row["verdict"] != "crashed"]
+    assert all(row["verdict"] == "OK" for row in checked) and len(checked) == 6 - len(crashed)
+    assert {row["parent"] == os.getpid() for row in checked} == {True, False}  # forked before, spawned after
+    left = {pid: _command(pid) for pid in descendants(os.getpid())}
+    assert [c for c in left.values() if "resource_tracker" not in c] == [], left
 
 
 def test_a_results_file_tolerates_a_torn_last_line_and_reruns_failures_on_request(tmp_path):
@@ -239,3 +381,30 @@ def test_the_most_expensive_models_go_first(tmp_path):
     assert multiply_accumulates(str(tmp_path / "bad.onnx")) is None
     tasks = [(0, str(tmp_path / "bad.onnx")), (1, gemm), (2, str(tmp_path / "missing.onnx")), (3, conv)]
     assert [key for key, _ in most_expensive_first(tasks)] == [3, 1, 0, 2]
+
+
+def test_the_elements_a_model_stores_or_computes_count_in_its_cost(tmp_path):
+    """A model of few products but large tensors (weights computed in the graph, as in the onnx package's light nets)
+    goes before one of more products on small tensors: each element stored or computed costs ELEMENT_COST."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnrt_onnx.workflows.sweep_order import ELEMENT_COST, estimated_cost, most_expensive_first
+
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    # a 1000x1000 tensor computed (ConstantOfShape of a stored [2] shape), then its Relu: no product at all
+    wide = helper.make_graph([helper.make_node("ConstantOfShape", ["shape"], ["c"]),
+                              helper.make_node("Relu", ["c"], ["y"])], "wide", [], [y],
+                             [numpy_helper.from_array(np.array([1000, 1000], np.int64), "shape")])
+    # [1, 1000] x [1000, 100]: 100 outputs of 1000 products each, a stored 1000x100 weight
+    deep = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "deep",
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1000])], [y],
+                             [numpy_helper.from_array(np.zeros((1000, 100), np.float32), "w")])
+    paths = []
+    for graph in (deep, wide):
+        paths.append(str(tmp_path / f"{graph.name}.onnx"))
+        onnx.save(helper.make_model(graph), paths[-1])
+    assert estimated_cost(paths[0]) == 100 * 1000 + ELEMENT_COST * (1000 * 100 + 100)
+    assert estimated_cost(paths[1]) == ELEMENT_COST * (2 + 1000 * 1000 + 1000 * 1000)
+    assert [key for key, _ in most_expensive_first([(0, paths[0]), (1, paths[1])])] == [1, 0]

@@ -35,6 +35,23 @@ def load() -> None:
         importlib.import_module(f"{__name__}.{name}")
 
 
+def preload() -> int:
+    """What the plans of a process's models would load one by one, up front: the op modules and fusion passes, every
+    compiled loop's module (:func:`.numba_loops.preload`) and AVX-512 kernel module where it can run
+    (:func:`.avx512.preload`; their kernels, declared with signatures, compile here if the disk cache lacks them),
+    then every kernel the disk cache holds compiled for this machine (:func:`.numba_cache.load_cached`: loaded,
+    never compiled). For a process whose forks check models (the sweep's fork server). How many cached entries were
+    loaded."""
+    load()
+    fusion_passes()
+    from . import avx512, numba_loops
+    from .numba_cache import load_cached
+
+    numba_loops.preload()
+    avx512.preload()
+    return load_cached()
+
+
 def fusion_passes():
     """The plan's fusion passes, in order (:mod:`.fusions`)."""
     from .fusions import PASSES
@@ -42,4 +59,4 @@ def fusion_passes():
     return PASSES
 
 
-__all__ = ["fusion_passes", "load"]
+__all__ = ["fusion_passes", "load", "preload"]

@@ -12,6 +12,8 @@ import warnings
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, object] = {}  # "module.attribute" -> the compiled function, or False where it cannot run
+# the modules of kernels in AVX-512 LLVM IR, loaded through this module only (tests/accel checks the list is whole)
+MODULES = ("tile_kernels", "pool_vectors", "depthwise_vectors", "shuffle_vectors", "softmax_vectors")
 
 
 def switched_off() -> bool:
@@ -31,6 +33,13 @@ def compiled(module: str, attribute: str):
             if function is None:
                 function = _LOADED[key] = _load(module, attribute) or False
     return function or None
+
+
+def preload() -> None:
+    """Load every module of :data:`MODULES` where it can run, as its first caller would (compiling its kernels or
+    loading them from the disk cache)."""
+    for module in MODULES:
+        compiled(module, "__name__")
 
 
 def host_runs_avx512() -> bool:

@@ -224,10 +224,38 @@ def jit(*signatures, **options):
     return decorate
 
 
+def load_cached() -> int:
+    """Load into this process every compiled entry the disk cache holds for the kernels declared so far (those of
+    the modules imported), as their first calls would; compiles nothing. How many entries were loaded.
+
+    A process that forks workers (the sweep's fork server) calls it once so that every worker starts with the
+    kernels in memory instead of loading them from disk itself. An entry counts when numba would load it for this
+    function on this machine (same signature, CPU and bytecode: numba's own index key), so loading cannot turn
+    into a compilation; a kernel whose signatures were given is compiled (or loaded) at its declaration already.
+    """
+    loaded = 0
+    for dispatcher in KERNELS:
+        cache = getattr(dispatcher, "_cache", None)
+        index_file = getattr(cache, "_cache_file", None)
+        if index_file is None or not dispatcher._can_compile:
+            continue
+        try:
+            keys = list(index_file._load_index())
+            codegen = dispatcher.targetctx.codegen()
+            wanted = [key[0] for key in keys if key == cache._index_key(key[0], codegen)]
+        except Exception:  # another numba's internals, or an unreadable index: the first call loads it as usual
+            continue
+        for signature in wanted:
+            if tuple(signature) not in dispatcher.overloads:
+                dispatcher.compile(signature)
+                loaded += 1
+    return loaded
+
+
 def jit_stats(dispatcher) -> tuple[int, int]:
     """(cache hits, cache misses = compilations) of a :func:`jit` function in this process."""
     return sum(dispatcher.stats.cache_hits.values()), sum(dispatcher.stats.cache_misses.values())
 
 
 __all__ = ["ENV_CACHE_DIR", "KEEP_KEYS", "KERNELS", "cache_dir", "cache_key", "candidate_roots", "jit", "jit_stats",
-           "prune", "user_cache_root"]
+           "load_cached", "prune", "user_cache_root"]

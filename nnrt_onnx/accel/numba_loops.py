@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import threading
 
 import numpy as np
@@ -67,6 +68,17 @@ _LOOPS = {"depthwise": ("depthwise", "depthwise_loop"), "depthwise3x3": ("depthw
           "winograd": ("conv", ("transform_in", "transform_out")), "im2col": ("conv", "im2col_rows"),
           "swap_last_axes": ("shuffle", "swap"),
           "channel_affine": ("finish", "affine_rows"), "finish_rows": ("finish", "finish_rows")}
+
+
+def preload() -> None:
+    """Import every module of :mod:`.loops` (declaring their loops: nothing compiles until called, or loads from the
+    cache, see :func:`.numba_cache.load_cached`), where numba runs."""
+    if not enabled():
+        return
+    from . import loops
+
+    for module in pkgutil.iter_modules(loops.__path__, f"{loops.__name__}."):
+        importlib.import_module(module.name)
 
 
 def _build(name: str):
@@ -397,4 +409,4 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
 
 __all__ = ["channel_affine", "depthwise", "depthwise_3x3", "depthwise_3x3_loop", "enabled", "erf", "erf_gelu",
            "finish_arrays", "finish_rows", "evenly_strided", "im2col_rows", "kn2row_gather", "layer_norm_rows",
-           "pixel_runs", "pool", "softmax_last_axis", "swap_last_axes", "winograd_transforms"]
+           "pixel_runs", "pool", "preload", "softmax_last_axis", "swap_last_axes", "winograd_transforms"]

@@ -36,6 +36,16 @@ def fast_paths_on(extensions=None) -> bool:
     return text == "0" and os.environ.get(NUMBA_ENV, "").strip() != "0"
 
 
+def preload_fast_paths() -> int:
+    """Where the fast paths are on, load them up front -- their modules and every compiled kernel the disk cache
+    holds (``accel.preload``) -- for a process whose forks then run models; how many cached kernels were loaded."""
+    if not fast_paths_on():
+        return 0
+    from .. import accel
+
+    return accel.preload()
+
+
 def specialise_steps(prepared, steps) -> None:
     """Give each step of ``steps`` (of the plan ``prepared``) its runner where its op's specialiser returns one."""
     float_dtype = prepared.compute_dtype  # (what a dequantized input reaches the kernel as: see runtime.cpu)
@@ -56,4 +66,4 @@ def specialise_steps(prepared, steps) -> None:
                 step.fn, step.kwargs = runner, {}
 
 
-__all__ = ["NUMBA_ENV", "REFERENCE_PLAN_EXTENSION", "fast_paths_on", "specialise_steps"]
+__all__ = ["NUMBA_ENV", "REFERENCE_PLAN_EXTENSION", "fast_paths_on", "preload_fast_paths", "specialise_steps"]

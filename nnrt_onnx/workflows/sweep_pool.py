@@ -1,8 +1,11 @@
 """The local sweep engine (``check DIR -j N``): :func:`~.sweep.check_one` in N worker processes.
 
-Each worker is a fresh interpreter (multiprocessing's ``spawn``: nothing forked from a process whose threads run --
-importing numpy starts OpenBLAS's threads), checks one model at a time, and lives on for the next model so that its
-imports and compiled kernels are paid once. The pool watches every busy worker:
+The workers (:mod:`.sweep_worker`) are forked from the pool's fork server (:mod:`.sweep_forkserver`: one process,
+started with the pool, that has loaded what every check loads -- the imports, the op tables, the compiled kernels --
+so that no worker pays that start-up), or, where there is none (not Linux) or it cannot fork safely, spawned as
+fresh interpreters (multiprocessing's ``spawn``: nothing is forked from a process whose threads run -- importing
+numpy starts OpenBLAS's threads -- such as the pool's own). A worker checks one model at a time and lives on for the
+next model. The pool watches every busy worker:
 
 * a model still running after ``Limits.timeout`` seconds: its worker is killed, the row's verdict is ``timeout``;
 * a worker whose resident memory (RSS, read from /proc each 50 ms) passes ``Limits.max_memory``: killed,
@@ -10,17 +13,18 @@ imports and compiled kernels are paid once. The pool watches every busy worker:
 * a worker that dies (a signal, an exit, a segfault in native code): ``crashed``, with the signal or exit code.
 
 Tasks and rows cross the pipes as JSON, never pickles: the pool does not unpickle what a process that parses
-untrusted models sends (multiprocessing itself pickles only the worker's start-up arguments, pool to worker).
+untrusted models sends (pickles go only from the pool: the initializer, and a spawned worker's start-up arguments).
 
 Each of these is that model's row and a new worker takes the dead one's place: never the end of the sweep. The
-workers split the cores' BLAS threads (``cores // jobs`` each, set in the environment before the worker imports
-numpy, and through threadpoolctl), and a worker dies with the process that started it (Linux: PR_SET_PDEATHSIG).
+workers split the cores' BLAS threads (``cores // jobs`` each, set in the environment and through threadpoolctl),
+and a worker dies with the process that started it, the fork server with the pool (Linux: PR_SET_PDEATHSIG).
 
 A row's ``peak_rss`` is the worker's peak resident memory during that model's check (bytes): ``check_one`` resets
 its high-water mark (/proc/self/clear_refs) before each model and reads it (``VmHWM``) after it
-(``sweep.peak_rss``), so it includes the runtime the worker holds before any model (~50 MB after the imports, 0.2-0.3 GB once
-onnxruntime, onnx and the kernels are loaded). For a
-killed worker it is the largest RSS the pool saw (a lower bound).
+(``sweep.peak_rss``), so it includes the runtime the worker holds before any model (a forked worker: ~0.13 GB on a
+small model, the pages it shares with the fork server counted; a spawned one: ~50 MB after the imports, 0.2-0.3 GB
+once onnxruntime, onnx and the kernels are loaded). For a killed worker it is the largest RSS the pool saw (a lower
+bound).
 """
 from __future__ import annotations
 
@@ -28,7 +32,6 @@ import dataclasses
 import json
 import multiprocessing
 import os
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -36,12 +39,11 @@ from multiprocessing import connection
 from typing import Any, Callable, Iterable
 
 from ..errors import UserError
+from . import sweep_forkserver
+from .sweep_worker import OUT_OF_MEMORY, send, serve
 
 TIMEOUT = "timeout"
-OUT_OF_MEMORY = "out of memory"
 CRASHED = "crashed"
-# the variables BLAS and OpenMP libraries read when they load (numpy's OpenBLAS, MKL, numba's OpenMP layer)
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 _MEMORY_POLL = 0.05  # seconds between RSS reads of busy workers when a memory cap is set
 
 
@@ -51,7 +53,7 @@ class Limits:
 
     timeout: float | None = 600.0  # wall-clock seconds per model, from the moment its worker starts it
     max_memory: int | None = None  # bytes of the worker's resident memory (Linux), its runtime included
-    start_timeout: float = 300.0  # seconds a new worker may take to import its runtime
+    start_timeout: float = 300.0  # seconds a new worker (or the fork server) may take to load its runtime
 
 
 def available_cores() -> int:
@@ -79,83 +81,12 @@ def _signal_name(number: int) -> str:
 
 def death_text(exitcode: int | None) -> str:
     """Why a worker ended, in words."""
-    if exitcode is None:
-        return "the worker disappeared"
+    if exitcode is None:  # (a forked worker whose fork server, which reaps it and reports its status, is gone)
+        return "the worker ended, its exit status unknown (its fork server is gone)"
     if exitcode < 0:
         hint = " (the system's out-of-memory killer sends it too)" if -exitcode == 9 else ""
         return f"the worker was killed by {_signal_name(-exitcode)}{hint}"
     return f"the worker exited with status {exitcode}"
-
-
-# -- the worker process ----------------------------------------------------------------------------------------
-
-def _die_with_parent() -> None:
-    """Linux: the kernel kills this worker when the process that started it dies (a killed sweep leaves nothing)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _serve(conn, blas_threads: int, initializer: Callable[[], None] | None) -> None:
-    """A worker's life: warm up, then check each model the pool sends until it sends None or goes away."""
-    import signal
-
-    parent = os.getppid()  # the pool
-
-    _die_with_parent()
-    if os.getppid() != parent:  # the pool died before PR_SET_PDEATHSIG took effect
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the terminal's whole group: the pool handles it
-    for name in THREAD_VARIABLES:
-        os.environ[name] = str(blas_threads)
-    if initializer is not None:
-        initializer()
-    from ..runtime.threads import release_blas_threads
-    from . import parity, sweep  # noqa: F401  (the runtime is imported now: start-up is not a model's time)
-
-    import onnxruntime  # noqa: F401
-
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=blas_threads)  # libraries loaded before the environment was set
-    except ImportError:
-        pass
-    while True:
-        try:
-            task = json.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        if task is None:
-            return
-        key, path, options = task["key"], task["model"], options_from_json(task["options"])
-        _send(conn, ["start", key])
-        row = sweep.check_one(path, options)  # its peak_rss: this model's own (the watermark reset before it)
-        release_blas_threads()  # the native device holds its own count after a run: the next model starts afresh
-        if row.get("error") == "out of memory":  # a MemoryError the check caught: the same verdict as the cap's
-            row["verdict"] = OUT_OF_MEMORY
-        try:
-            _send(conn, ["row", key, row])
-        except (BrokenPipeError, OSError):
-            return
-
-
-def _send(conn, message) -> None:
-    conn.send_bytes(json.dumps(message).encode())
-
-
-def options_from_json(data: dict):
-    """The :class:`~.sweep.CheckOptions` a worker was sent as JSON."""
-    from .sweep import CheckOptions
-
-    return CheckOptions(**{**data, "value_ranges": tuple(tuple(r) for r in data["value_ranges"])})
 
 
 # -- the pool ----------------------------------------------------------------------------------------------------
@@ -174,31 +105,35 @@ def _rss(pid: int) -> int | None:
 
 
 class _Worker:
-    def __init__(self, context, blas_threads: int, initializer):
-        self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, blas_threads, initializer),
-                                       name="nnrt-onnx sweep worker", daemon=True)
-        self.process.start()
-        child.close()
+    def __init__(self, conn, process):
+        """``process``: a started ``multiprocessing.Process`` or a :class:`~.sweep_forkserver.ForkedProcess`."""
+        self.conn, self.process = conn, process
         self.task: tuple[Any, str] | None = None  # (key, model path) of the model it has
         self.sent_at = 0.0
         self.started_at: float | None = None  # when it said it started the model
         self.largest_rss: int | None = None
+        self.stopped = False
+
+    def alive(self) -> bool:
+        return not self.stopped and self.process.is_alive()
 
     def give(self, key: Any, path: str, options) -> bool:
         try:
-            _send(self.conn, {"key": key, "model": path, "options": dataclasses.asdict(options)})
+            send(self.conn, {"key": key, "model": path, "options": dataclasses.asdict(options)})
         except (BrokenPipeError, OSError):
             return False
         self.task, self.sent_at, self.started_at, self.largest_rss = (key, path), time.monotonic(), None, None
         return True
 
     def stop(self, kill: bool) -> None:
+        """End the worker (politely: None, then 10 s to leave) and release its pipe and handle (once)."""
+        if self.stopped:
+            return
         if kill:
             self.process.kill()
         else:
             try:
-                _send(self.conn, None)
+                send(self.conn, None)
             except (BrokenPipeError, OSError):
                 pass
         self.process.join(5 if kill else 10)
@@ -206,6 +141,9 @@ class _Worker:
             self.process.kill()
             self.process.join(5)
         self.conn.close()
+        self.stopped = True
+        if not self.process.is_alive():
+            self.process.close()
 
 
 class WorkerPool:
@@ -222,6 +160,9 @@ class WorkerPool:
         self.blas_threads = blas_threads or max(1, available_cores() // jobs)
         self._context = multiprocessing.get_context("spawn")
         self._idle: list[_Worker] = []
+        # started now: it loads while the caller goes on (sorting the models, say)
+        self._server = sweep_forkserver.ForkServer(self._context, self.blas_threads, initializer) \
+            if sweep_forkserver.supported() else None
 
     def run(self, tasks: Iterable[tuple[Any, str]], options, on_row: Callable[[Any, dict], None]) -> None:
         """Check each (key, model path) of ``tasks``; ``on_row(key, row)`` as each model finishes, in that order."""
@@ -245,7 +186,7 @@ class WorkerPool:
                         busy.remove(worker)
                         key = worker.task[0]
                         worker.task = None
-                        if worker.process.is_alive() and row["verdict"] != OUT_OF_MEMORY:
+                        if worker.alive() and row["verdict"] != OUT_OF_MEMORY:
                             self._idle.append(worker)
                         else:
                             worker.stop(kill=True)
@@ -255,7 +196,38 @@ class WorkerPool:
                 worker.stop(kill=True)
 
     def _new_worker(self) -> _Worker:
-        return _Worker(self._context, self.blas_threads, self.initializer)
+        """A worker forked by the fork server, or spawned where there is none (or it cannot fork: then none from
+        now on)."""
+        conn, child = self._context.Pipe()
+        process = None
+        if self._server is not None:
+            process = self._server.fork(child, self.limits.start_timeout)
+            if process is None:
+                self._server.stop()
+                self._server = None
+        if process is None:
+            process = self._context.Process(target=serve, args=(child, self.blas_threads, self.initializer),
+                                            name="nnrt-onnx sweep worker", daemon=True)
+            process.start()
+        child.close()
+        return _Worker(conn, process)
+
+    def estimates(self, paths: list[str]) -> list[int | None] | None:
+        """Each model's :func:`~.sweep_order.estimated_cost` as the fork server makes it (None for all where it could
+        not: sort by file size then, parse nothing here), or None where there is no fork server (estimate here)."""
+        if self._server is None:
+            return None
+        estimates = self._server.estimates(paths, self.limits.start_timeout)
+        if estimates is None:
+            self._server.stop()
+            self._server = None
+            return [None] * len(paths)
+        return estimates
+
+    @property
+    def forks(self) -> bool:
+        """Whether new workers are forked from the fork server (else spawned)."""
+        return self._server is not None
 
     def _watch(self, worker: _Worker) -> dict | None:
         """The model's row once it is done (finished, or its worker killed or dead); None while it runs."""
@@ -298,9 +270,12 @@ class WorkerPool:
         return None
 
     def close(self) -> None:
-        """Stop the idle workers (they finish nothing: they have no model)."""
+        """Stop the idle workers (they finish nothing: they have no model), then the fork server."""
         while self._idle:
             self._idle.pop().stop(kill=False)
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def __enter__(self) -> "WorkerPool":
         return self

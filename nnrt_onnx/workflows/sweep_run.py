@@ -43,8 +43,12 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
         skip = models_to_skip(rows, rerun_failures) & set(models)
     todo = [(index, path) for index, path in enumerate(models) if path not in skip]
     jobs = jobs or (available_cores() if engine == "local" else None)
-    if len(todo) > 1 and (jobs is None or 1 < jobs < len(todo)):  # with one worker the order changes nothing
-        todo = most_expensive_first(todo)
+
+    def in_order(tasks, pool=None):
+        if len(tasks) > 1 and (jobs is None or 1 < jobs < len(tasks)):  # with one worker the order changes nothing
+            return most_expensive_first(tasks, pool.estimates([path for _, path in tasks]) if pool else None)
+        return tasks
+
     finished: dict[int, dict[str, Any]] = {}
     writer = ResultsFile(results) if results is not None else None
 
@@ -59,12 +63,12 @@ def run_sweep(models: Sequence[str], options: CheckOptions, *, jobs: int | None 
 
     try:
         if todo and engine == "local":
-            with WorkerPool(min(jobs, len(todo)), limits, initializer) as pool:
-                pool.run(todo, options, record)
+            with WorkerPool(min(jobs, len(todo)), limits, initializer) as pool:  # (its fork server estimates)
+                pool.run(in_order(todo, pool), options, record)
         elif todo:
             from .sweep_ray import run_on_ray
 
-            run_on_ray(todo, options, limits, record, address=address, jobs=jobs, initializer=initializer)
+            run_on_ray(in_order(todo), options, limits, record, address=address, jobs=jobs, initializer=initializer)
     finally:
         if writer is not None:
             writer.close()

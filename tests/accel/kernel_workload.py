@@ -3,7 +3,11 @@ a few results against independent oracles, and prints JSON: per kernel declared 
 process's cache hits and misses; the compilations numba reported (its ``numba:compile`` event: one per kernel it
 compiled instead of loading); the cache directory.
 
-    python kernel_workload.py [all|small|float64]   # small: a few cheap kernels; float64: them in float64
+    python kernel_workload.py [all|small|float64|preload]   # small: a few cheap kernels; float64: them in float64
+                                                            # preload: accel.preload(), then small
+
+With ``preload`` the JSON also has ``preloaded``: per kernel, the signatures it had in memory after the preload and
+before any call, and ``preload_compiled``: the kernels the preload itself compiled (numba's cache misses).
 """
 from __future__ import annotations
 
@@ -95,17 +99,30 @@ def every_kernel() -> None:
         assert np.allclose(product, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+def _name(dispatcher) -> str:
+    return f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"
+
+
 def main(workload: str) -> None:
+    from nnrt_onnx.accel import numba_cache
+
     numba_event.register("numba:compile", _CompileListener())
+    extra = {}
+    if workload == "preload":
+        from nnrt_onnx import accel
+
+        accel.preload()
+        extra = {"preloaded": {_name(d): len(d.overloads) for d in numba_cache.KERNELS},
+                 "declared_with_signatures": [_name(d) for d in numba_cache.KERNELS if not d._can_compile],
+                 "preload_compiled": [_name(d) for d in numba_cache.KERNELS if numba_cache.jit_stats(d)[1]]}
+        del COMPILED[:]  # what the calls compile, below
     if workload == "all":
         every_kernel()
     else:
         small(np.float64 if workload == "float64" else np.float32)
-    from nnrt_onnx.accel import numba_cache
-
-    kernels = {f"{d.py_func.__module__}.{d.py_func.__qualname__}": numba_cache.jit_stats(d)
+    kernels = {_name(d): numba_cache.jit_stats(d)
                for d in numba_cache.KERNELS if d.targetoptions.get("inline", "never") == "never"}
-    print(json.dumps({"kernels": kernels, "compiled": COMPILED, "cache_dir": str(numba_cache.cache_dir())}))
+    print(json.dumps({"kernels": kernels, "compiled": COMPILED, "cache_dir": str(numba_cache.cache_dir()), **extra}))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,40 @@ def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     assert _files(tmp_path / "cache") == files, "a process that compiled nothing added files to the cache"
 
 
+def test_a_preload_loads_what_the_cache_holds_and_compiles_only_kernels_declared_with_signatures(tmp_path):
+    """accel.preload (what the sweep's fork server runs): after one process ran the small workload, a second one's
+    preload has its kernels in memory before any call -- the calls then load and compile nothing -- and compiles
+    nothing but the kernels whose signatures are declared (compiled when their module loads, cached or not)."""
+    env = _environment(tmp_path / "cache")
+    first = _run("small", env)
+    used = {name for name, (hits, misses) in first["kernels"].items() if hits + misses}
+    assert used, "the small workload called no kernel"
+    second = _run("preload", env)
+    assert {name for name in used if not second["preloaded"].get(name)} == set(), "a cached kernel was not loaded"
+    assert set(second["preload_compiled"]) <= set(second["declared_with_signatures"])
+    assert second["compiled"] == []
+    assert {name: stats for name, stats in second["kernels"].items()
+            if name in used and name not in second["declared_with_signatures"]} == \
+        {name: [1, 0] for name in used if name not in second["declared_with_signatures"]}, \
+        "the calls loaded again (or compiled) what the preload had loaded"
+
+
+def test_every_avx512_kernel_module_is_preloaded():
+    """avx512.MODULES is every module of nnrt_onnx/accel built on vector_ir (the AVX-512 IR): the ones the preload
+    loads through avx512's gate."""
+    import ast
+
+    from nnrt_onnx.accel import avx512
+
+    accel = Path(avx512.__file__).parent
+    built_on_ir = set()
+    for path in accel.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == "vector_ir":
+                built_on_ir.add(path.stem)
+    assert built_on_ir and built_on_ir == set(avx512.MODULES)
+
+
 def test_an_unwritable_cache_dir_falls_back_to_the_per_user_dir(tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory would go: it cannot be created, even by root")
