@@ -206,6 +206,46 @@ def test_a_comparison_of_nearly_equal_floats_is_ill_conditioned_not_wrong():
     assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
 
 
+def _crop_and_gather_model():
+    """Fuzzer seed 8086's unjudged pattern, reduced: a tf_crop_and_resize that keeps its length (roi [-0.25, 1.25] on
+    5 -> 5: onnxruntime returns the input as it is, the spec's formula crops and extrapolates; rule
+    resize-kept-length) beside a GatherElements whose indices are narrower than its data (onnx.reference refused)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    outputs = [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 5]),
+               helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 2])]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Resize", ["x", "roi", "", "sizes"], ["r"], name="crop", mode="nearest",
+                          coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-7.0),
+         helper.make_node("GatherElements", ["x", "i"], ["g"], axis=1)], "g", [x], outputs,
+        [numpy_helper.from_array(np.asarray([0, -0.25, 1, 1.25], np.float32), "roi"),
+         numpy_helper.from_array(np.asarray([2, 5], np.int64), "sizes"),
+         numpy_helper.from_array(np.asarray([[4, -1]], np.int64), "i")]),
+        opset_imports=[helper.make_opsetid("", 19)])
+    graphs.set_meta(model, {"seed": 0, "index": 0, "dims": {}, "inputs": {"x": "normal"}})
+    return model
+
+
+def test_a_documented_reading_where_onnxruntime_differs_is_judged_by_the_referee():
+    # onnx.reference now evaluates the model (the referee's GatherElements): native matches float64, onnxruntime
+    # does not -- ref_disagree, where it was unjudged
+    result = difffuzz.classify(_crop_and_gather_model().SerializeToString())
+    assert (result["outcome"], result["site"]) == ("ref_disagree", "Resize values")
+    assert "onnxruntime is wrong" in result["detail"]
+
+
+def test_an_unjudged_finding_names_the_documented_readings_the_conversion_followed(monkeypatch):
+    from nnrt_onnx.workflows import float64 as f64
+
+    def cannot(*args, **kwargs):
+        raise ValueError("index can't contain negative values")
+
+    monkeypatch.setattr(f64, "float64_reference", cannot)
+    result = difffuzz.classify(_crop_and_gather_model().SerializeToString())
+    assert (result["outcome"], result["site"]) == ("unjudged", "Resize values")
+    assert result["detail"].endswith("onnx.reference: index can't contain negative values; the conversion follows "
+                                     "documented readings: resize-kept-length (crop)")
+
+
 def test_classify_names_refusals_and_crashes(monkeypatch):
     from nnrt_onnx import NNRtError
     from nnrt_onnx.enums import OH_NN_ReturnCode as RC

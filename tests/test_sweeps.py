@@ -170,7 +170,8 @@ def test_ctrl_c_ends_the_sweep_and_every_process_it_started(tmp_path):
     says it was interrupted (exit 130, no traceback), and the fork server and the workers are gone with it."""
     models = zoo(tmp_path, *(f"m{i:02d}" for i in range(40)), model=SMALL_CNN)
     sweep = subprocess.Popen([sys.executable, str(REPO / "cli.py"), "check", *models, "-j", "2"],
-                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # (as at a terminal)
     started: set[int] = set()
     deadline = time.monotonic() + 240
     while len(started) < 3:  # the fork server and both workers

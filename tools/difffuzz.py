@@ -32,7 +32,8 @@ Outcomes:
     wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
                      the node that wrote the first wrong output, and "values" or "shape")
     ref_disagree     onnxruntime is the one far from float64 (or neither side matches it): not ours, counted apart
-    unjudged         native differs from onnxruntime and onnx.reference cannot evaluate the model
+    unjudged         native differs from onnxruntime and onnx.reference cannot evaluate the model (the detail names
+                     the documented readings of docs/deviations.md the conversion followed, if any)
     refused          a clean refusal: a ConversionError (by reason code and op type: each is a valid model we do not
                      take, a potential bug) or an NNRtError at build or run time
     crash            any other exception, or a ConversionError issue ``internal_error`` (site: file:line)
@@ -142,7 +143,7 @@ def classify(data: bytes, always_reference: bool = False) -> dict:
     except Exception as exc:  # noqa: BLE001 (the finding)
         return {**base, "outcome": "crash", "site": site(exc),
                 "detail": f"{stage}: {type(exc).__name__}: {_first_line(exc)}"}
-    return {**base, **_judge(model, outputs, expected, native, always_reference)}
+    return {**base, **_judge(model, outputs, expected, native, always_reference, converted.deviations)}
 
 
 def _nnrt_op(message: str) -> str:
@@ -202,8 +203,11 @@ def _refusal(error) -> dict:
             "detail": f"{first.op_type}: {first.message[:300]}"}
 
 
-def _judge(model, outputs: list[str], expected: list, native: list, always_reference: bool) -> dict:
-    """The three-way verdict over every output and binding (see the module doc)."""
+def _judge(model, outputs: list[str], expected: list, native: list, always_reference: bool,
+           deviations=()) -> dict:
+    """The three-way verdict over every output and binding (see the module doc). ``deviations``: the conversion's
+    (``ImportResult.deviations``), named in an unjudged finding's detail -- the documented readings the
+    disagreement may come from (docs/deviations.md)."""
     from nnrt_onnx.workflows import float64 as f64
     from nnrt_onnx.workflows.parity import compare, tolerances_for
 
@@ -231,7 +235,7 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
                                   f"{comparison.mismatched} of {comparison.size} elements off")}
             if truth is None:
                 outcome = "unjudged"
-                finding["detail"] += f"; onnx.reference: {why}"
+                finding["detail"] += f"; onnx.reference: {why}" + _readings(deviations)
             else:
                 outcome, note, error = _referee(truth, model, feed, name, got, want)
                 finding["detail"] += f"; {note}"
@@ -250,6 +254,12 @@ def _judge(model, outputs: list[str], expected: list, native: list, always_refer
     if worst is None:
         return {"outcome": "agree", "bindings": [i for i, _, _ in expected]}
     return {"outcome": worst[0], **worst[1]}
+
+
+def _readings(deviations) -> str:
+    """The documented readings a conversion followed (rule and node), as a note: "" when none."""
+    named = sorted({f"{d.rule} ({d.node})" for d in deviations})
+    return f"; the conversion follows documented readings: {', '.join(named)}" if named else ""
 
 
 def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, float]:

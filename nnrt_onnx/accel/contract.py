@@ -2,8 +2,8 @@
 a fused step answers for the ops it absorbed, all of them elementwise and exact, so its op's row holds).
 
 * ``EXACT``: the same values, NaN where the reference has NaN (the compiled loops make the reference's float
-  operations in its order: depthwise convolution, pooling, ERF and the fused GELU, the float16 LSTM step, batch
-  norm's pass, the channel shuffle, the activations, and every plan fusion given its kernel's product).
+  operations in its order: depthwise convolution, pooling, ERF and the fused GELU, batch norm's pass, the channel
+  shuffle, the activations, and every plan fusion given its kernel's product).
 * ``Tolerance(rtol, atol)``: ``|fast - reference| <= atol * max|reference| + rtol * |reference|`` per element, NaN
   and inf where the reference has them: the paths that sum in another order -- a product's K terms in register tiles
   or BLAS blocks, Winograd's and kn2row's reordered sums, float64 partial sums in the softmax and layer-norm row

@@ -19,8 +19,6 @@ vectorising -- 5x slower -- and made LAYER_NORM raise where numpy gives NaN).
   so no padded copy). The general loop's operations in the same order: bit-identical.
 * :func:`erf_gelu` -- the exported exact GELU (Div, Erf, Add, Mul, Mul) that the plan fuses, in one loop.
   Bit-identical.
-* :func:`lstm_steps` -- the elementwise part of an LSTM step around numpy's tanh (two calls per step instead of
-  about ten numpy calls on small arrays). Bit-identical.
 * :func:`erf` -- the reference ERF's evaluation element by element. Bit-identical.
 * :func:`pool` -- max and average pooling, one loop over the output (the numpy path: one pass per kernel tap).
   Identical values and signs of zero.
@@ -66,7 +64,7 @@ def _get(name: str):
 _LOOPS = {"depthwise": ("depthwise", "depthwise_loop"), "depthwise3x3": ("depthwise", "depthwise_3x3"),
           "erf": ("elementwise", "erf_loop"), "gelu": ("elementwise", "gelu_loop"),
           "softmax": ("rows", "softmax_rows"), "layer_norm": ("rows", "layer_norm_rows"),
-          "pool": ("pool", "pool_loop"), "lstm": ("lstm", ("gates_in", "cell")), "kn2row": ("conv", "gather"),
+          "pool": ("pool", "pool_loop"), "kn2row": ("conv", "gather"),
           "winograd": ("conv", ("transform_in", "transform_out")), "im2col": ("conv", "im2col_rows"),
           "swap_last_axes": ("shuffle", "swap"),
           "channel_affine": ("finish", "affine_rows"), "finish_rows": ("finish", "finish_rows")}
@@ -262,23 +260,14 @@ def erf_gelu(x: np.ndarray, divisor, addend, factor) -> np.ndarray | None:
     return out.reshape(x.shape)
 
 
-def lstm_steps(dtype):
-    """The two compiled parts of an LSTM step for float32/float64 (None without numba): ``gates_in(gates, pre, s,
-    scale)`` adds the step's input part to the recurrent product and scales (0.5 on the sigmoid blocks, 1 on g)
-    ahead of one tanh over all gates; ``cell(gates, c, gi, go, gf, gg)`` turns the i, f, o tanh values into
-    sigmoids (``0.5 * t + 0.5``, o written back in place) and updates ``c = f * c + i * g`` in place. The same
-    float operations in the same order as the numpy step (tanh stays numpy's): bit-identical."""
-    return _get("lstm") if np.dtype(dtype) in (np.float32, np.float64) else None
-
-
 def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zero: bool,
          out: np.ndarray | None = None) -> np.ndarray | None:
     """Max or average pooling of NHWC float32/float64 ``x`` (pads [top, left]; windows clipped to the input: padded
     cells neither win a max nor count in an average), one compiled loop over the output; None without numba.
-    Max is exact, so identical to the numpy path (NaN propagates); the average adds a window's cells in row-major
-    order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when its first tap is
-    clipped anywhere), then divides by the clipped count: also identical. ``out``: the array to write where it
-    has the output's shape and dtype (any strides: a slice of a concatenation too), else a new one."""
+    Max is exact, so identical to the numpy path (NaN by its rule, ``kernels.pool``); the average adds a window's
+    cells in row-major order starting from the first (or from 0 when ``start_at_zero``, as the numpy path does when
+    its first tap is clipped anywhere), then divides by the clipped count: also identical. ``out``: the array to
+    write where it has the output's shape and dtype (any strides: a slice of a concatenation too), else a new one."""
     loop = _get("pool") if x.dtype in (np.float32, np.float64) and x.size else None
     if loop is None:
         return None
@@ -291,7 +280,7 @@ def pool(x: np.ndarray, kind: str, kernel, strides, pads, out_size, start_at_zer
         vectors = _avx512.compiled("pool_vectors", "pool")
         if vectors is not None and vectors(x, out, kind == "max", *geometry, bool(start_at_zero)):
             return out
-    fill = x.dtype.type(-np.inf if kind == "max" else np.nan)
+    fill = x.dtype.type(np.nan)  # (a window with no cell inside: no maximum, an average of nothing)
     return loop(x, out, *geometry, kind == "max", bool(start_at_zero), fill)
 
 
@@ -420,4 +409,4 @@ def depthwise_3x3(x: np.ndarray, wt: np.ndarray, bias: np.ndarray | None, out: n
 
 __all__ = ["channel_affine", "depthwise", "depthwise_3x3", "depthwise_3x3_loop", "enabled", "erf", "erf_gelu",
            "finish_arrays", "finish_rows", "evenly_strided", "im2col_rows", "kn2row_gather", "layer_norm_rows",
-           "lstm_steps", "pixel_runs", "pool", "preload", "softmax_last_axis", "swap_last_axes", "winograd_transforms"]
+           "pixel_runs", "pool", "preload", "softmax_last_axis", "swap_last_axes", "winograd_transforms"]

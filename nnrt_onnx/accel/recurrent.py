@@ -1,10 +1,7 @@
 """LSTM accelerated: float32 layers as one compiled loop over time (``loops.recurrence.lstm_layer``: the recurrent
 product and the gates per step without Python; issue 27), within float32 rounding of
-``kernels.recurrent.lstm_forward`` (``accel.contract``). For float16 and float64, the step loop with its elementwise
-part compiled (numba): per step one matmul, a compiled loop adding the step's input part and scaling the sigmoid
-blocks, one numpy tanh over all gates, a compiled loop for the sigmoids and ``c = f * c + i * g``, numpy's tanh of c
-and ``o * tanh(c)`` written into the output sequence -- the reference step's float operations in its order. Without
-zoneout only; else, and without numba, the reference kernel."""
+``kernels.recurrent.lstm_forward`` (``accel.contract``). Without zoneout only; else, for float16, and without numba,
+the reference kernel."""
 from __future__ import annotations
 
 import functools
@@ -18,18 +15,13 @@ from . import numba_loops
 
 def lstm(general, *inputs, **params):
     """The LSTM kernel's operands checked by the reference (``lstm_operands``), then :func:`lstm_sequence` (float32:
-    one compiled loop over time per layer) or :func:`lstm_steps` where they run, else ``general`` (the
-    reference kernel with its keywords)."""
+    one compiled loop over time per layer) where it runs, else ``general`` (the reference kernel with its
+    keywords)."""
     (x, w_ih, w_hh, b, h0, c0), (directions, layers, zc, zh) = lstm_operands(*inputs, **params)
-    if zc or zh or not x.size:
-        return general(*inputs)
     loops = recurrence_loops() if x.dtype == np.float32 else None
-    if loops is not None:
-        return lstm_sequence(loops.lstm_layer, x, w_ih, w_hh, b, h0, c0, directions, layers)
-    fast = numba_loops.lstm_steps(x.dtype)
-    if fast is None:
+    if zc or zh or not x.size or loops is None:
         return general(*inputs)
-    return lstm_steps(fast, x, w_ih, w_hh, b, h0, c0, directions, layers)
+    return lstm_sequence(loops.lstm_layer, x, w_ih, w_hh, b, h0, c0, directions, layers)
 
 
 def recurrence_loops():
@@ -98,58 +90,6 @@ def _bound_lstm(general, planned, operands, directions, hidden, layer_loop, x, w
     return _run_layers(layer_loop, operands[3], x, hx, cx, directions, hidden)
 
 
-def lstm_steps(fast, x, w_ih, w_hh, b, h0, c0, directions: int, layers: int):
-    """``kernels.recurrent.lstm_forward`` without zoneout or projection, its step in six calls (module doc)."""
-    gates_in, cell = fast
-    dtype = x.dtype
-    steps, batch = x.shape[0], x.shape[1]
-    hidden = w_ih.shape[1] // 4
-    half = dtype.type(0.5)
-    gi, go, gf, gg = (slice(GATE_ROWS[g] * hidden, (GATE_ROWS[g] + 1) * hidden) for g in "iofg")
-    hy = np.empty((directions * layers, batch, hidden), dtype)
-    cy = np.empty((directions * layers, batch, hidden), dtype)
-    dirs = np.arange(directions)
-    gates = np.empty((directions, batch, 4 * hidden), dtype)
-    tanh_c = np.empty((directions, batch, hidden), dtype)
-    scale = np.ones(4 * hidden, dtype)
-    scale[: 3 * hidden] = half  # i, o, f: the sigmoid blocks (sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5)
-    gate_o = gates[..., go]
-    offsets = (gi.start, go.start, gf.start, gg.start)
-    w_ih_t = packed(w_ih, "lstm_t", transposed_stack)
-    w_hh_t = packed(w_hh, "lstm_t", transposed_stack)
-    seq = x
-    for layer in range(layers):
-        idx = layer * directions + dirs
-        here = slice(layer * directions, (layer + 1) * directions)
-        pre = np.matmul(seq.reshape(steps * batch, -1), w_ih_t[here])  # every step's input part: [D, T*B, 4H]
-        if b is not None:
-            pre += b[idx][:, None, :]
-        pre = pre.reshape(directions, steps, batch, 4 * hidden)
-        recur = w_hh_t[here]  # [D, H, 4H]
-        h = h0[idx].copy()
-        c = c0[idx].copy()
-        out = np.empty((steps, batch, directions, hidden), dtype)
-        h_new = np.empty((directions, batch, hidden), dtype)
-        for s in range(steps):
-            np.matmul(h, recur, out=gates)
-            gates_in(gates, pre, s, scale)
-            np.tanh(gates, out=gates)
-            cell(gates, c, *offsets)
-            np.tanh(c, out=tanh_c)
-            if directions == 1:  # h written straight into the output sequence; that view is the next h
-                h = out[s].swapaxes(0, 1)
-                np.multiply(gate_o, tanh_c, out=h)
-            else:
-                np.multiply(gate_o, tanh_c, out=h_new)
-                out[s, :, 0, :] = h_new[0]
-                out[steps - 1 - s, :, 1, :] = h_new[1]
-                h, h_new = h_new, h
-        hy[idx] = h
-        cy[idx] = c
-        seq = out.reshape(steps, batch, directions * hidden)
-    return seq, hy, cy
-
-
 def gru_cell(xz, xr, xh, h, *, rz, rr, rh, bh, linear_before_reset):
     """One GRU time step of the importer's unrolled form (the kernel of ``fusions.gru_cells``' fused step): float32
     [B, H] gate inputs and state, [H, H] recurrent matrices (transposed: ``h @ R``), [H] bias of the candidate's
@@ -208,4 +148,4 @@ def specialise_lstm(op, general, inputs, arguments, addends):
                              loops.lstm_layer)
 
 
-__all__ = ["gru_chain", "gru_chain_rows", "gru_cell", "lstm", "lstm_sequence", "lstm_steps", "recurrence_loops"]
+__all__ = ["gru_chain", "gru_chain_rows", "gru_cell", "lstm", "lstm_sequence", "recurrence_loops"]

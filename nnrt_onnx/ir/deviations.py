@@ -21,7 +21,13 @@ RULES = {
         "Resize nearest to given sizes: the source of each output is picked from x_resized / (out / in) in float64, "
         "as onnx.reference computes it, so that an exact tie (1 / (2 / 7) = 3.5) rounds as nearest_mode says; "
         "float32 arithmetic lands below some ties (3.4999998) and picks the other source, and onnxruntime's does "
-        "at a few of them"),
+        "at a few of them (tf_crop_and_resize takes no scale: float32, in onnxruntime's order)"),
+    "resize-kept-length": (
+        "Resize and Upsample: an axis whose output length equals its input length is resized by the coordinate "
+        "formula all the same, as the specification and onnx.reference compute it: tf_crop_and_resize crops its roi "
+        "and extrapolates outside it (roi [-0.2, 1.2] on 3 -> 3: rows 0 and 2 take the extrapolation value), and a "
+        "scale other than 1 moves positions (7 x 1.125 -> 7, half_pixel); onnxruntime returns such an axis as it is "
+        "where its scale is 1 or no axis changes its length"),
     "convtranspose-same-small-kernel": (
         "ConvTranspose auto_pad SAME_UPPER/SAME_LOWER with a kernel smaller than the stride: the padding the SAME "
         "rule asks for is negative, pads are >= 0, so none is applied and the output is the full (in - 1) * stride "

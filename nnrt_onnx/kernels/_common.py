@@ -9,6 +9,7 @@ ops whose output has their input's shape). The window geometry itself is in ``nn
 """
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from typing import Any, Sequence
@@ -32,16 +33,12 @@ _FI = frozenset({"float", "int", "uint"})
 _FLOATS_16_32 = (np.dtype(np.float16), np.dtype(np.float32))
 
 
+_KIND_NAMES = {"b": "bool", "f": "float", "i": "int", "u": "uint"}
+
+
 def _kind(dtype: np.dtype) -> str:
-    if dtype == np.bool_:
-        return "bool"
-    if np.issubdtype(dtype, np.floating):
-        return "float"
-    if np.issubdtype(dtype, np.signedinteger):
-        return "int"
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return "uint"
-    return "other"
+    """"bool", "float", "int", "uint" or "other" (numpy's kind letter: np.issubdtype cost ~1 us a test)."""
+    return _KIND_NAMES.get(np.dtype(dtype).kind, "other")
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -178,6 +175,38 @@ def _packed(array: np.ndarray, key: Any, make) -> np.ndarray:
     packs = entry[1]
     if key not in packs:
         packs[key] = make(array)
+    return packs[key]
+
+
+def _remembered(fn):
+    """``fn`` -- a kernel's checks: a pure function of shapes, dtypes and parameters, returning what it derived or
+    raising the kernel's error -- with its results remembered per arguments (``functools.lru_cache``; errors are
+    not remembered), for the runs of a compiled model, which repeat the same arguments. Arguments that cannot be
+    hashed (a parameter given as a list by a direct caller) skip the cache."""
+    cached = functools.lru_cache(maxsize=256)(fn)
+
+    @functools.wraps(fn)
+    def checked(*args):
+        try:
+            hash(args)
+        except TypeError:
+            return fn(*args)
+        return cached(*args)
+    return checked
+
+
+def _packed_constant(array: np.ndarray, key: Any, make) -> np.ndarray:
+    """:func:`_packed`, the cached result itself read-only and registered as a constant (a form computed from a
+    weight -- an LSTM's two biases summed -- that a kernel packs further with :func:`_packed`)."""
+    entry = _PACKS.get(id(array))
+    if entry is None or entry[0]() is not array:
+        return make(array)
+    packs = entry[1]
+    if key not in packs:
+        made = make(array)
+        made.flags.writeable = False
+        _register_constant(made)
+        packs[key] = made
     return packs[key]
 
 

@@ -18,7 +18,17 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel, shape_rule
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _broadcast_dims, _known, _packed, _product, _work_dtype
+from ._common import (
+    _FLOAT_KINDS,
+    _INT_KINDS,
+    _axis_index,
+    _broadcast_dims,
+    _known,
+    _packed,
+    _product,
+    _remembered,
+    _work_dtype,
+)
 
 # Integer dtypes a matrix product accepts without quantization (ONNX MatMul's integer set); narrower integers are
 # only meaningful as quantized tensors, which the executor dequantizes before calling the kernel.
@@ -125,21 +135,31 @@ def full_connection(input: np.ndarray, weight: np.ndarray, *bias: np.ndarray, ha
     b = np.asarray(bias[0]) if bias else None
     x, w = np.asarray(input), np.asarray(weight)
     dtype = _check_product_dtypes(op, x, w)
-    out_shape = _full_connection_dims(op, x.shape, w.shape, use_axis, axis)
+    out_shape = _checked_full_connection(x.shape, w.shape, b.shape if b is not None else None, use_axis, axis)
     n_out, k = w.shape
     rows = x.reshape(prod(out_shape[:-1]), k) if use_axis else x.reshape(-1, k)
     work = _work_dtype(dtype) if dtype.kind in _FLOAT_KINDS else dtype
     matrix = _packed(w, ("transposed", work.str), lambda a: np.ascontiguousarray(a.T.astype(work, copy=False)))
     out = np.matmul(rows.astype(work, copy=False), matrix)
     if b is not None:
-        _check_full_connection_bias(op, b.shape, w.shape)
         deq = _dequantized_bias(op, b, ctx, n_out, work)
         if deq is None:
             if (b.dtype.kind in _FLOAT_KINDS) != (dtype.kind in _FLOAT_KINDS):
                 raise invalid(f"{op}: bias dtype {b.dtype} does not match input dtype {dtype}")
-            deq = b.astype(work)
-        out = out + deq.reshape(n_out)
+            deq = b.astype(work, copy=False)
+        out += deq.reshape(n_out)  # (in place: the product is a new array)
     return out.reshape(out_shape).astype(dtype, copy=False)
+
+
+@_remembered
+def _checked_full_connection(x_shape, w_shape, b_shape, use_axis, axis):
+    """The kernel's shape checks (output shape, bias size), remembered per shapes and parameters (~5 us a call of a
+    small layer); returns the output shape."""
+    op = "FULL_CONNECTION"
+    out_shape = _full_connection_dims(op, x_shape, w_shape, use_axis, axis)
+    if b_shape is not None:
+        _check_full_connection_bias(op, b_shape, w_shape)
+    return out_shape
 
 
 def _check_bias_presence(op: str, input_count: int, has_bias) -> None:

@@ -4,6 +4,12 @@ They follow the conventions of the convolution kernels (conv.py): layout NHWC, p
 right]``, ``pad_mode`` 0 = SAME (NNAPI/TF), 1 or 2 = VALID, -1 = the explicit pad list, two-value lists that also
 accept one value for both, float16 accumulated in float32. AVG_POOL divides by the number of real (unpadded) cells.
 The window geometry (round mode 1 = ONNX ceil_mode) is ``nnrt_onnx.geometry``'s, shared with the shape rule.
+
+MAX_POOL and NaN (the header says nothing; onnxruntime and onnx.reference, measured where they agree,
+docs/deviations.md): a window's cells are folded in row-major order, padding excluded. With both strides 1 a NaN
+never wins (``np.fmax``: NaN only for a window of NaN only). With a stride above 1 the fold is ``y = first cell;
+y = x if x > y``: NaN where the window's first cell inside the input is NaN, else the maximum ignoring NaN.
+Global max pooling propagates NaN (``np.max``), as both do.
 """
 from __future__ import annotations
 
@@ -52,10 +58,10 @@ def first_tap_full(oh, ow, h, w, k_h, k_w, s_h, s_w, pt, pl) -> bool:
     return False
 
 
-def _max_1d(x, axis, out_size, k, s, p0, fill):
-    """Max pooling along one axis (1 = height, 2 = width) of an NHWC array: one np.maximum per kernel tap over a
-    strided view, into the output buffer; taps reading padding are skipped (the max with the fill changes
-    nothing)."""
+def _max_1d(x, axis, out_size, k, s, p0, fill, combine):
+    """Max pooling along one axis (1 = height, 2 = width) of an NHWC array: one ``combine`` (np.maximum or
+    np.fmax) per kernel tap over a strided view, into the output buffer; taps reading padding are skipped
+    (``fill``, the identity of ``combine``, starts the positions no tap covers everywhere)."""
     if k == 1 and s == 1 and p0 == 0 and x.shape[axis] == out_size:
         return x
     size = x.shape[axis]
@@ -76,8 +82,23 @@ def _max_1d(x, axis, out_size, k, s, p0, fill):
         np.copyto(out, first[2])
     for t in taps:
         if t is not first:
-            np.maximum(out[t[1]], t[2], out=out[t[1]])
+            combine(out[t[1]], t[2], out=out[t[1]])
     return out
+
+
+def _max_pool(x, oh, ow, k_h, k_w, s_h, s_w, pt, pl, combine):
+    fill = np.nan if combine is np.fmax else -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    return _max_1d(_max_1d(x, 2, ow, k_w, s_w, pl, fill, combine), 1, oh, k_h, s_h, pt, fill, combine)
+
+
+def _first_cells(x, oh, ow, s_h, s_w, pt, pl):
+    """Each window's first cell inside the input (row-major: its first real row and column), [N, OH, OW, C]: a
+    strided view, or one gather where the windows start in the padding."""
+    if pt == 0 and pl == 0:
+        return x[:, : (oh - 1) * s_h + 1: s_h, : (ow - 1) * s_w + 1: s_w]
+    rows = np.maximum(np.arange(oh) * s_h - pt, 0)
+    cols = np.maximum(np.arange(ow) * s_w - pl, 0)
+    return x[:, rows[:, None], cols[None, :]]
 
 
 def pool_geometry(op, h, w, kernel_size, stride, pad_mode, pad_list, round_mode):
@@ -142,11 +163,18 @@ def _pooled(op, kind, x, kernel_size, stride, pad_mode, pad_list, round_mode, gl
     pb = touched_end_padding(h, oh, k_h, s_h, pt)
     pr = touched_end_padding(w, ow, k_w, s_w, pl)
     xc = x.astype(cdtype, copy=False)
-    # One np.maximum / np.add per kernel tap over strided views, into an output buffer: taps reading padding are
-    # skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
-    if kind == "max":  # max is exact and order-free: separable, the width taps first, then the height taps
-        fill = -np.inf if np.issubdtype(cdtype, np.floating) else np.iinfo(cdtype).min
-        out = _max_1d(_max_1d(xc, 2, ow, k_w, s_w, pl, fill), 1, oh, k_h, s_h, pt, fill)
+    # One np.maximum (np.fmax) / np.add per kernel tap over strided views, into an output buffer: taps reading
+    # padding are skipped (a max with the fill or an add of +0 changes nothing), so no padded copy is made.
+    if kind == "max":  # exact and order-free: separable, the width taps first, then the height taps
+        floats = np.issubdtype(cdtype, np.floating)
+        strided = (s_h, s_w) != (1, 1)
+        # strided: a NaN propagating maximum first, which is the rule wherever no window holds a NaN (checked on
+        # the output, a fraction of the input); with both strides 1 the rule itself, np.fmax, as fast
+        out = _max_pool(xc, oh, ow, k_h, k_w, s_h, s_w, pt, pl, np.maximum if strided or not floats else np.fmax)
+        if floats and strided and out.size and np.isnan(out.min()):
+            out = _max_pool(xc, oh, ow, k_h, k_w, s_h, s_w, pt, pl, np.fmax)
+            first = _first_cells(xc, oh, ow, s_h, s_w, pt, pl)
+            np.copyto(out, first, where=np.isnan(first))  # NaN where the first cell is (module doc)
         return out.copy() if out is x else out.astype(x.dtype, copy=False)  # never hand back the input itself
     out = np.empty((n, oh, ow, c), dtype=cdtype)
     taps = _pool_taps(xc, oh, ow, k_h, k_w, s_h, s_w, pt, pl)

@@ -24,12 +24,14 @@ LSTM
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import invalid, unsupported
 from ..geometry import UNKNOWN
 from . import kernel, shape_rule
-from ._common import _known, _need_float, _packed
+from ._common import _known, _need_float, _packed, _packed_constant, _remembered
 
 _LSTM = "OH_NN_OPS_LSTM"
 
@@ -59,84 +61,147 @@ def lstm_forward(x, w_ih, w_hh, b, h0, c0, *, directions: int, layers: int, zone
 
     x [T, B, I]; w_ih [D*L, 4H, I]; w_hh [D*L, 4H, R]; b [D*L, 4H] (input + hidden bias, or None);
     h0 [D*L, B, R]; c0 [D*L, B, H]; w_proj [D*L, R, H] or None (then R = H). Returns (output [T, B, D*R], hy, cy).
-    The input projection of every time step is one GEMM outside the loop; per time step: one batched matmul over
-    the directions for the recurrence (plus one for the projection), then the gates in place in reused arrays
-    (one sigmoid over the i, o, f blocks together), each value computed by the same operations in the same order
-    as the textbook form (``c = f * c + i * g``, ``h = o * tanh(c)``, ``sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5``).
+
+    Each value is computed by the textbook form's operations in its order (``c = f * c + i * g``,
+    ``h = o * tanh(c)``, ``sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5``). At small sizes a numpy call costs ~0.25 us
+    whatever it computes, so the layout is chosen to make a time step nine calls on contiguous arrays, with nothing
+    allocated, sliced or copied per step (issue 27: the step was ~9 us in ~15 calls):
+
+    * one direction at a time, the states as columns: ``h`` [R, B], the gates ``W_hh @ h`` [4H, B], so that each
+      gate is a block of whole rows (contiguous for any batch);
+    * the weights' gate rows re-ordered o, i, f, g (:func:`_oifg`, cached per constant): the sigmoid gates are one
+      block, and in the step's work array [o | i | f | g | c] the pairs [i | f] and [g | c] are adjacent, so
+      ``[i*g | f*c]`` is one multiply;
+    * the rows of the sigmoid gates halved in the weights and biases (exact: a power of two), so one tanh over all
+      four gates gives ``tanh(0.5 * v)`` for o, i, f and ``tanh(v)`` for g;
+    * the input part of every time step one GEMM ahead of the loop, the backward direction's in reverse time, so
+      step s reads row s of it and writes its ``h`` into slot s + 1 of one array (the next step's operand).
     """
     dtype = x.dtype
     steps, batch = x.shape[0], x.shape[1]
     hidden = w_ih.shape[1] // 4
     real = w_hh.shape[2]
-    one, half = dtype.type(1), dtype.type(0.5)  # sigmoid in tanh form: no overflow in exp, also in float16
-    zc, zh = dtype.type(zoneout_cell), dtype.type(zoneout_hidden)
-    gi, go, gf, gg = (slice(GATE_ROWS[g] * hidden, (GATE_ROWS[g] + 1) * hidden) for g in "iofg")
-    sigmoid_rows = slice(0, 3 * hidden)  # i, o, f are the first three blocks: one sigmoid over all three
-    assert (GATE_ROWS["g"], max(GATE_ROWS["i"], GATE_ROWS["o"], GATE_ROWS["f"])) == (3, 2)
-    hy = np.empty((directions * layers, batch, real), dtype)
-    cy = np.empty((directions * layers, batch, hidden), dtype)
-    dirs = np.arange(directions)
-    # work arrays of one step, reused across steps and layers
-    gates = np.empty((directions, batch, 4 * hidden), dtype)
-    fc = np.empty((directions, batch, hidden), dtype)
-    ig = np.empty_like(fc)
-    tanh_c = np.empty_like(fc)
+    dirs = directions
+    w_in = _packed(w_ih, "lstm_oifg_t", _oifg_transposed)  # [D*L, I, 4H]
+    w_rec = _packed(w_hh, "lstm_oifg", _oifg)  # [D*L, 4H, R]
+    bias = None if b is None else _packed(b, "lstm_oifg", _oifg)  # [D*L, 4H]
+    hy = np.empty((dirs * layers, batch, real), dtype)
+    cy = np.empty((dirs * layers, batch, hidden), dtype)
+    # the work arrays of one step, reused across steps, directions and layers; their views made once
+    work = np.empty((5 * hidden, batch), dtype)  # rows o, i, f, g, then the cell state c
+    gates, sig, gate_o = work[: 4 * hidden], work[: 3 * hidden], work[:hidden]
+    i_f, g_c, c = work[hidden: 3 * hidden], work[3 * hidden:], work[4 * hidden:]
+    half = _halves(sig.shape, dtype)  # (an array operand: a numpy call with a scalar costs ~2x more)
+    products = np.empty((2 * hidden, batch), dtype)
+    i_g, f_c = products[:hidden], products[hidden:]
+    tanh_c = np.empty((hidden, batch), dtype)
+    plain = not zoneout_cell and not zoneout_hidden and w_proj is None
+    if not plain:
+        zc, zh, one = dtype.type(zoneout_cell), dtype.type(zoneout_hidden), dtype.type(1)
+        c_new = c if not zc else np.empty_like(tanh_c)
+        h_new = None if w_proj is None else np.empty_like(tanh_c)
+        mix = None if not zh else np.empty((real, batch), dtype)
+    dot, add, multiply, tanh = np.dot, np.add, np.multiply, np.tanh
     seq = x
-    # the weights transposed to contiguous [D*L, in, 4H] (cached for a model's constants: kernels._packed)
-    w_ih_t = _packed(w_ih, "lstm_t", transposed_stack)
-    w_hh_t = _packed(w_hh, "lstm_t", transposed_stack)
     for layer in range(layers):
-        idx = layer * directions + dirs
-        here = slice(layer * directions, (layer + 1) * directions)
-        # Input contributions of every time step at once, outside the loop: [D, T*B, 4H].
-        pre = np.matmul(seq.reshape(steps * batch, -1), w_ih_t[here])
-        if b is not None:
-            pre += b[idx][:, None, :]
-        pre = pre.reshape(directions, steps, batch, 4 * hidden)
-        recur = w_hh_t[here]  # [D, R, 4H]
-        proj = None if w_proj is None else np.swapaxes(w_proj[idx], 1, 2)  # [D, H, R]
-        h = h0[idx].copy()
-        c = c0[idx].copy()
-        c_new = np.empty_like(c)
-        out = np.empty((steps, batch, directions, real), dtype)
-        h_new = np.empty((directions, batch, hidden), dtype)
-        for s in range(steps):
-            # the recurrent product, then the step's input part (forward reads t = s, backward t = T-1-s)
-            np.matmul(h, recur, out=gates)
-            gates[0] += pre[0, s]
-            if directions == 2:
-                gates[1] += pre[1, steps - 1 - s]
-            sig = gates[..., sigmoid_rows]  # sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5, in place
-            sig *= half
-            np.tanh(sig, out=sig)
-            sig *= half
-            sig += half
-            g = gates[..., gg]
-            np.tanh(g, out=g)
-            np.multiply(gates[..., gf], c, out=fc)  # c_new = f * c + i * g
-            np.multiply(gates[..., gi], g, out=ig)
-            np.add(fc, ig, out=c_new)
-            np.tanh(c_new, out=tanh_c)
-            np.multiply(gates[..., go], tanh_c, out=h_new)  # h_new = o * tanh(c_new)
-            h_step = h_new if proj is None else np.matmul(h_new, proj)
-            out[s, :, 0, :] = h_step[0]
-            if directions == 2:
-                out[steps - 1 - s, :, 1, :] = h_step[1]
-            if zc == 0:
-                c, c_new = c_new, c
-            else:
-                c = zc * c + (one - zc) * c_new
-            if zh == 0:
-                if h_step is h_new:
-                    h, h_new = h_new, h
-                else:
-                    h = h_step
-            else:
-                h = zh * h + (one - zh) * h_step
-        hy[idx] = h
-        cy[idx] = c
-        seq = out.reshape(steps, batch, directions * real)
+        rows = seq.reshape(steps * batch, seq.shape[2])
+        # h of every step per direction, slot 0 the initial state: [D, T + 1, R, B] (backward: in reverse time)
+        hs = np.empty((dirs, steps + 1, real, batch), dtype)
+        for d in range(dirs):
+            n = layer * dirs + d
+            # every step's input part, bias included, in the order the steps read it: [T, 4H, B]
+            pre = dot(rows, w_in[n])
+            if bias is not None:
+                pre += bias[n]
+            pre = pre.reshape(steps, batch, 4 * hidden).transpose(0, 2, 1)
+            if d == 1:
+                pre = pre[::-1]  # the backward direction reads the sequence from its end
+            if batch > 1:  # (one copy here, instead of a strided add in every step)
+                pre = np.ascontiguousarray(pre)
+            recur = w_rec[n]
+            slots = hs[d]
+            slots[0] = h0[n].T
+            c[...] = c0[n].T
+            h = slots[0]
+            if plain:  # (the common case without the per-step tests of the general loop below)
+                for pre_s, h_out in zip(pre, slots[1:]):
+                    dot(recur, h, gates)
+                    add(gates, pre_s, gates)
+                    tanh(gates, gates)  # tanh(0.5 v) for o, i, f (their rows are halved); tanh(v) for g
+                    multiply(sig, half, sig)  # sigmoid = 0.5 * tanh(0.5 v) + 0.5
+                    add(sig, half, sig)
+                    multiply(i_f, g_c, products)  # [i * g | f * c]
+                    add(f_c, i_g, c)  # c = f * c + i * g
+                    tanh(c, tanh_c)
+                    multiply(gate_o, tanh_c, h_out)  # h = o * tanh(c), straight into its slot
+                    h = h_out
+            else:  # zoneout or a projection: the carried states are not the step's outputs
+                proj = None if w_proj is None else w_proj[n]
+                h = h.copy()
+                for pre_s, h_out in zip(pre, slots[1:]):
+                    dot(recur, h, gates)
+                    add(gates, pre_s, gates)
+                    tanh(gates, gates)
+                    multiply(sig, half, sig)
+                    add(sig, half, sig)
+                    multiply(i_f, g_c, products)
+                    add(f_c, i_g, c_new)
+                    tanh(c_new, tanh_c)
+                    if proj is None:
+                        multiply(gate_o, tanh_c, h_out)  # the output holds the cell's output before zoneout
+                    else:
+                        multiply(gate_o, tanh_c, h_new)
+                        dot(proj, h_new, h_out)
+                    if zc:  # c = zc * c + (1 - zc) * c_new
+                        multiply(c, zc, c)
+                        multiply(c_new, one - zc, c_new)
+                        add(c, c_new, c)
+                    if zh:  # h = zh * h + (1 - zh) * h_out
+                        multiply(h, zh, h)
+                        multiply(h_out, one - zh, mix)
+                        add(h, mix, h)
+                    else:
+                        h = h_out
+            hy[n] = h.T
+            cy[n] = c.T
+        # back to [T, B, D * R], the backward direction's slots in time order again
+        if dirs == 1:
+            seq = np.ascontiguousarray(hs[0, 1:].transpose(0, 2, 1))
+        else:
+            seq = np.empty((steps, batch, dirs, real), dtype)
+            seq[:, :, 0] = hs[0, 1:].transpose(0, 2, 1)
+            seq[:, :, 1] = hs[1, :0:-1].transpose(0, 2, 1)
+            seq = seq.reshape(steps, batch, dirs * real)
     return seq, hy, cy
+
+
+@functools.lru_cache(maxsize=64)
+def _halves(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A read-only array of 0.5s (shared by the calls: np.full was ~1 us of a small LSTM's call)."""
+    halves = np.full(shape, 0.5, dtype)
+    halves.flags.writeable = False
+    return halves
+
+
+# The packed weights' gate order: the sigmoid gates first (o, i, f), then g; i and f adjacent for the step's one
+# multiply [i | f] * [g | c].
+PACKED_GATES = "oifg"
+
+
+def _oifg(w: np.ndarray) -> np.ndarray:
+    """[D*L, 4H, ...] in the kernel's gate order -> a new contiguous array, the gate rows in PACKED_GATES order and
+    those of the sigmoid gates (o, i, f) halved: ``sigmoid(v) = 0.5 * tanh(0.5 * v) + 0.5`` with the 0.5 inside the
+    product (halving is exact, so ``W' @ h == 0.5 * (W @ h)`` bit for bit, short of subnormals)."""
+    hidden = w.shape[1] // 4
+    out = np.concatenate([w[:, GATE_ROWS[g] * hidden:(GATE_ROWS[g] + 1) * hidden] for g in PACKED_GATES], axis=1)
+    out[:, : 3 * hidden] *= out.dtype.type(0.5)
+    return out
+
+
+def _oifg_transposed(w: np.ndarray) -> np.ndarray:
+    """:func:`_oifg` transposed to a contiguous [D*L, in, 4H]: the right operand of the input GEMM (OpenBLAS is up to
+    2x faster on a contiguous right operand than on a transposed view at small M)."""
+    return np.ascontiguousarray(np.swapaxes(_oifg(w), 1, 2))
 
 
 @kernel(_LSTM)
@@ -157,16 +222,15 @@ def lstm_operands(x, w_ih, w_hh, bias, hx, cx, *, bidirectional, has_bias, input
     for what, array in (("input", x), ("wIh", w_ih), ("wHh", w_hh), ("hx", hx), ("cx", cx)) + (
             (("bias", bias),) if has_bias else ()):
         _need_float(_LSTM, what, array)
-    zc, zh = _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
-    steps, batch, features, hidden, layers, directions = _lstm_dims(
+    zc, zh = _checked_lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hidden, proj_size)
+    steps, batch, features, hidden, layers, directions = _checked_lstm_dims(
         x.shape, w_ih.shape, w_hh.shape, bias.shape if has_bias else None, hx.shape, cx.shape,
-        bidirectional=bidirectional, has_bias=has_bias, input_size=input_size, hidden_size=hidden_size,
-        num_layers=num_layers)
+        bidirectional, has_bias, input_size, hidden_size, num_layers)
     dtype = x.dtype
     b = None
-    if has_bias:
-        bias = bias.astype(dtype, copy=False)
-        b = bias[:, : 4 * hidden] + bias[:, 4 * hidden:]
+    if has_bias:  # (summed once per constant bias)
+        b = _packed_constant(bias.astype(dtype, copy=False), ("lstm_sum", hidden),
+                             lambda bias: bias[:, : 4 * hidden] + bias[:, 4 * hidden:])
     return ((x, w_ih.astype(dtype, copy=False), w_hh.astype(dtype, copy=False), b, hx.astype(dtype, copy=False),
              cx.astype(dtype, copy=False)), (directions, layers, zc, zh))
 
@@ -185,6 +249,19 @@ def _lstm_rates(bidirectional, num_directions, dropout, zoneout_cell, zoneout_hi
         raise unsupported(f"{_LSTM}: proj_size {proj_size} > 0 (LSTM with projection) needs a projection weight, "
                           f"and the six-input LSTM has no input for it")
     return zc, zh
+
+
+# The kernel's checks of its parameters, remembered (~3 us a call).
+_checked_lstm_rates = _remembered(_lstm_rates)
+
+
+@_remembered
+def _checked_lstm_dims(x_shape, w_ih_shape, w_hh_shape, bias_shape, hx_shape, cx_shape, bidirectional, has_bias,
+                       input_size, hidden_size, num_layers):
+    """:func:`_lstm_dims` of a kernel call, remembered per shapes and parameters (a pure function of them; it was
+    ~11 us of a small LSTM's call)."""
+    return _lstm_dims(x_shape, w_ih_shape, w_hh_shape, bias_shape, hx_shape, cx_shape, bidirectional=bidirectional,
+                      has_bias=has_bias, input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
 
 
 def _lstm_dims(x_shape, w_ih_shape, w_hh_shape, bias_shape, hx_shape, cx_shape, *, bidirectional, has_bias,

@@ -120,8 +120,10 @@ def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: 
 
     if kind in _FLOAT_KINDS:
         xw = x.astype(_work_dtype(dtype), copy=False)
-        if mode == "mean":
-            out = np.mean(xw, axis=axes, keepdims=keep)
+        if mode == "mean":  # float32 summed in float64 (onnxruntime's layer norm does too): the mean of equal
+            # values is that value exactly, so a normalisation of a constant row is exactly 0
+            out = np.mean(xw, axis=axes, keepdims=keep, dtype=np.float64 if xw.dtype == np.float32 else None)
+            out = out.astype(xw.dtype, copy=False) if isinstance(out, np.ndarray) else xw.dtype.type(out)
         elif mode == "sum":
             out = np.sum(xw, axis=axes, keepdims=keep)
         elif mode == "prod":

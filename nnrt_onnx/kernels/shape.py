@@ -33,6 +33,7 @@ from ._common import (
     _one_int,
     _output_quantized,
     _product,
+    _remembered,
     _type_code,
 )
 
@@ -153,13 +154,19 @@ _NARROW_LAST = 8
 
 def _permutation(op: str, perm, rank: int) -> list[int]:
     """The permutation input, checked against the rank and normalised."""
-    axes = _int_values(perm, op, "permutation")
+    return list(_checked_permutation(op, tuple(_int_values(perm, op, "permutation")), rank))
+
+
+@_remembered
+def _checked_permutation(op: str, axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    """:func:`_permutation` of the values, remembered (the permutation of a model is a constant)."""
+    axes = list(axes)
     if len(axes) != rank:
         raise invalid(f"{op}: permutation {axes} must have one entry per input dim (rank {rank})")
     norm = [_norm_axis(a, rank, op, "permutation entry") for a in axes]
     if sorted(norm) != list(range(rank)):
         raise invalid(f"{op}: {axes} is not a permutation of the {rank} input dims")
-    return norm
+    return tuple(norm)
 
 
 @shape_rule("OH_NN_OPS_TRANSPOSE")
@@ -272,8 +279,14 @@ def stack(*inputs, axis):
     arrays = [np.asarray(a) for a in inputs]
     if len({a.dtype for a in arrays}) != 1:
         raise invalid(f"{op}: inputs must share one data type, got {[_np_dtype_name(a.dtype) for a in arrays]}")
-    _, ax = _stack_dims(op, [a.shape for a in arrays], axis)
+    _, ax = _stack_dims_known(op, tuple(a.shape for a in arrays), axis)
     return np.stack(arrays, axis=ax)
+
+
+@_remembered
+def _stack_dims_known(op: str, shapes: tuple[tuple[int, ...], ...], axis):
+    """:func:`_stack_dims` of the kernel's inputs, remembered."""
+    return _stack_dims(op, shapes, axis)
 
 
 def _stack_dims(op: str, shapes, axis):
@@ -302,7 +315,8 @@ def unstack(x, *, axis, ctx):
     op = "UNSTACK"
     x = np.asarray(x)
     ax, count = _unstack_axis(op, x.shape, axis, _output_count(ctx))
-    return tuple(np.take(x, i, axis=ax).copy() for i in range(count))  # (ascontiguousarray makes 0-d 1-d)
+    along = np.moveaxis(x, ax, 0)  # (a view; [i, ...] is a view too, 0-d for a 1-d input, and one copy each)
+    return tuple(along[i, ...].copy() for i in range(count))
 
 
 def _unstack_axis(op: str, shape, axis, n_outputs) -> tuple[int, int]:

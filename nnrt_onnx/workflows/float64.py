@@ -10,7 +10,10 @@ wrong.) ``onnx.reference`` is not bug-free; this module replaces what was found 
 Hardmax (it implements only opset 13's form; older opsets coerce to 2D), LRN (it sums over the batch, not the
 channels), BatchNormalization (its opset-9 form mixes the batch's statistics into the running ones) and MaxPool with
 unit strides (it reads asymmetric pads in the wrong order; its strided path, right, takes those windows too -- by
-numpy slices here, not its Python loop over every output element: most of a CNN's referee time). When
+numpy slices here, not its Python loop over every output element: most of a CNN's referee time); and valid models
+it refuses or gets wrong (a differential fuzzer's finds): GatherElements with indices narrower than the data off the
+axis, Pad with negative pads, Mean of operands that broadcast, Squeeze of negative axes before opset 13 and
+GlobalMaxPool of other than 4-D inputs. When
 native and onnxruntime agree but both are far from the float64 result, the referee is the suspect (verdict
 "float64 disagrees with both", a note, never a failure).
 
@@ -284,8 +287,8 @@ def _double_node(node) -> None:
 
 def corrected_reference_ops(opset: int) -> list:
     """What onnx.reference gets wrong, corrected (module doc): Softmax, LogSoftmax and Hardmax with the semantics of
-    the model's opset (onnx.reference has only 13's), LRN, inference BatchNormalization and MaxPool (unit strides'
-    asymmetric pads; its loops made slices). (Also the quantized comparison's referee:
+    the model's opset (onnx.reference has only 13's), LRN, inference BatchNormalization, MaxPool (unit strides'
+    asymmetric pads; its loops made slices) and :func:`_spec_gap_classes`. (Also the quantized comparison's referee:
     ``quant_compare.reference_evaluator``.)"""
     from onnx.reference.op_run import OpRun
 
@@ -350,6 +353,59 @@ def corrected_reference_ops(opset: int) -> list:
 
     classes.append(type("BatchNormalization", (OpRun,), {"op_domain": "", "_run": batch_norm}))
     classes.append(_max_pool_class())
+    return classes + _spec_gap_classes(opset)
+
+
+def _spec_gap_classes(opset: int) -> list:
+    """Valid models onnx.reference cannot evaluate, or evaluates wrongly, found by the differential fuzzer (module
+    doc): GatherElements whose indices are narrower than the data off the axis, Pad with negative pads (a crop, then
+    the padding: onnxruntime's order), Mean of operands that broadcast, Squeeze before opset 13 with negative axes,
+    GlobalMaxPool of other than 4-D inputs (it reduces axes 1-2 of a 3-D one)."""
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops import load_op
+
+    def attribute(node, name, default=None):
+        return next((helper_value(a) for a in node.attribute if a.name == name), default)
+
+    def gather_elements(self, data, indices, axis=None):
+        # out[i][j][k] = data[indices[i][j][k]][j][k] (axis 0): the indices' extent off the axis may be smaller
+        axis = attribute(self.onnx_node, "axis", 0) % data.ndim
+        window = tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(indices.shape))
+        positions = np.where(indices < 0, indices + data.shape[axis], indices)
+        return (np.take_along_axis(data[window], positions, axis),)
+
+    def mean(self, *operands):
+        total = operands[0]
+        for operand in operands[1:]:
+            total = total + operand
+        return ((total / len(operands)).astype(operands[0].dtype, copy=False),)
+
+    def global_max_pool(self, x):
+        return (x.max(axis=tuple(range(2, x.ndim)), keepdims=True),)
+
+    classes = [type("GatherElements", (OpRun,), {"op_domain": "", "_run": gather_elements}),
+               type("Mean", (OpRun,), {"op_domain": "", "_run": mean}),
+               type("GlobalMaxPool", (OpRun,), {"op_domain": "", "_run": global_max_pool})]
+    if opset >= 11:  # pads an input (opset 2's attribute form is left to onnx.reference)
+        pad = load_op("", "Pad", opset)
+
+        def cropped_pad(self, data, pads, *rest, **attributes):
+            pads = np.asarray(pads, np.int64).reshape(-1)
+            axes = rest[1] if len(rest) > 1 and rest[1] is not None else range(data.ndim)
+            axes = [int(a) % data.ndim for a in np.asarray(axes).reshape(-1)]
+            window = [slice(None)] * data.ndim
+            for i, axis in enumerate(axes):
+                begin, end = int(pads[i]), int(pads[len(axes) + i])
+                window[axis] = slice(max(0, -begin), data.shape[axis] - max(0, -end))
+            return pad._run(self, data[tuple(window)], np.maximum(pads, 0), *rest, **attributes)
+
+        classes.append(type("Pad", (pad,), {"op_domain": "", "_run": cropped_pad}))
+    if opset < 13:  # axes an attribute: onnx.reference squeezes them one by one, reading a negative axis too late
+        def squeeze(self, data, axes=None):
+            given = attribute(self.onnx_node, "axes")
+            return (np.squeeze(data, axis=None if not given else tuple(int(a) % data.ndim for a in given)),)
+
+        classes.append(type("Squeeze", (OpRun,), {"op_domain": "", "_run": squeeze}))
     return classes
 
 

@@ -69,10 +69,6 @@ def every_kernel() -> None:
         assert L.kn2row_gather(z, np.empty((4, 4, 2), dtype), -1, -1)
         cols = np.empty((2 * 4, 3 * 3 * 4), dtype)
         assert L.im2col_rows(np.ascontiguousarray(xp[0]), cols, 0, 2, (3, 3), (1, 1), 1)
-        gates_in, cell = L.lstm_steps(dtype)
-        gates, c = np.zeros((1, 2, 16), dtype), np.zeros((1, 2, 4), dtype)
-        gates_in(gates, rng.standard_normal((1, 3, 2, 16)).astype(dtype), 0, np.ones(16, dtype))
-        cell(gates, c, 0, 4, 8, 12)
     assert L.erf_gelu(rng.standard_normal(10).astype(np.float32), 1.41, 1.0, 0.5) is not None
     from nnrt_onnx.accel.loops import recurrence as R  # the recurrences compiled over time (float32)
 

@@ -236,7 +236,21 @@ def test_pooling_keeps_the_contract(pool, dynamic, rng):
             model = net.finish([out])
         except NNRtError:
             continue  # a geometry the op's validation refuses (ceil mode past the pads)
-        assert_contract(model, conv_feeds((n, h, w, c), rng, pool, (1, 2, 3) if dynamic else (2,)))
+        feeds = conv_feeds((n, h, w, c), rng, pool, (1, 2, 3) if dynamic else (2,))
+        if pool == "MAX_POOL":
+            for (x,) in feeds:
+                _nan_windows(x, k, rng)
+        assert_contract(model, feeds)
+
+
+def _nan_windows(x, k, rng):
+    """NaN in a sixth of ``x``'s cells, in its first cell (every window's first cell in the first row and column
+    of windows, padded or not) and in a k x k block (a window of NaN only): max pooling's NaN rule
+    (``kernels.pool``) at work in windows of every kind (in place)."""
+    x[rng.random(x.shape) < 1 / 6] = np.nan
+    x[:, 0, 0] = np.nan
+    top, left = int(rng.integers(0, x.shape[1] - k + 1)), int(rng.integers(0, x.shape[2] - k + 1))
+    x[:, top:top + k, left:left + k] = np.nan
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic-batch"])

@@ -38,6 +38,7 @@ from kernels.kernel_support import (
 
 from nnrt_onnx.enums import OH_NN_ReturnCode as RC
 from nnrt_onnx.enums import OH_NN_TensorType as T
+from nnrt_onnx.errors import NNRtError
 from nnrt_onnx.kernels import normalization
 
 # ================================================================================================================
@@ -211,6 +212,45 @@ def test_layer_norm_param_axis_broadcast():
     mu = xd.mean(axis=(1, 2), keepdims=True)
     var = ((xd - mu) ** 2).mean(axis=(1, 2), keepdims=True)
     assert_close(out, (xd - mu) / np.sqrt(var + 1e-5) * gamma + beta, F32)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (3, 7), (1, 16, 64), (2, 5, 1000), (4, 3, 5, 7)])
+def test_layer_norm_is_the_np_mean_formula_bit_for_bit(shape):
+    """The kernel's means are float32's np.mean summed in float64 (dtype=np.float64), rounded once to float32, bit
+    for bit: the formula written with np.mean gives the very same float32 values."""
+    rng = rng_for(f"layer_norm-np-mean-{shape}")
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4)).astype(F32)
+    gamma, beta = rand_uniform(rng, shape[1:], F32), rand_uniform(rng, shape[1:], F32)
+    axes = tuple(range(1, len(shape)))
+    mean = np.mean(x, axis=axes, keepdims=True, dtype=np.float64).astype(F32)
+    centred = x - mean
+    spread = np.sqrt(np.mean(np.square(centred), axis=axes, keepdims=True, dtype=np.float64).astype(F32) + F32(1e-5))
+    want = centred / spread * gamma + beta
+    got = normalization.layer_norm(x, gamma, beta, begin_norm_axis=1, epsilon=1e-5, begin_param_axis=1)
+    assert got.dtype == F32 and got.tobytes() == want.tobytes()
+
+
+def test_layer_norm_of_a_row_of_equal_values_is_exactly_beta():
+    """Three equal float32 values: their float32 sum rounds, its quotient is an ulp off the value, and an ulp over
+    sqrt(epsilon) is 2e-5 of output (fuzzer seed 2027: onnxruntime and float64 give exactly beta)."""
+    x = np.full((4, 3), F32(0.7731157), F32)
+    x[1], x[2], x[3] = F32(-0.66587025), F32(2.7790055), F32(-1.2686288)
+    gamma, beta = np.asarray([1.5, -2.0, 0.25], F32), np.asarray([0.1, 0.2, 0.3], F32)
+    got = normalization.layer_norm(x, gamma, beta, begin_norm_axis=1, epsilon=1e-5, begin_param_axis=1)
+    assert got.tobytes() == np.broadcast_to(beta, x.shape).tobytes()
+
+
+def test_layer_norm_checks_hold_on_every_call():
+    """The remembered checks raise the same error on every call; parameters given as arrays (a direct caller's)
+    are still checked and used."""
+    x, g = np.ones((2, 3, 4), F32), np.ones((3, 4), F32)
+    for _ in range(2):
+        with pytest.raises(NNRtError) as err:
+            normalization.layer_norm(x, g, g, begin_norm_axis=2, epsilon=1e-5, begin_param_axis=2)
+        assert err.value.code == RC.OH_NN_INVALID_PARAMETER
+    axis = np.array(1)
+    out = normalization.layer_norm(x, g, g, begin_norm_axis=axis, epsilon=1e-5, begin_param_axis=axis)
+    assert np.array_equal(out, np.ones_like(x))  # constant rows: (x - mean) = 0, times gamma, plus beta 1
 
 
 LN_ERRORS = {

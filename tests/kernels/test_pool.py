@@ -168,6 +168,49 @@ def test_avg_pool_excludes_padding_worked_example():
     np.testing.assert_allclose(y[0, :, :, 0], expected, rtol=1e-6)
 
 
+NAN = np.nan
+# MAX_POOL of windows holding NaN, worked by hand (the rule of kernels/pool.py, measured on onnxruntime and
+# onnx.reference where they agree: docs/deviations.md). A kernel [3, 1] down a column of 5:
+# (column, strides [1, 1]: NaN never wins, strides [1, 2]: NaN where the window's first cell is)
+MAX_POOL_NAN_COLUMNS = [
+    ([NAN, 1, 2, NAN, NAN], [2, 2, 2], [NAN, 2, 2]),
+    ([1, NAN, NAN, 2, NAN], [1, 2, 2], [1, NAN, NAN]),
+    ([-np.inf, NAN, -np.inf, NAN, 1], [-np.inf, -np.inf, 1], [-np.inf, NAN, 1]),
+    ([NAN, NAN, NAN, NAN, 5], [NAN, NAN, 5], [NAN, NAN, NAN]),  # a window of NaN only: NaN
+]
+
+
+@pytest.mark.parametrize("dtype", [DTYPE_F32, DTYPE_F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("column,unit,strided", MAX_POOL_NAN_COLUMNS)
+def test_max_pool_nan_windows_worked_example(column, unit, strided, dtype):
+    x = np.asarray(column, dtype).reshape(1, 5, 1, 1)
+    for stride, want in (([1, 1], unit), ([1, 2], strided)):
+        (y,) = run("OH_NN_OPS_MAX_POOL", [x], pool_params("max", kernel=[3, 1], stride=stride))
+        np.testing.assert_array_equal(y.reshape(-1), np.asarray(want, dtype), err_msg=f"stride {stride}")
+
+
+@pytest.mark.parametrize("dtype", [DTYPE_F32, DTYPE_F16], ids=["f32", "f16"])
+def test_max_pool_nan_windows_starting_in_the_padding_worked_example(dtype):
+    # padding is no cell: a window's first cell is its first one inside the input (row-major)
+    x = np.asarray([[NAN, 1, 5], [7, NAN, 2], [3, 4, NAN]], dtype).reshape(1, 3, 3, 1)
+    (y,) = run("OH_NN_OPS_MAX_POOL", [x], pool_params("max", kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1]))
+    # windows: rows/columns 0-1 (first cell NaN), 0-1/1-2 (1, 5, NaN, 2), 1-2/0-1 (7, NaN, 3, 4), 1-2/1-2 (NaN ...)
+    np.testing.assert_array_equal(y[0, :, :, 0], np.asarray([[NAN, 5], [7, NAN]], dtype))
+    (y,) = run("OH_NN_OPS_MAX_POOL", [x], pool_params("max", kernel=[3, 3], stride=[1, 1], pad=[1, 1, 1, 1]))
+    np.testing.assert_array_equal(y[0, :, :, 0], np.asarray([[7, 7, 5], [7, 7, 5], [7, 7, 4]], dtype))
+    # SAME padding (pads [0, 1, 0, 1]) and a NaN first cell on the second row of windows
+    x = np.asarray([[1, 2, 3], [NAN, 8, 9], [NAN, NAN, 6]], dtype).reshape(1, 3, 3, 1)
+    (y,) = run("OH_NN_OPS_MAX_POOL", [x], pool_params("max", kernel=[2, 2], stride=[2, 2], pad_mode=0))
+    np.testing.assert_array_equal(y[0, :, :, 0], np.asarray([[8, 9], [NAN, 6]], dtype))
+
+
+def test_global_max_pool_propagates_nan():
+    # as onnx.reference's GlobalMaxPool (onnxruntime 1.32's ignores NaN there: the two disagree, measured)
+    x = np.asarray([[1, NAN], [3, 2]], np.float32).reshape(1, 2, 2, 1)
+    (y,) = run("OH_NN_OPS_MAX_POOL", [np.concatenate([x, np.ones_like(x)], axis=3)], pool_params("max", global_=True))
+    np.testing.assert_array_equal(y.reshape(-1), [NAN, 1])
+
+
 @pytest.mark.parametrize("case", ["avg_pool-err-no-kernel", "avg_pool-err-int32-unsupported",
                                   "max_pool-err-pad-ge-kernel", "max_pool-err-kernel-too-big", "max_pool-err-rank3",
                                   "avg_pool-err-round-mode"])

@@ -178,6 +178,75 @@ def test_lstm_matches_onnxruntime(case):
         assert_within(got, want, TOL["float32"])
 
 
+def _random_lstm_cases(count=18):
+    """Seeded random configurations: (id, T, B, I, H, D, L, has_bias, constant weights, zero initial states)."""
+    rng = rng_for("lstm-random-cases")
+    cases = []
+    for k in range(count):
+        T, B, H = int(rng.integers(1, 7)), [1, 2, 3][k % 3], int(rng.choice([1, 2, 5, 8, 17]))
+        D, L = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        I = D * H if L > 1 else int(rng.integers(1, 9))
+        cases.append((f"lstm-random-{k}", T, B, I, H, D, L, bool(k % 4 != 3), bool(k % 2), bool(k % 5 == 0)))
+    return cases
+
+
+@pytest.mark.parametrize("case", _random_lstm_cases(), ids=lambda c: c[0])
+def test_lstm_random_shapes_match_onnxruntime(case):
+    """Random shapes (batch 1, 2, 3; one or two directions; 1-3 layers; with and without bias; zero initial states,
+    ONNX's "not given"), with the weights as the model's constants (the kernel's packed forms cached per constant)
+    or as runtime inputs."""
+    test_id, T, B, I, H, D, L, has_bias, constant, zero_states = case
+    inputs = lstm_inputs(rng_for(test_id), T, B, I, H, D, L)
+    if zero_states:
+        inputs[4], inputs[5] = np.zeros_like(inputs[4]), np.zeros_like(inputs[5])
+    got = run(LSTM, inputs, lstm_params(bidirectional=D == 2, has_bias=has_bias),
+              constant_inputs=(1, 2, 3) if constant else ())
+    want = ort_lstm(*inputs, D=D, L=L, has_bias=has_bias)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert_within(g, w, TOL["float32"])
+
+
+def test_lstm_packed_weights_are_per_constant():
+    """The kernel caches re-laid-out weights and the summed bias per registered constant: a second call gives the
+    same values, a weight that serves as both wIh and wHh gets each packed form, and another bias array of the
+    same shape is not served the first one's packs; the inputs are never written."""
+    from nnrt_onnx.kernels import register_constant
+    from nnrt_onnx.kernels.recurrent import lstm
+
+    rng = rng_for("lstm-packed-constants")
+    T, B, H, D = 4, 2, 3, 2
+    x, w, _, bias, hx, cx = lstm_inputs(rng, T, B, H, H, D, 1)
+    other_bias = bias + 0.5
+    for array in (w, bias, other_bias):
+        array.flags.writeable = False
+        register_constant(array)
+    hx.flags.writeable = cx.flags.writeable = x.flags.writeable = False
+    params = dict(bidirectional=True, has_bias=True, input_size=0, hidden_size=0, num_layers=0, num_directions=0,
+                  dropout=0.0, zoneout_cell=0.0, zoneout_hidden=0.0, proj_size=0)
+    for b in (bias, bias, other_bias, bias):
+        got = lstm(x, w, w, b, hx, cx, **params)
+        for g, want in zip(got, ort_lstm(x, w, w, b, hx, cx, D=D, L=1)):
+            assert_within(g, want, TOL["float32"])
+
+
+def test_lstm_checks_hold_on_every_call_and_take_array_parameters():
+    """The kernel's remembered checks raise on every call, and parameters that cannot be hashed (0-d arrays from a
+    direct caller) are checked and used like python numbers."""
+    from nnrt_onnx.kernels.recurrent import lstm
+
+    inputs = lstm_inputs(rng_for("lstm-array-params"), 3, 2, 3, 4, 1, 1)
+    params = dict(bidirectional=False, has_bias=True, input_size=3, hidden_size=4, num_layers=1, num_directions=1,
+                  dropout=0.0, zoneout_cell=0.0, zoneout_hidden=0.0, proj_size=0)
+    for _ in range(2):
+        with pytest.raises(NNRtError) as err:
+            lstm(*inputs, **{**params, "hidden_size": 5})
+        assert err.value.code == INVALID
+    as_arrays = {k: np.array(v) for k, v in params.items()}
+    for got, want in zip(lstm(*inputs, **as_arrays), ort_lstm(*inputs, D=1, L=1)):
+        assert_within(got, want, TOL["float32"])
+
+
 def test_lstm_reference_matches_onnxruntime():
     """The hand reference used for zoneout/projection agrees with onnxruntime where both apply."""
     rng = rng_for("lstm-reference")
@@ -231,14 +300,15 @@ def test_lstm_projection_math(case):
         assert_within(g, w, TOL["float32"])
 
 
+@pytest.mark.parametrize("zoneout", [0.0, 0.1], ids=["plain", "zoneout"])
 @pytest.mark.parametrize("mode", ["enable-float16", "float16-tensors"], ids=["lstm-f16-enable", "lstm-f16-tensors"])
-def test_lstm_float16(mode):
+def test_lstm_float16(mode, zoneout):
     test_id = f"lstm-bidir-f16-{mode}"
     rng = rng_for(test_id)
     T, B, H, D, L = 5, 2, 4, 2, 2
     inputs = lstm_inputs(rng, T, B, D * H, H, D, L)  # layer 1 needs inputSize == D*H
-    params = lstm_params(bidirectional=True, zoneout_cell=0.1)
-    want = reference_lstm(*inputs, D=D, L=L, zoneout_cell=0.1)
+    params = lstm_params(bidirectional=True, zoneout_cell=zoneout)
+    want = reference_lstm(*inputs, D=D, L=L, zoneout_cell=zoneout)
     if mode == "enable-float16":
         got = run(LSTM, inputs, params, float16=True)
         assert all(g.dtype == np.float32 for g in got)  # model IO stays float32

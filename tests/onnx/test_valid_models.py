@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from onnx_import.import_support import dynamic_model as graph
-from onnx_import.import_support import runs_like_onnxruntime
+from onnx_import.import_support import ort_run, runs_like_onnxruntime
 
 F = TensorProto.FLOAT
 
@@ -183,3 +183,151 @@ def test_reduce_prod_of_finite_values_whose_partial_products_overflow():
     compilation.build()
     (got,) = Executor(compilation).run_arrays([x])
     np.testing.assert_allclose(got, np.array([3, np.inf, -1], np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["LessOrEqual", "Sub"])
+@pytest.mark.parametrize("order", ["twice first", "once first"])
+def test_an_op_reading_a_transpose_and_that_transpose_transposed_again(rng, op, order):
+    # op(T(x), T(T(x))): moving T(x) past the op cancelled the second transpose first, which left the op reading
+    # x where it needed T^-1(x): the converter emitted an input named None (fuzzer seed 2027, a crash)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0, 2])]
+    operands = ["tt", "t"] if order == "twice first" else ["t", "tt"]
+    nodes.append(helper.make_node(op, operands, ["y"]))
+    out_type = TensorProto.BOOL if op == "LessOrEqual" else F
+    model = graph(nodes, [("x", F, [3, 3, "N"])], [("y", out_type, [3, 3, "N"])])
+    runs_like_onnxruntime(model, [{"x": rng.standard_normal((3, 3, n)).astype(np.float32)} for n in (1, 2)])
+
+
+@pytest.mark.parametrize("scale_is_input", [True, False])
+@pytest.mark.parametrize("dims", [[2, 5, 3], ["N", 5, "C"]])
+def test_layer_normalization_of_rows_of_equal_values_is_exactly_the_bias(rng, dims, scale_is_input):
+    # every row holds one value c (an Expand of a constant column): normalised, exactly 0 -- onnxruntime sums in
+    # float64; the float32 mean of three c's was an ulp off c, and 1 ulp / sqrt(epsilon) made 2e-5 (fuzzer seed 2027)
+    column = np.asarray([[0.7731157], [-0.66587025], [0.3767675], [-1.2686288], [2.7790055]], np.float32)
+    c = 3
+    scale = rng.standard_normal(c).astype(np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Expand", ["column", "s"], ["e"]),
+             helper.make_node("LayerNormalization", ["e", "scale", "bias"], ["y"], epsilon=1e-5)]
+    inputs = [("x", F, dims)] + ([("scale", F, [dims[-1]])] if scale_is_input else [])
+    inits = [("column", column), ("bias", bias)] + ([] if scale_is_input else [("scale", scale)])
+    model = graph(nodes, inputs, [("y", F, dims)], inits)
+    feeds = {"x": np.zeros((2, 5, c), np.float32)}
+    if scale_is_input:
+        feeds["scale"] = scale
+    runs_like_onnxruntime(model, [feeds], rtol=0, atol=0)
+
+
+# -- MaxPool of windows holding NaN (fuzzer seed 2027 model 88950: Log -> MaxPool) -------------------------------------
+# np.maximum made every window holding a NaN NaN. The rule of kernels.pool: with unit strides and dilations a NaN
+# never wins (NaN for NaN cells only), else the window's first cell inside the input wins if NaN -- onnx.reference's
+# Y everywhere below, and onnxruntime's wherever the two agree: its float32 (MLAS) loops take other rules for some
+# windows, its float64 loop the scan-order fold everywhere; its Indices follow that fold always. (onnx.reference
+# raises on a window of NaN only with unit strides -- none below -- and reads pads wrongly there but in 2-D.)
+
+def _nan_image(rng, shape, dtype, checkerboard):
+    """Normal values, +-inf, and NaN in about half the cells; ``checkerboard``: only where the spatial coordinates
+    sum to an even number (no window two cells long along an axis is NaN only)."""
+    x = rng.standard_normal(shape)
+    x[rng.random(shape) < 0.1] = np.inf
+    x[rng.random(shape) < 0.1] = -np.inf
+    nan = rng.random(shape) < 0.6
+    if checkerboard:
+        nan &= sum(np.indices(shape)[2:]) % 2 == 0
+    x[nan] = np.nan
+    return x.astype(dtype)
+
+
+def _max_pool_runs_like_the_oracles(rng, attrs, dims_in, dims_out, shapes, dtype=np.float32, checkerboard=False,
+                                    indices=False):
+    """Converted once (dynamic dims stay dynamic), run on NaN-holding images of every shape: Y equal to
+    onnx.reference's (Indices: to onnxruntime's) everywhere, and to the other oracle's wherever the two agree."""
+    from onnx.reference import ReferenceEvaluator
+
+    from nnrt_onnx import Compilation, Executor, from_onnx
+
+    elem = {np.float32: F, np.float64: TensorProto.DOUBLE}[dtype]
+    out = ("i", TensorProto.INT64, dims_out) if indices else ("y", elem, dims_out)
+    model = graph([helper.make_node("MaxPool", ["x"], ["y", "i"] if indices else ["y"], **attrs)],
+                  [("x", elem, dims_in)], [out], opset=13)
+    compilation = Compilation(from_onnx(model).model)
+    compilation.build()
+    executor = Executor(compilation)
+    agreed = 0
+    for shape in shapes:
+        x = _nan_image(rng, shape, dtype, checkerboard)
+        (got,) = executor.run_arrays([x])
+        (runtime,) = ort_run(model, {"x": x})
+        (reference,) = ReferenceEvaluator(model).run(None, {"x": x})
+        agree = (runtime == reference) | (np.isnan(runtime) & np.isnan(reference)) if not indices else \
+            runtime == reference
+        np.testing.assert_array_equal(got, runtime if indices else reference)
+        np.testing.assert_array_equal(got[agree], runtime[agree])
+        agreed += int(agree.sum())
+    assert agreed  # (the oracles agree somewhere)
+
+
+@pytest.mark.parametrize("dtype, widths", [(np.float32, (1,)), (np.float64, (1, 5, 6))])
+def test_max_pool_keeps_a_nan_first_cell_where_a_stride_is_above_1(rng, dtype, widths):
+    # the fuzzer's MaxPool: kernel [3, 1], strides [1, 2], ceil mode; onnxruntime agrees everywhere here
+    model = graph([helper.make_node("Log", ["x"], ["t"]),
+                   helper.make_node("MaxPool", ["t"], ["y"], kernel_shape=[3, 1], strides=[1, 2], ceil_mode=1)],
+                  [("x", {np.float32: F, np.float64: TensorProto.DOUBLE}[dtype], ["N", 7, 6, "L"])],
+                  [("y", {np.float32: F, np.float64: TensorProto.DOUBLE}[dtype], ["N", 7, 4, "W"])])
+    feeds = [{"x": rng.standard_normal((n, 7, 6, w)).astype(dtype)} for n in (3, 2) for w in widths]
+    runs_like_onnxruntime(model, feeds)  # (NaN where onnxruntime has NaN; Log rounds its own way)
+    _max_pool_runs_like_the_oracles(rng, dict(kernel_shape=[3, 1], strides=[1, 2], ceil_mode=1), ["N", 7, 6, "L"],
+                                    ["N", 7, 4, "W"], [(n, 7, 6, w) for n in (3, 2) for w in widths], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("attrs, dims_in, dims_out", [
+    (dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), [2, 3, 7, 8], [2, 3, 4, 4]),
+    (dict(kernel_shape=[2, 3], strides=[2, 1], pads=[1, 0, 0, 2], ceil_mode=1), [2, 3, 7, 8], [2, 3, 4, 8]),
+    (dict(kernel_shape=[3], strides=[2], pads=[2, 1]), [2, 3, 9], [2, 3, 5]),
+    (dict(kernel_shape=[2, 2], dilations=[2, 1], pads=[1, 1, 1, 1]), [2, 3, 7, 8], [2, 3, 7, 9]),  # slices per tap
+    (dict(kernel_shape=[2, 2, 2], strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1]), [1, 2, 5, 6, 5], [1, 2, 3, 6, 3]),
+    (dict(kernel_shape=[2, 3, 2], strides=[2, 2, 3], ceil_mode=1), [1, 2, 5, 6, 7], [1, 2, 3, 3, 3]),
+    (dict(kernel_shape=[2, 2], dilations=[1, 2], pads=[0, 1, 1, 0]), [2, 3, 7, 8], [2, 3, 7, 7]),
+    (dict(kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], pads=[2, 2, 2, 2]), [2, 3, 7, 8], [2, 3, 4, 4]),
+])
+def test_max_pool_of_nan_windows_strided_or_dilated_keeps_a_nan_first_cell(rng, attrs, dims_in, dims_out, dtype):
+    _max_pool_runs_like_the_oracles(rng, attrs, dims_in, dims_out, [dims_in], dtype)
+
+
+@pytest.mark.parametrize("attrs, dims_in, dims_out, shapes", [
+    (dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), [2, 3, 7, 8], [2, 3, 7, 8], [(2, 3, 7, 8)]),
+    (dict(kernel_shape=[2, 3]), ["N", 3, 7, 8], ["N", 3, 6, 6], [(2, 3, 7, 8), (1, 3, 7, 8)]),
+    (dict(kernel_shape=[3]), [2, 3, 9], [2, 3, 7], [(2, 3, 9)]),
+    (dict(kernel_shape=[2, 2, 3]), [1, 2, 5, 6, 5], [1, 2, 4, 5, 3], [(1, 2, 5, 6, 5)]),  # slices per tap
+    (dict(kernel_shape=[3, 3], auto_pad="SAME_LOWER"), [2, 3, "H", "W"], [2, 3, "H", "W"],  # padded at run time
+     [(2, 3, 7, 8), (2, 3, 4, 5)]),
+])
+def test_max_pool_of_nan_windows_with_unit_strides_ignores_nan(rng, attrs, dims_in, dims_out, shapes):
+    _max_pool_runs_like_the_oracles(rng, attrs, dims_in, dims_out, shapes, checkerboard=True)
+
+
+@pytest.mark.parametrize("attrs, dims_in, dims_out", [
+    (dict(kernel_shape=[2, 3], strides=[2, 2], pads=[1, 1, 0, 1]), [2, 3, 7, 8], [2, 3, 4, 4]),
+    (dict(kernel_shape=[2, 2, 2], dilations=[1, 2, 1], pads=[1, 0, 0, 0, 1, 1]), [1, 2, 5, 6, 5], [1, 2, 5, 5, 5]),
+    (dict(kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], pads=[2, 2, 2, 2]), [2, 3, 7, 8], [2, 3, 4, 4]),
+    (dict(kernel_shape=[2]), [2, 3, 9], [2, 3, 8]),  # unit strides: windows [NaN, v] point to the NaN
+])
+def test_max_pool_indices_point_to_a_nan_first_cell(rng, attrs, dims_in, dims_out):
+    # onnxruntime's Indices follow its scan-order fold (a NaN first cell is the index), with unit strides too,
+    # where Y ignores that NaN (onnx.reference's indices agree there in the first plane, where they are right)
+    unit = "strides" not in attrs and "dilations" not in attrs
+    _max_pool_runs_like_the_oracles(rng, attrs, dims_in, dims_out, [dims_in], checkerboard=unit, indices=True)
+
+
+@pytest.mark.parametrize("extrapolation", [0.0, 2.5])
+def test_crop_and_resize_extrapolates_next_to_infinities_and_nan(extrapolation):
+    # an extrapolated position was masked by a multiplication: 0 x -inf (a Log of 0 upstream) is NaN where the
+    # extrapolation value belongs (fuzzer seed 4711: ReduceLogSum -> Resize tf_crop_and_resize -> Softmax)
+    x = np.asarray([[-np.inf, 1.0, np.nan, 2.0], [3.0, np.inf, 4.0, -1.0]], np.float32).reshape(1, 2, 4)
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest", axes=[2],
+                            coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=extrapolation)
+    model = graph([node], [("x", F, [1, 2, 4])], [("y", F, [1, 2, 6])],
+                  [("roi", np.asarray([-0.4, 1.3], np.float32)), ("scales", np.asarray([1.5], np.float32))], 19)
+    runs_like_onnxruntime(model, [{"x": x}], rtol=1e-5, atol=1e-5)

@@ -220,6 +220,37 @@ def test_same_lower_pooling_over_dynamic_spatial_dims(op, attrs):
     runs_like_onnxruntime(model, [{"x": rand_normal(n, *([n, 2, n + 2, n + 3][:2 + nd]))} for n in (1, 2, 3)])
 
 
+def test_same_lower_max_pooling_over_dynamic_spatial_dims_of_nan_cells():
+    # padded at run time with NaN under unit strides (a NaN never wins: kernels.pool): a window whose real cells
+    # are NaN only is NaN (onnxruntime's float32 gives the lowest float there, onnx.reference raises); by hand
+    model = dynamic_model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_LOWER")],
+                          [("x", TP.FLOAT, [1, 1, "H", "W"])], [("y", TP.FLOAT, [1, 1, "H", "W"])])
+    converted = from_onnx(model).model
+    from nnrt_onnx import Compilation, Executor
+
+    compilation = Compilation(converted)
+    compilation.build()
+    x = np.array([[np.nan, 1, -np.inf], [np.nan, np.nan, 2]], np.float32).reshape(1, 1, 2, 3)
+    (y,) = Executor(compilation).run_arrays([x])
+    # windows: rows -1..0 / 0..1 x columns -1..0, 0..1, 1..2 (the padding first)
+    np.testing.assert_array_equal(y[0, 0], [[np.nan, 1, 1], [np.nan, 1, 2]])
+
+
+def test_3d_max_pooling_of_windows_of_nan_cells_only_is_nan():
+    # the slices per tap (3-D): NaN made -inf for the maximum, then NaN where no cell is a number (kernels.pool's
+    # rule: onnxruntime's float32 gives the lowest float there, onnx.reference raises); by hand
+    model = dynamic_model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1, 1, 2], pads=[0, 0, 1, 0, 0, 1])],
+                          [("x", TP.FLOAT, [1, 1, 2, 1, 3])], [("y", TP.FLOAT, [1, 1, 2, 1, 4])])
+    from nnrt_onnx import Compilation, Executor
+
+    compilation = Compilation(from_onnx(model).model)
+    compilation.build()
+    x = np.array([[np.nan, 5, np.nan], [-np.inf, np.nan, np.nan]], np.float32).reshape(1, 1, 2, 1, 3)
+    (y,) = Executor(compilation).run_arrays([x])
+    # windows (the padding first and last): [pad, NaN], [NaN, 5], [5, NaN], [NaN, pad]; [pad, -inf], ...
+    np.testing.assert_array_equal(y.reshape(2, 4), [[np.nan, 5, 5, np.nan], [-np.inf, -np.inf, np.nan, np.nan]])
+
+
 @pytest.mark.parametrize("op,attrs", [
     ("AveragePool", dict(kernel_shape=[3, 2], pads=[1, 0, 2, 1], count_include_pad=1)),
     ("LpPool", dict(kernel_shape=[2, 2], pads=[1, 0, 1, 1], p=3)),
@@ -294,6 +325,18 @@ def test_max_pool_indices_never_point_into_the_padding(dtype, lowest):
     x = np.full((1, 1, 4, 4), lowest)
     x[0, 0, 3, 3] = 1
     runs_like_onnxruntime(model, [{"x": x}])
+
+
+def test_max_pool_indices_whose_last_ceil_mode_window_starts_in_the_end_padding():
+    # 6 rows, kernel 1, stride 3, ceil_mode: onnx shape inference keeps a third window starting at row 6 (past the
+    # input), the rule and onnxruntime drop it; Y's shape was overridden, the Indices' was not, and the Transpose
+    # reading them made the valid model "invalid" (fuzzer seed 8086, 4 models)
+    model = dynamic_model([helper.make_node("MaxPool", ["x"], ["y", "i"], ceil_mode=1, kernel_shape=[1, 3],
+                                            pads=[0, 2, 0, 2], strides=[3, 1]),
+                           helper.make_node("Transpose", ["i"], ["t"], perm=[0, 1, 3, 2])],
+                          [("x", TP.FLOAT, ["N", 1, 6, 4])], [("y", TP.FLOAT, [None] * 4), ("t", TP.INT64, [None] * 4)],
+                          [], 12, check=False)  # (the full checker trusts onnx shape inference, wrong here)
+    runs_like_onnxruntime(model, [{"x": rand_normal(n, n, 1, 6, 4)} for n in (1, 2)])
 
 
 def test_max_pool_indices_feed_max_unpool():

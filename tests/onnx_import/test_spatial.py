@@ -3,10 +3,12 @@ models converted, run natively and compared with onnxruntime; cases the node sui
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from onnx import helper
-from support import onnx_model
+from support import onnx_model, ort_run
 
 from nnrt_onnx.enums import OH_NN_OperationType as OP
 from nnrt_onnx.ir.issues import ConversionError
@@ -346,6 +348,125 @@ def test_resize_output_length_is_the_floor_of_the_exact_product():
     assert result.stats["deviations"][0]["rule"] == "resize-output-size"
 
 
+# -- Resize of an axis that keeps its length (rule resize-kept-length), tf_crop_and_resize's float32 coordinates ----------
+
+_E = -7.0  # the extrapolation value of the tf_crop_and_resize cases below
+
+
+def _crop_model(length, out, roi, mode, nearest=None, sizes=True):
+    """Resize tf_crop_and_resize of a [2, length] input to [2, out] (roi [0, 1] on axis 0), by sizes or scales."""
+    attrs = dict(mode=mode, coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=_E,
+                 **({"nearest_mode": nearest} if nearest else {}))
+    resized = ("sizes", np.asarray([2, out], np.int64)) if sizes else ("scales", np.asarray([1, out / length], F))
+    inputs = ["x", "roi", "", "sizes"] if sizes else ["x", "roi", "scales"]
+    return dynamic_model([helper.make_node("Resize", inputs, ["y"], **attrs)], [("x", FLOAT, [2, length])],
+                         [("y", FLOAT, [2, out])], [("roi", np.asarray([0, roi[0], 1, roi[1]], F)), resized], opset=19)
+
+
+_X5 = np.asarray([[1, 2, 4, 8, 16], [3, 5, 7, 11, 13]], F)
+
+
+@pytest.mark.parametrize("sizes", [True, False])
+@pytest.mark.parametrize("mode, nearest, expected", [
+    # roi [-0.25, 1.25] on 5 -> 5: x = -0.25 * 4 + y * 1.5 * 4 / 4 = -1, 0.5, 2, 3.5, 5 (all exact in float32);
+    # -1 and 5 lie outside [0, 4] and take the extrapolation value
+    ("nearest", "round_prefer_floor", [_E, 0, 2, 3, _E]),
+    ("nearest", "round_prefer_ceil", [_E, 1, 2, 4, _E]),
+    ("nearest", "floor", [_E, 0, 2, 3, _E]),
+    ("nearest", "ceil", [_E, 1, 2, 4, _E]),
+    ("linear", None, [_E, (0, 1), 2, (3, 4), _E]),
+])
+def test_resize_crop_of_an_axis_that_keeps_its_length_follows_the_formula(mode, nearest, expected, sizes):
+    # the spec's formula with the roi on every axis (onnx.reference agrees): onnxruntime returns an axis whose scale
+    # is 1 as it is, roi and extrapolation ignored (rule resize-kept-length; differential fuzzer seed 8086: 14 models)
+    model = _crop_model(5, 5, (-0.25, 1.25), mode, nearest, sizes)
+    want = np.asarray([[v if v == _E else row[v] if isinstance(v, int) else (row[v[0]] + row[v[1]]) / 2
+                        for v in expected] for row in _X5], F)
+    (got,) = run_ours(model, {"x": _X5})
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ort_run(model, {"x": _X5})[0], _X5)  # (the deviation recorded below)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "axis 1: 5 -> 5" in deviation.detail
+
+
+def test_resize_of_an_axis_that_keeps_its_length_at_a_scale_other_than_one():
+    # half_pixel 7 x 1.125 -> 7: x = (y + 0.5) * 8 / 9 - 0.5 = -1/18, 5/6, 31/18, 47/18, 3.5, 79/18, 95/18 (3.5 exact
+    # in float32 too: 4.5 / 1.125 = 4), round_prefer_floor: sources 0, 1, 2, 3, 3, 4, 5. onnxruntime keeps the axis
+    # as it is when no axis changes its length, and applies the formula when another one does
+    x = np.arange(14, dtype=F).reshape(2, 7) ** 2
+    model = _resize_model([2, 7], dict(mode="nearest"), scales=[1, 1.125])
+    (got,) = run_ours(model, {"x": x})
+    np.testing.assert_array_equal(got, x[:, [0, 1, 2, 3, 3, 4, 5]])
+    np.testing.assert_array_equal(ort_run(model, {"x": x})[0], x)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "half_pixel at scale 1.125" in deviation.detail
+    model = _resize_model([2, 7], dict(mode="nearest"), scales=[2, 1.125])
+    runs_like_onnxruntime(model, [{"x": x}])
+    assert from_onnx(model).deviations == []
+
+
+def test_resize_of_a_run_time_axis_that_may_keep_its_length_records_the_rule():
+    # 1.125 keeps every length below 8 (floor(7 x 1.125) = 7); those resizes move positions: recorded, at run time
+    model = _resize_model([1, 1, 3, "W"], dict(mode="linear"), scales=[1, 1, 1, 1.125])
+    runs_like_onnxruntime(model, [{"x": rand_normal(w, 1, 1, 3, w)} for w in (8, 16)])  # (lengths that change)
+    (deviation,) = from_onnx(model).deviations
+    assert deviation.rule == "resize-kept-length" and "known at run time" in deviation.detail
+    assert "axis 3: 2 -> 2" in deviation.detail  # (1 -> 1 maps onto itself)
+    # with another axis changing its length, onnxruntime applies the formula too: nothing to record
+    model = _resize_model([1, 1, 3, "W"], dict(mode="linear"), scales=[1, 1, 2, 1.125])
+    runs_like_onnxruntime(model, [{"x": rand_normal(w, 1, 1, 3, w)} for w in (2, 7, 8)])
+    assert from_onnx(model).deviations == []
+
+
+def test_resize_crop_whose_formula_maps_a_kept_axis_onto_itself_records_nothing():
+    # roi [0.01, 0.99] on 5 -> 5, round_prefer_floor: x = 0.04 + 0.98 y rounds to y everywhere
+    model = _crop_model(5, 5, (0.01, 0.99), "nearest", "round_prefer_floor")
+    runs_like_onnxruntime(model, [{"x": _X5}])
+    assert from_onnx(model).deviations == []
+
+
+@pytest.mark.parametrize("length, out, roi, nearest, sources, sizes", [
+    # position 2 of 3 -> 5, roi [-0.2, 1.2]: float32(-0.2) * 2 + 2 * (float32(1.2) - float32(-0.2)) * 2 / 4 is
+    # 1.0000000447 exactly (onnx.reference), 1.0000001 in float32 (onnxruntime): ceil 2. The float64 quotient's
+    # "within 1e-6 of an integer" of a nearest resize to sizes took 1: a wrong answer (a differential fuzzer's find)
+    (3, 5, (-0.2, 1.2), "ceil", [None, 1, 2, 2, None], True),
+    # one output: onnxruntime's 0.5 * (start + end) * (length - 1) sums the float32 roi in float32:
+    # float32(-0.2) + float32(1.2) is 1.0 there, so 3.0, ceil 3 (the double sum gave 3.0000001, ceil 4)
+    (7, 1, (-0.2, 1.2), "ceil", [3], True),
+    (7, 1, (-0.2, 1.2), "ceil", [3], False),
+])
+def test_resize_crop_coordinates_are_float32_as_onnxruntime_computes_them(length, out, roi, nearest, sources, sizes):
+    assert np.float32(-0.2) + np.float32(1.2) == 1.0  # (the float32 sum of the second case)
+    x = np.arange(2 * length, dtype=F).reshape(2, length) + 10
+    model = _crop_model(length, out, roi, "nearest", nearest, sizes)
+    (got,) = run_ours(model, {"x": x})
+    np.testing.assert_array_equal(got, np.asarray([[_E if s is None else row[s] for s in sources] for row in x], F))
+    runs_like_onnxruntime(model, [{"x": x}])
+
+
+def test_resize_crop_to_sizes_agrees_wherever_onnxruntime_and_onnx_reference_agree():
+    # tf_crop_and_resize nearest over lengths 2-6 -> 1-7 and decimal rois (float32 values an ulp off the decimal):
+    # wherever the two independent implementations agree, the conversion does (36 of 4,110 such resizes differed
+    # when its coordinates were float64 with the quotients' integer tolerance)
+    from onnx.reference import ReferenceEvaluator
+
+    checked = 0
+    for length in range(2, 7):
+        x = (np.arange(2 * length, dtype=F).reshape(2, length) + 1) ** 1.5
+        for out, roi, nearest in itertools.product(range(1, 8), [(-0.2, 1.2), (0.1, 0.9), (-0.1, 0.6)],
+                                                   ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]):
+            if out == length:
+                continue
+            model = _crop_model(length, out, roi, "nearest", nearest)
+            (theirs,) = ort_run(model, {"x": x})
+            if not np.array_equal(theirs, ReferenceEvaluator(model).run(None, {"x": x})[0]):
+                continue
+            (got,) = run_ours(model, {"x": x})
+            np.testing.assert_array_equal(got, theirs, err_msg=f"{length} -> {out} roi {roi} {nearest}")
+            checked += 1
+    assert checked > 300
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_upsample_keeps_a_dynamic_batch_dynamic(mode):
     model = dynamic_model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)],
@@ -399,3 +520,55 @@ def test_resize_keeping_the_aspect_ratio_rounds_the_exact_product():
                           [("x", FLOAT, [1, 2, 6, 3])], [("y", FLOAT, [1, 2, 7, 4])],
                           [("sizes", np.array([7, 2], np.int64))], opset=19)
     runs_like_onnxruntime(model, [{"x": rand_normal(1, 1, 2, 6, 3)}])
+
+
+def _exact_nearest_sources(width, out, scale, ctm, nearest):
+    """The source of each output position in exact arithmetic (Fraction): the spec's coordinate formula at the
+    exact scale, rounded as ``nearest`` says, clamped."""
+    from fractions import Fraction
+    from math import ceil, floor
+
+    scale = Fraction(scale)
+    sources = []
+    for y in range(out):
+        if ctm == "half_pixel":
+            x = (y + Fraction(1, 2)) / scale - Fraction(1, 2)
+        else:  # half_pixel_symmetric, with the integer output length (rule resize-length-resized)
+            offset = Fraction(width, 2) * (1 - Fraction(out) / (scale * width))
+            x = offset + (y + Fraction(1, 2)) / scale - Fraction(1, 2)
+        half_up = x - floor(x) > Fraction(1, 2) or (x - floor(x) == Fraction(1, 2) and nearest == "round_prefer_ceil")
+        source = {"floor": floor(x), "ceil": ceil(x)}.get(nearest, floor(x) + half_up)
+        sources.append(min(max(source, 0), width - 1))
+    return sources
+
+
+@pytest.mark.parametrize("width, out, scale, ctm, nearest", [
+    # 2 x 0.75, half_pixel_symmetric: exactly 0.5 at position 0, 0.49999997 in onnxruntime's own float32 formula;
+    # its nearest takes that as the tie (so does onnx.reference); the importer took source 0 (fuzzer seed 8086)
+    (2, None, 0.75, "half_pixel_symmetric", "round_prefer_ceil"),
+    (6, None, 0.75, "half_pixel_symmetric", "round_prefer_ceil"),
+    (5, None, 0.6, "half_pixel_symmetric", "round_prefer_floor"),
+    # 20 -> 6, half_pixel: position 4 is exactly 14.5 (onnxruntime issue 28291): round_prefer_ceil takes 15
+    (20, 6, None, "half_pixel", "round_prefer_ceil"),
+    # 7 -> 17, half_pixel: position 8 is exactly 3; the float64 quotient 3.0000000000000004 took source 4 under ceil
+    (7, 17, None, "half_pixel", "ceil"),
+    (7, 17, None, "half_pixel_symmetric", "floor"),
+])
+def test_nearest_resize_takes_a_coordinate_ulps_from_a_tie_or_an_integer_as_exact(width, out, scale, ctm, nearest):
+    from fractions import Fraction
+
+    attrs = dict(mode="nearest", coordinate_transformation_mode=ctm, nearest_mode=nearest)
+    if scale is not None:
+        out = int(np.floor(Fraction(float(np.float32(scale))) * width))
+        exact_scale = Fraction(float(np.float32(scale)))
+    else:
+        exact_scale = Fraction(out, width)
+    want = np.asarray(_exact_nearest_sources(width, out, exact_scale, ctm, nearest), F)
+    x = np.arange(width, dtype=F).reshape(1, 1, width)
+    for dims in ([1, 1, width], ["N", 1, "W"]):  # resized at conversion, and at run time
+        if scale is not None:
+            model = _resize_model(dims, attrs, scales=[1, 1, scale])
+        else:
+            model = _resize_model(dims, attrs, sizes=[1, 1, out])
+        got = run_ours(model, {"x": x})[0]
+        np.testing.assert_array_equal(got.reshape(-1), want, err_msg=str(dims))

@@ -5,12 +5,14 @@ from ..numba_cache import jit
 
 
 @jit(nogil=True, fastmath=False, boundscheck=False, error_model="numpy", inline="always")
-def _max_row(x, out_row, top, i0, i1, s_w, pl, k_w, fill):  # pragma: no cover (compiled)
+def _max_row(x, out_row, top, i0, i1, s_w, pl, k_w, fill, nan_skips):  # pragma: no cover (compiled)
     # One output row, kernel rows outermost: the input row a kernel row reads stays in L1 while every window
     # of the row takes it (0.77-1.06x the time of window by window, interleaved on a noisy machine: no slower,
     # sometimes faster; docs/performance.md fifth round). Per window the cells still come in row-major
-    # order: the first copied, then a select per later cell (a NaN wins, a tie keeps the earlier cell), which
-    # the channel loop vectorises -- the same result as the branchy "if v > a or v != v" loop.
+    # order: the first copied, then a select per later cell, which the channel loop vectorises: a greater cell
+    # wins (a tie keeps the earlier cell, a NaN cell never wins), and a NaN maximum gives way to any cell where
+    # ``nan_skips`` (both strides 1) -- the reference kernel's rule (kernels.pool): NaN only for a window of NaN
+    # only; else a NaN first cell stays.
     w, c = x.shape[1], x.shape[2]
     ow = out_row.shape[0]
     for q in range(ow):
@@ -37,7 +39,7 @@ def _max_row(x, out_row, top, i0, i1, s_w, pl, k_w, fill):  # pragma: no cover (
                 for ch in range(c):
                     v = src[ch]
                     a = acc[ch]
-                    acc[ch] = v if (v > a) | (v != v) else a
+                    acc[ch] = v if (v > a) | (nan_skips & (a != a)) else a
 
 @jit(nogil=True, fastmath=False, boundscheck=False, error_model="numpy")
 def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill):  # pragma: no cover
@@ -48,7 +50,7 @@ def pool_loop(x, out, k_h, k_w, s_h, s_w, pt, pl, is_max, start_at_zero, fill): 
             top = r * s_h - pt
             i0, i1 = max(0, -top), min(k_h, h - top)
             if is_max:
-                _max_row(x[b], out[b, r], top, i0, i1, s_w, pl, k_w, fill)
+                _max_row(x[b], out[b, r], top, i0, i1, s_w, pl, k_w, fill, s_h == 1 and s_w == 1)
                 continue
             for q in range(ow):
                 left = q * s_w - pl

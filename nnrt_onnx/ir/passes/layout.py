@@ -21,7 +21,7 @@ def _operand_for(graph: Graph, producers, name: str, perm, target: str) -> str |
         return None
     value = graph.values[name]
     producer = producers.get(name)
-    if producer is not None and perm_of(graph, producer) == tuple(perm):
+    if producer is not None and perm_of(graph, producer) == tuple(perm) and producer.inputs[0] != target:
         return producer.inputs[0]
     if value.data is not None and value.shape is not None and len(value.shape) <= len(perm):
         rank = len(perm)
@@ -66,7 +66,9 @@ def _can_sink(graph: Graph, producers, user: Node, name: str, perm) -> bool:
             continue
         value = graph.values[other]
         producer = producers.get(other)
-        if producer is not None and perm_of(graph, producer) == tuple(perm):
+        # another transpose by perm can move away too -- unless it transposes this very tensor: op(T(x), T(T(x)))
+        # would need T^-1(x) (moving both, the first cancelling, left the op reading x where it needed T^-1(x))
+        if producer is not None and perm_of(graph, producer) == tuple(perm) and producer.inputs[0] != name:
             continue
         if value.data is not None and value.shape is not None and len(value.shape) <= len(perm):
             if role == "concat" and len(value.shape) != len(perm):

@@ -25,6 +25,10 @@ from ._dims import dims_tensor, iota
 
 LENGTH_MODES = ("align_corners", "pytorch_half_pixel", "tf_crop_and_resize", "half_pixel_symmetric")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+# A coordinate this close to a half is the half (a tie), as onnxruntime's nearest resize takes it: the float32
+# formulas land a few ulps either side of ties that are exact in real arithmetic (2 x 0.75 -> 1, half_pixel_symmetric:
+# 0.49999997 for 0.5). docs/deviations.md, "Resize nearest near a tie".
+TIE_TOLERANCE = 1e-6
 
 
 def source_coordinates(k, y, in_size, length, scale, ctm: str, roi=None):
@@ -53,23 +57,27 @@ def source_coordinates(k, y, in_size, length, scale, ctm: str, roi=None):
         start, end = work(roi[0]), work(roi[1])
         if length > 1:
             return start * (in_size - 1) + y * (end - start) * (in_size - 1) / (length - 1)
-        return np.full(y.shape, work(0.5 * (float(start) + float(end)) * (float(in_size) - 1)))
+        # onnxruntime's: the roi's sum in float32, the rest in double (its literal 0.5 is a double)
+        return np.full(y.shape, work(0.5 * float(start + end) * (float(in_size) - 1)))
     raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"coordinate_transformation_mode={ctm!r} is not supported")
 
 
-def nearest_source(k, x, nearest_mode: str, in_size):
+def nearest_source(k, x, nearest_mode: str, in_size, *, quotient: bool = False):
     """The input position a nearest resize reads at coordinate ``x``: rounded as ``nearest_mode`` says (an exact
-    integer stays), clamped to [0, in_size - 1]; a value of ``x``'s float dtype."""
+    integer stays; a coordinate within TIE_TOLERANCE of a half is the half), clamped to [0, in_size - 1]; a value of
+    ``x``'s float dtype. ``quotient``: ``x`` is a float64 quotient of integers (nearest to given sizes), whose exact
+    value may be an integer that floor and ceil must keep: within TIE_TOLERANCE of an integer, it is that integer
+    (float32 coordinates of a float32 scale are floored and ceiled as they are, as onnxruntime does)."""
     base = k.floor(x)
     fraction = x - base  # (exact)
     if nearest_mode == "round_prefer_floor":
-        up = k.greater(fraction, 0.5)
+        up = k.greater(fraction, 0.5 + TIE_TOLERANCE)
     elif nearest_mode == "round_prefer_ceil":
-        up = k.greater_equal(fraction, 0.5)
+        up = k.greater_equal(fraction, 0.5 - TIE_TOLERANCE)
     elif nearest_mode == "ceil":
-        up = k.greater(fraction, 0.0)
+        up = k.greater(fraction, TIE_TOLERANCE if quotient else 0.0)
     elif nearest_mode == "floor":
-        up = None
+        up = k.greater_equal(fraction, 1.0 - TIE_TOLERANCE) if quotient else None
     else:
         raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"nearest_mode={nearest_mode!r} is not supported")
     source = base if up is None else k.where(up, base + 1, base)
@@ -152,7 +160,8 @@ def emit_run_time_axis(ctx: NodeContext, x: str, axis: int, plan: RunTimeAxis, t
                            output=output)
 
     if plan.mode == "nearest":
-        gather(nearest_source(k, x_coordinate, plan.nearest_mode, in_size), output=target)
+        gather(nearest_source(k, x_coordinate, plan.nearest_mode, in_size, quotient=work is np.float64),
+               output=target)
         return
     weight_dtype = np.float64 if value.dtype == np.float64 else np.float32
     if weight_dtype != work:

@@ -6,11 +6,16 @@ Decisions (layout and pads: see ``_common``):
   smaller than the kernel. ``count_include_pad=1`` becomes PAD (zeros) + pooling whose extra end padding (ceil
   mode) is not counted -- ONNX does not count the cells past the declared end pads either. Everything else
   (dilations, big pads, 3-D) is decomposed into one strided slice per kernel tap combined with MAXIMUM/ADD
-  (and a constant divisor map for averages).
+  (and a constant divisor map for averages; a float max: below).
 * LpPool: |x|^p (SQUARE for p=2), a sum pool (average pool times the constant window-size map), then ^(1/p).
+* MaxPool and NaN: MAX_POOL's rule (``kernels.pool``: with unit strides and dilations a NaN never wins, else a
+  window's NaN first cell does), also where the taps are combined here: their MAXIMUM with NaN made -inf, then
+  NaN where the rule says (``_nan_rule_max``). Except SAME_LOWER over dynamic dims with a stride above 1
+  (``_same_lower_pool``).
 * MaxPool's Indices output (static spatial dims): the first tap, in scan order, whose value equals the window's
-  maximum Y (onnxruntime's choice at a tie; padding never wins), as the window origin's flat position plus the
-  tap's offset -- row-major within an (n, c) plane, or column-major under ``storage_order=1`` -- plus the plane's.
+  maximum Y (onnxruntime's choice at a tie; padding never wins), or its first cell inside the input where that is
+  NaN (onnxruntime's, also with unit strides), as the window origin's flat position plus the tap's offset --
+  row-major within an (n, c) plane, or column-major under ``storage_order=1`` -- plus the plane's.
 * MaxUnpool scatters X at the flat indices into the inferred shape (SCATTER_ND) and pads to ``output_shape``
   (the ONNX reference and node suite; onnxruntime instead reads the indices against ``output_shape`` when it
   differs). Constant indices keep the last write of a repeated index; runtime indices are averaged over
@@ -127,14 +132,87 @@ def _window_taps(ctx: NodeContext, x: str, kernel, strides, dilations, pads, out
     return taps
 
 
+def _first_taps(strides, dilations, pads, out_sizes) -> list[np.ndarray]:
+    """Per spatial axis, per output position along it: the offset (in taps) of its window's first tap inside the
+    input -- the first j with start + j * dilation >= 0; the window's first cell inside (in scan order) takes it on
+    every axis."""
+    result = []
+    for o, s, d, (p0, _) in zip(out_sizes, strides, dilations, pads):
+        starts = np.arange(o, dtype=np.int64) * s - p0
+        result.append(np.maximum(-(starts // d), 0))
+    return result
+
+
+def _first_cells(ctx: NodeContext, x: str, kernel, strides, dilations, pads, out_sizes, hint: str) -> str:
+    """Each window's first cell inside the input (scan order: per axis, its first tap inside), [N, C, *out_sizes]:
+    one STRIDED_SLICE over the axes without leading padding (there the window's start), then one GATHER per axis
+    with (where windows start in the padding)."""
+    value = ctx.value(x)
+    padded = [p0 > 0 for p0, _ in pads]
+    shape = [value.shape[0], value.shape[1]] + [size if pad else o
+                                                for size, o, pad in zip(value.shape[2:], out_sizes, padded)]
+    source = x
+    if not all(padded):
+        end = [0, 0] + [1 if pad else (o - 1) * s + 1 for o, s, pad in zip(out_sizes, strides, padded)]
+        source = ctx.emit_to(OP.OH_NN_OPS_STRIDED_SLICE, [
+            x, ctx.constant(np.zeros(len(end), np.int64)), ctx.constant(np.asarray(end, np.int64)),
+            ctx.constant(np.asarray([1, 1] + [1 if pad else s for s, pad in zip(strides, padded)], np.int64))],
+            value.dtype, tuple(shape), f"{hint}.first_cells",
+            {"OH_NN_STRIDED_SLICE_BEGIN_MASK": 3, "OH_NN_STRIDED_SLICE_END_MASK": 3 | sum(
+                1 << (2 + axis) for axis, pad in enumerate(padded) if pad)})
+    for axis, (o, s, d, (p0, _), pad, first) in enumerate(zip(out_sizes, strides, dilations, pads, padded,
+                                                              _first_taps(strides, dilations, pads, out_sizes)),
+                                                          start=2):
+        if pad:
+            cells = np.arange(o, dtype=np.int64) * s - p0 + first * d
+            shape[axis] = o
+            source = ctx.emit_to(OP.OH_NN_OPS_GATHER, [source, ctx.constant(cells, f"{hint}.first_cells"),
+                                                       ctx.constant(np.asarray([axis], np.int64))],
+                                 value.dtype, tuple(shape), f"{hint}.first_cells")
+    return source
+
+
+def _nan_rule_max(ctx: NodeContext, x: str, out: str, kernel, strides, dilations, pads, out_sizes) -> None:
+    """A float max pooling by MAX_POOL's NaN rule (``kernels.pool``) into ``out``: the MAXIMUM of the taps of ``x``
+    with NaN made -inf (one WHERE over the input, then one op per tap as for integers), then NaN where the window
+    holds NaN only (unit strides and dilations: a LOGICAL_OR per tap of "is a number") or where its first cell
+    inside the input is NaN (else: ``_first_cells``). 1.4-1.75x the time of the NaN-blind MAXIMUM per tap
+    (2x2x2 stride 2 over 1x64x16x56x56, 3x3x3 unit over 1x32x8x28x28, a dilated 3x3: np.where's cost)."""
+    value = ctx.value(x)
+    dtype, shape = value.dtype, value.shape
+    out_shape = (shape[0], shape[1], *out_sizes)
+    nan = _compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, x, x, f"{out}.nan")
+    numbers = ctx.emit_to(OP.OH_NN_OPS_WHERE, [nan, _const(ctx, -np.inf, dtype, "minus_inf"), x], dtype, shape,
+                          f"{out}.numbers")
+    taps = _window_taps(ctx, numbers, kernel, strides, dilations, pads, out_sizes, float("-inf"), out)
+    maximum = taps[0]
+    for tap in taps[1:]:
+        maximum = _binary(ctx, OP.OH_NN_OPS_MAXIMUM, maximum, tap, f"{out}.max")
+    if all(s == 1 for s in strides) and all(d == 1 for d in dilations):
+        present = ctx.emit_to(OP.OH_NN_OPS_LOGICAL_NOT, [nan], np.bool_, shape, f"{out}.present")
+        flags = _window_taps(ctx, present, kernel, strides, dilations, pads, out_sizes, 0.0, f"{out}.present")
+        defined = flags[0]
+        for flag in flags[1:]:
+            defined = _binary(ctx, OP.OH_NN_OPS_LOGICAL_OR, defined, flag, f"{out}.defined", dtype=np.bool_)
+        ctx.emit_to(OP.OH_NN_OPS_WHERE, [defined, maximum, _const(ctx, np.nan, dtype, "nan")], dtype, out_shape,
+                    out, output=out)
+        return
+    first = _first_cells(ctx, x, kernel, strides, dilations, pads, out_sizes, out)
+    first_nan = _compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, first, first, f"{out}.first_is_nan")
+    ctx.emit_to(OP.OH_NN_OPS_WHERE, [first_nan, first, maximum], dtype, out_shape, out, output=out)
+
+
 def _taps_pool(ctx: NodeContext, kind: str, x: str, out: str, kernel, strides, dilations, pads, out_sizes,
                include_pad: bool) -> None:
     """Pooling of any rank as one strided slice per kernel tap (for what the native pooling ops cannot express).
 
-    kind: "max", "avg" or "sum"."""
+    kind: "max", "avg" or "sum" (a float max: ``_nan_rule_max``)."""
     value = ctx.value(x)
     shape = value.shape
     out_shape = (shape[0], shape[1], *out_sizes)
+    if kind == "max" and value.dtype.kind == "f":
+        _nan_rule_max(ctx, x, out, kernel, strides, dilations, pads, out_sizes)
+        return
     fill = _lowest(value.dtype) if kind == "max" else 0.0
     taps = _window_taps(ctx, x, kernel, strides, dilations, pads, out_sizes, fill, out)
     combine = OP.OH_NN_OPS_MAXIMUM if kind == "max" else OP.OH_NN_OPS_ADD
@@ -253,12 +331,17 @@ def _pool_common(ctx: NodeContext, kind: str, x: str, out: str, *, p: float | No
 
 def _same_lower_pool(ctx: NodeContext, kind: str, x: str, out: str, nd: int, kernel, strides,
                      include_pad: bool) -> None:
-    """SAME_LOWER pooling over dynamic dims on the input padded at run time: a max ignores the lowest value it is
-    padded with; an average of the zero-padded input is divided by the average of zero-padded ones (the share of
-    each window inside the input) unless the padding counts; a sum is the average times the window size."""
+    """SAME_LOWER pooling over dynamic dims on the input padded at run time: a max ignores the NaN (unit strides)
+    or lowest value it is padded with -- not quite where a stride is above 1: a window starting in the padding
+    whose first real cell is NaN gets the maximum of its other cells, not NaN (``kernels.pool``); an average of
+    the zero-padded input is divided by the average of zero-padded ones (the share of each window inside the
+    input) unless the padding counts; a sum is the average times the window size."""
     dtype = ctx.value(x).dtype
     ones = [1] * nd
-    padded = _same_lower_pad(ctx, x, kernel, strides, ones, _lowest(dtype) if kind == "max" else 0.0)
+    fill = 0.0
+    if kind == "max":  # (NaN padding: a NaN never wins with unit strides; strided, a NaN first cell would win)
+        fill = float("nan") if dtype.kind == "f" and all(s == 1 for s in strides) else _lowest(dtype)
+    padded = _same_lower_pad(ctx, x, kernel, strides, ones, fill)
     if kind == "max":
         _native_pool(ctx, kind, padded, out, nd, kernel, strides, [(0, 0)] * nd, 0)
         return
@@ -316,7 +399,11 @@ def _max_pool_indices(ctx: NodeContext, x: str, y: str, out: str, storage_order:
     or column-major (the first spatial axis fastest) under ``storage_order=1``, plus the plane's offset.
 
     Computed as ``base + delta``: the window origin's position (a constant per output) plus the chosen tap's offset,
-    picked from the taps in reverse order by WHERE (the earliest match written last)."""
+    picked from the taps in reverse order by WHERE (the earliest match written last). A float window whose first
+    cell inside the input is NaN points to that cell: onnxruntime's fold ``y = x if x > y`` stops there -- ``y``
+    is that NaN where a stride or dilation is above 1 (MAX_POOL's rule, ``kernels.pool``), but with unit ones
+    ``y`` is the maximum of the other cells (onnx.reference's value; onnxruntime's is NaN there) while the index
+    stays onnxruntime's (onnx.reference's too where the other cells are all equal, the only case they agree)."""
     nd, kernel, strides, dilations, ceil_mode = _window_attributes(ctx, x)
     shape = list(ctx.value(x).shape)
     in_sizes = shape[2:]
@@ -327,6 +414,10 @@ def _max_pool_indices(ctx: NodeContext, x: str, y: str, out: str, storage_order:
     pads = _onnx_pads(ctx, nd, kernel, strides, dilations, in_sizes)
     out_sizes = _pool_sizes(in_sizes, kernel, strides, dilations, pads, ceil_mode)
     limits.require_shape(out_sizes, np.int64, "the pooling windows' positions")
+    # the Indices output has Y's shape: the rule's, where onnx shape inference keeps a last ceil-mode window that
+    # starts in the end padding (as for Y in _pool_common)
+    ctx.override_shape(out, [shape[0], shape[1], *out_sizes],
+                       out_sizes != _sizes_onnx_infers(in_sizes, kernel, strides, dilations, pads, ceil_mode))
     order = list(range(nd)) if storage_order else list(range(nd - 1, -1, -1))  # fastest axis first
     step = [0] * nd
     size = 1
@@ -355,6 +446,14 @@ def _max_pool_indices(ctx: NodeContext, x: str, y: str, out: str, storage_order:
             match = _binary(ctx, OP.OH_NN_OPS_LOGICAL_AND, match, ctx.constant(inside, f"{out}.inside"),
                             f"{out}.max_inside", dtype=np.bool_)
         chosen = ctx.emit_to(OP.OH_NN_OPS_WHERE, [match, delta, chosen], i64, full, f"{out}.chosen")
+    if value.dtype.kind == "f":  # a NaN first cell is the index (onnxruntime's scan-order fold)
+        first = _first_cells(ctx, x, kernel, strides, dilations, pads, out_sizes, out)
+        undefined = _compare(ctx, OP.OH_NN_OPS_NOT_EQUAL, first, first, f"{out}.first_is_nan")
+        delta = sum(first * d * st for first, d, st in zip(
+            np.ix_(*_first_taps(strides, dilations, pads, out_sizes)), dilations, step))
+        chosen = ctx.emit_to(OP.OH_NN_OPS_WHERE, [undefined, ctx.constant(
+            np.broadcast_to(delta, out_sizes).reshape(1, 1, *out_sizes).astype(i64), f"{out}.first_inside"),
+                                                   chosen], i64, full, f"{out}.chosen")
     if _known(shape[:2]):
         planes = ctx.constant((np.arange(shape[0] * shape[1], dtype=i64) * plane).reshape(shape[0], shape[1],
                                                                                           *[1] * nd),

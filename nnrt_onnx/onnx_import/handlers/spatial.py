@@ -100,7 +100,8 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
     rows = np.arange(out_size)
     if mode == "nearest" or (mode == "linear" and not antialias):
         if mode == "nearest":
-            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size)), 1.0)]
+            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size),
+                                    quotient=np.dtype(work) == np.float64), 1.0)]
         else:
             first, second, first_weight, second_weight = linear_taps(NUMPY, x, float(in_size))
             taps = [(first, first_weight), (second, second_weight)]
@@ -221,11 +222,10 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
             shape = [1] * rank
             shape[a] = out_shape[a]
             keep = keep & ~m.reshape(shape)
-        kept = out if extrapolation_value == 0 else ctx.new_value(dtype, out_shape, f"{out}.kept")
-        ctx.emit(OP.OH_NN_OPS_MUL, [current, ctx.constant(keep.astype(dtype))], [kept])
-        if extrapolation_value != 0:
-            fill = np.where(keep, 0, extrapolation_value).astype(dtype)
-            ctx.emit(OP.OH_NN_OPS_ADD, [kept, ctx.constant(fill)], [out])
+        # selected, not multiplied by a 0/1 mask: an extrapolated position reads a row of zeros (or any source, for
+        # nearest), and 0 x inf or a NaN source is NaN where the extrapolation value belongs (fuzzer seed 4711)
+        fill = ctx.constant(np.full([1] * rank, extrapolation_value, dtype), f"{out}.extrapolation_value")
+        ctx.emit(OP.OH_NN_OPS_WHERE, [ctx.constant(keep, f"{out}.inside"), current, fill], [out])
 
 
 def _emit_quantized_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
@@ -332,6 +332,9 @@ def resize(ctx: NodeContext) -> None:
         raise _unsupported(f"scales {axis_scales} give an empty output {out_sizes} (empty tensors are not supported)")
     out_shape = list(shape)
     plan = {}
+    # onnxruntime skips the coordinate formula on an axis of scale 1, and on every axis when none changes its length
+    # (rule resize-kept-length: recorded where the formula moves positions of such an axis)
+    any_changes = any(not r and o != d for o, d, r in zip(out_sizes, in_sizes, run_time))
     for i, (axis, size, out_size, scale, pair, k) in enumerate(zip(axes, in_sizes, out_sizes, axis_scales, roi_pairs,
                                                                    kept)):
         out_shape[axis] = out_size
@@ -339,7 +342,7 @@ def resize(ctx: NodeContext) -> None:
             axis_nearest = nearest_mode or ("floor" if scale >= 1 else "ceil")
             if sizes is None:
                 plan[axis] = RunTimeAxis(mode, ctm, axis_nearest, out_size, scale=scale)
-                _run_time_deviations(ctx, axis, scale, mode, ctm, axis_nearest)
+                _run_time_deviations(ctx, axis, scale, mode, ctm, axis_nearest, any_changes)
             else:
                 plan[axis] = RunTimeAxis(mode, ctm, axis_nearest, out_size, sizes=ctx.input(3), sizes_index=i)
                 if mode == "nearest":
@@ -353,22 +356,43 @@ def resize(ctx: NodeContext) -> None:
         axis_nearest = nearest_mode or ("floor" if scale >= 1 else "ceil")
         options = dict(roi=pair, cubic_a=cubic_a, exclude_outside=exclude, antialias=antialias,
                        nearest_mode=axis_nearest)
-        if sizes is not None and mode == "nearest":
+        if sizes is not None and mode == "nearest" and ctm != "tf_crop_and_resize":
             # which source a nearest output takes is decided at ties (3.5 of 7 -> 2, asymmetric), which float32
             # quotients break either way: float64, x_resized / (out / in), as onnx.reference (onnxruntime agrees
-            # but for a few ties its float32 arithmetic rounds the other way; rule resize-nearest-sizes)
+            # but for a few ties its float32 arithmetic rounds the other way; rule resize-nearest-sizes).
+            # (tf_crop_and_resize's coordinates take no scale: float32 as onnxruntime's, below, whose order keeps
+            # a tie of the lengths exact; its float32 roi is no exact ratio of integers)
             exact = scale if policy != "stretch" else out_size / size  # (the policy's common scale: exact already)
             plan[axis] = _resize_matrix(size, out_size, exact, mode, ctm, work=np.float64, **options)
             if not np.array_equal(plan[axis][0], _resize_matrix(size, out_size, scale, mode, ctm, **options)[0]):
                 ctx.deviation("resize-nearest-sizes", f"axis {axis}: {size} -> {out_size}: float64 and float32 "
                                                       f"coordinates pick different sources at a tie")
+            if np.float32(scale) == 1 or not any_changes:
+                _kept_length_deviation(ctx, axis, plan[axis], f"{ctm} at size {out_size}")
             continue
         plan[axis] = _resize_matrix(size, out_size, scale, mode, ctm, **options)
+        if np.float32(scale) == 1 or not any_changes:
+            _kept_length_deviation(ctx, axis, plan[axis], f"{ctm} at scale {scale:g}")
         if _length_readings_differ(size, out_size, scale, mode, ctm, options):
             ctx.deviation("resize-length-resized", f"axis {axis}: {size} -> {out_size} at scale {scale:g}: "
                                                    f"onnxruntime's length_resized {out_size}, onnx.reference's "
                                                    f"{scale * size:g}")
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, extrapolation)
+
+
+def _kept_length_deviation(ctx: NodeContext, axis: int, plan: tuple, case: str) -> bool:
+    """Record rule resize-kept-length where an axis that onnxruntime returns as it is (its scale is 1, or no axis
+    changes its length) keeps its length but the coordinate formula does not map it onto itself (``plan``: the
+    axis' matrix and extrapolation mask). Whether it was recorded."""
+    matrix = plan[0]  # (an extrapolated position's row is empty: it moves too)
+    size = matrix.shape[1]
+    if matrix.shape[0] != size:
+        return False
+    moved = int(np.count_nonzero(~np.all(matrix == np.eye(size), axis=1)))
+    if moved:
+        ctx.deviation("resize-kept-length", f"axis {axis}: {size} -> {size} ({case}): the formula moves {moved} of "
+                                            f"{size} positions; onnxruntime keeps the axis as it is")
+    return bool(moved)
 
 
 def _length_readings_differ(size: int, out_size: int, scale: float, mode: str, ctm: str, options: dict) -> bool:
@@ -402,9 +426,12 @@ _DEVIATION_LENGTHS = 4096  # input lengths an axis resized at run time is checke
 _LENGTH_READING_LENGTHS = 64  # ... and for rule resize-length-resized (a matrix each)
 
 
-def _run_time_deviations(ctx: NodeContext, axis: int, scale: float, mode: str, ctm: str, nearest_mode: str) -> None:
+def _run_time_deviations(ctx: NodeContext, axis: int, scale: float, mode: str, ctm: str, nearest_mode: str,
+                         any_changes: bool) -> None:
     """The rules an axis resized at run time by ``scale`` follows where onnxruntime or onnx.reference differ, at
-    some input length: recorded with the first such length (the lengths are known at run time only)."""
+    some input length: recorded with the first such length (the lengths are known at run time only).
+    ``any_changes``: a static axis of the node changes its length (onnxruntime then applies the formula to an axis
+    that keeps its length, unless its scale is 1)."""
     lengths = np.arange(1, _DEVIATION_LENGTHS + 1)
     exact = np.floor(lengths * float(np.float32(scale))).astype(np.int64)  # (exact: < 2^29 x a float32)
     rounded = (np.float32(scale) * lengths.astype(np.float32)).astype(np.int64)
@@ -415,6 +442,11 @@ def _run_time_deviations(ctx: NodeContext, axis: int, scale: float, mode: str, c
                                             f"{scale!r}) = {exact[at]}; onnxruntime's float32 product gives "
                                             f"{rounded[at]}")
     options = dict(nearest_mode=nearest_mode)
+    kept = lengths[:_LENGTH_READING_LENGTHS][exact[:_LENGTH_READING_LENGTHS] == lengths[:_LENGTH_READING_LENGTHS]]
+    for size in kept if not any_changes else []:
+        if _kept_length_deviation(ctx, axis, _resize_matrix(int(size), int(size), scale, mode, ctm, **options),
+                                  f"{ctm} at scale {scale:g}; the length is known at run time: e.g. this one"):
+            break
     for size, out_size in zip(lengths[:_LENGTH_READING_LENGTHS], exact[:_LENGTH_READING_LENGTHS]):
         if out_size > 0 and _length_readings_differ(int(size), int(out_size), scale, mode, ctm, options):
             ctx.deviation("resize-length-resized", f"axis {axis} (length known at run time): e.g. {size} -> "
@@ -487,16 +519,19 @@ def upsample(ctx: NodeContext) -> None:
     if any(o == 0 for o in out_shape) or any(s <= 0 for s in scales):
         raise _unsupported(f"scales {scales} give an empty output {out_shape}")
     plan = {}
+    any_changes = any(d >= 0 and o != d for o, d in zip(out_shape, shape))  # (rule resize-kept-length, as Resize)
     for axis, (size, out_size, scale) in enumerate(zip(shape, out_shape, scales)):
         if scale == 1.0 or math.isclose(scale, 1.0) and out_size == size:
             continue
         if size < 0:  # resized at run time (_resize.RunTimeAxis)
             nearest_mode = "floor" if scale >= 1 else "ceil"
             plan[axis] = RunTimeAxis(mode, "asymmetric", nearest_mode, -1, scale=scale)
-            _run_time_deviations(ctx, axis, scale, mode, "asymmetric", nearest_mode)
+            _run_time_deviations(ctx, axis, scale, mode, "asymmetric", nearest_mode, any_changes)
             continue
         plan[axis] = _resize_matrix(size, out_size, scale, mode, "asymmetric",
                                     nearest_mode="floor" if scale >= 1 else "ceil")
+        if not any_changes:  # (a scale of 1 is the identity here)
+            _kept_length_deviation(ctx, axis, plan[axis], f"asymmetric at scale {scale:g}")
     _emit_resize(ctx, x, ctx.output(0), out_shape, plan, mode, 0.0)
 
 
