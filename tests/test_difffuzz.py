@@ -205,6 +205,20 @@ def test_a_comparison_of_nearly_equal_floats_is_ill_conditioned_not_wrong():
     assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
     assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
 
+    # a Cast to int64 of a value a hair below an integer, seen through a Flatten (fuzzer seed 4711 model 142135:
+    # Conv -> BN -> Add -> Relu -> Cast -> Flatten, float64 57.9999861 -> onnxruntime 57, native 58)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64), helper.make_node("Flatten", ["i"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 2])]), opset_imports=[helper.make_opsetid("", 17)])
+    feed = {"x": np.asarray([[57.99999, 2.0], [-1.0, 0.3]], np.float32)}
+    want = feed["x"].astype(np.int64)
+    near, far = want.copy(), want.copy()
+    near[0, 0], far[0, 1] = 58, 3
+    runs = [(0, feed, [want])]
+    assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
+    assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
+
 
 def _crop_and_gather_model():
     """Fuzzer seed 8086's unjudged pattern, reduced: a tf_crop_and_resize that keeps its length (roi [-0.25, 1.25] on

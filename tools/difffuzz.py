@@ -26,7 +26,8 @@ Outcomes:
     ill_conditioned  they differ, but one-ulp noise moves the result that much (or both are as close to float64
                      as float32 can be; or the elements that differ are decided by a comparison or an ArgMax of
                      values equal to within 1e-4 of their scale, or by a Cast, Floor, Ceil or Round of a value
-                     within 1e-4 of where the result jumps): nobody's fault
+                     within 1e-4 of where the result jumps, also seen through a Reshape, Flatten, Squeeze or
+                     Unsqueeze): nobody's fault
     imprecise        native is farther from float64 than float32 noise explains, but within 1e-2 (max rel): a less
                      accurate computation (an accumulation order, a variance formula) rather than a wrong one
     wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
@@ -297,10 +298,14 @@ def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, 
     return "ill_conditioned", verdict.text(), verdict.native_error
 
 
+_ORDER_KEEPING = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
 def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
     """Do the elements of an output that native and onnxruntime disagree on come from a comparison or an ArgMax/ArgMin
     of values equal to within TIE of their scale in float64, or from a Cast to integers, Floor, Ceil or Round of
-    values within TIE of where the result jumps (through Not, Identity and Casts of booleans)? Then float32
+    values within TIE of where the result jumps (through Not, Identity, Casts of booleans and the reshapes of
+    _ORDER_KEEPING)? Then float32
     rounding decides them, not a bug."""
     import numpy as np
 
@@ -311,8 +316,14 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
     values.update({k: np.asarray(v) for k, v in {**feed, **truth.truth}.items()})
     flipped = np.asarray(got) != np.asarray(want)
     node = writers.get(name)
-    while node is not None and (node.op_type in ("Not", "Identity") or (
+    # (ops that keep each element's value and row-major order: the flipped mask reshapes to their input)
+    while node is not None and (node.op_type in ("Not", "Identity") + _ORDER_KEEPING or (
             node.op_type == "Cast" and values.get(node.input[0], np.zeros(0)).dtype == np.bool_)):
+        source = values.get(node.input[0])
+        if node.op_type in _ORDER_KEEPING:
+            if source is None or source.size != flipped.size:
+                return False
+            flipped = flipped.reshape(source.shape)
         node = writers.get(node.input[0])
     if node is None or any(i not in values for i in node.input[:2] if i):
         return False
@@ -334,8 +345,16 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
         return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
     if node.op_type in ("Cast", "Floor", "Ceil", "Round") and inputs[0].shape == flipped.shape:
         x = inputs[0][flipped]
-        boundary = np.floor(x) + 0.5 if node.op_type == "Round" else np.round(x)  # (where the result jumps)
-        return bool(np.all(np.abs(x - boundary) <= TIE * np.maximum(1.0, np.abs(x))))
+        step = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round}.get(node.op_type, np.trunc)
+        if node.op_type == "Cast" and not np.issubdtype(np.asarray(got).dtype, np.integer):
+            boundary = np.round(x)  # (a Cast to a float or bool type: only a crude check)
+            return bool(np.all(np.abs(x - boundary) <= TIE * np.maximum(1.0, np.abs(x))))
+        # both results must be what the step gives somewhere within TIE of the value
+        wobble = TIE * np.maximum(1.0, np.abs(x))
+        reachable = (step(x - wobble), step(x + wobble))
+        return all(bool(np.all((r == reachable[0]) | (r == reachable[1])))
+                   for r in (np.asarray(got, np.float64).reshape(flipped.shape)[flipped],
+                             np.asarray(want, np.float64).reshape(flipped.shape)[flipped]))
     return False
 
 
