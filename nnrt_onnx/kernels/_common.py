@@ -64,6 +64,24 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
+def _float_mean(a: np.ndarray, axes: tuple[int, ...], keepdims: bool = True) -> np.ndarray:
+    """The mean over ``axes`` of a float array, always an ndarray of ``a``'s dtype. float32 is summed in float64 and
+    the quotient rounded once, as onnxruntime's layer norm and ReduceMean accumulate: the mean of equal values is then
+    that value exactly, so a constant row normalises to exactly 0 (a float32 sum of three equal values can round,
+    and an ulp over sqrt(epsilon) is 2e-5 of output). Other dtypes: the sum in their own dtype divided by the count
+    (a float division by a count exact in that dtype is np.mean's correctly rounded quotient, without np.mean's
+    Python-level overhead)."""
+    count = math.prod(a.shape[axis] for axis in axes)
+    if a.dtype == np.float32:
+        s = np.asarray(np.add.reduce(a, axis=axes, keepdims=keepdims, dtype=np.float64))
+        return np.true_divide(s, count).astype(np.float32)
+    s = np.asarray(np.add.reduce(a, axis=axes, keepdims=keepdims))
+    exact = s.dtype.type(count)
+    if exact == count:
+        return np.true_divide(s, exact)
+    return np.true_divide(s, np.intp(count), casting="unsafe").astype(s.dtype)
+
+
 def _unary_float(op: str, x, fn) -> np.ndarray:
     """``fn`` on a float tensor: float16 is evaluated in float32 (the work dtype), then rounded back once."""
     x = np.asarray(x)

@@ -10,7 +10,6 @@ Conventions (shared with the linear and reduce kernels):
 """
 from __future__ import annotations
 
-from math import prod
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from ._common import (
     _axes_list,
     _axis_index,
     _compute_dtype,
+    _float_mean,
     _known,
     _packed,
     _product,
@@ -175,24 +175,6 @@ def batch_norm(input: np.ndarray, scale: np.ndarray, offset: np.ndarray, mean: n
     return result
 
 
-def _mean(a: np.ndarray, axes: tuple[int, ...], count: int) -> np.ndarray:
-    """The mean over ``axes`` (kept) of a float array, without np.mean's Python-level overhead. float32 is summed
-    in float64 and the quotient rounded once, as onnxruntime's layer norm accumulates (and REDUCE_MEAN): the mean
-    of equal values is then that value exactly, so a constant row normalises to exactly 0 (a float32 sum of three
-    equal values can round, and an ulp over sqrt(epsilon) is 2e-5 of output). Other dtypes: np.mean's own sum,
-    divided by the count (a float division by the count exact in the sum's dtype is np.mean's correctly rounded
-    quotient, without the mixed-type call)."""
-    if a.dtype == np.float32:
-        s = np.add.reduce(a, axis=axes, keepdims=True, dtype=np.float64)
-        np.true_divide(s, count, out=s)
-        return s.astype(np.float32)
-    s = np.add.reduce(a, axis=axes, keepdims=True)
-    exact = s.dtype.type(count)
-    if exact == count:
-        return np.true_divide(s, exact, out=s)
-    return np.true_divide(s, np.intp(count), out=s, casting="unsafe")
-
-
 @kernel("OH_NN_OPS_LAYER_NORM")
 def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_norm_axis: int, epsilon: float,
                begin_param_axis: int) -> np.ndarray:
@@ -206,13 +188,13 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
     x = np.asarray(input)
     _require_float(op, x)
     g, b = np.asarray(gamma), np.asarray(beta)
-    axes, count = _layer_norm_checked(x.shape, g.shape, g.dtype, b.shape, b.dtype, _scalar(begin_norm_axis),
-                                      _scalar(begin_param_axis))
+    axes = _layer_norm_checked(x.shape, g.shape, g.dtype, b.shape, b.dtype, _scalar(begin_norm_axis),
+                               _scalar(begin_param_axis))
     work = _work_dtype(x.dtype)
     xw = x.astype(work, copy=False)
     # two work buffers (centred values, squares), then scale and shift in place: no further temporaries
-    centred = np.subtract(xw, _mean(xw, axes, count), out=xw if xw is not x else None)
-    var = _mean(np.square(centred), axes, count)
+    centred = np.subtract(xw, _float_mean(xw, axes), out=xw if xw is not x else None)
+    var = _float_mean(np.square(centred), axes)
     np.add(var, work.type(epsilon), out=var)
     np.sqrt(var, out=var)
     np.divide(centred, var, out=centred)
@@ -224,8 +206,7 @@ def layer_norm(input: np.ndarray, gamma: np.ndarray, beta: np.ndarray, *, begin_
 @_remembered
 def _layer_norm_checked(x_shape, g_shape, g_dtype, b_shape, b_dtype, begin_norm_axis, begin_param_axis):
     """The layer norm's checks of its parameters and of gamma/beta, remembered (a pure function of the shapes,
-    dtypes and parameters; they were ~8 us of a small layer norm's ~18); returns (the normalised axes, their element
-    count)."""
+    dtypes and parameters; they were ~8 us of a small layer norm's ~18); returns the normalised axes."""
     op = "LAYER_NORM"
     rank = len(x_shape)
     bna, bpa = _layer_norm_axes(op, rank, begin_norm_axis, begin_param_axis)
@@ -233,7 +214,7 @@ def _layer_norm_checked(x_shape, g_shape, g_dtype, b_shape, b_dtype, begin_norm_
         if dtype.kind not in _FLOAT_KINDS:
             raise unsupported(f"{op}: {name} dtype {dtype} is not supported (float only)")
         _check_layer_norm_param(op, name, shape, x_shape, bna, bpa)
-    return tuple(range(bna, rank)), prod(x_shape[bna:])
+    return tuple(range(bna, rank))
 
 
 def _layer_norm_axes(op: str, rank: int, begin_norm_axis, begin_param_axis) -> tuple[int, int]:

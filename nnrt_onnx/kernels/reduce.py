@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import invalid, unsupported
 from . import OpContext, kernel, shape_rule
-from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _known, _length, _scalar, _work_dtype
+from ._common import _FLOAT_KINDS, _INT_KINDS, _axis_index, _float_mean, _known, _length, _scalar, _work_dtype
 
 
 def _axis_tensor(op: str, axis: np.ndarray, rank: int) -> list[int]:
@@ -120,10 +120,8 @@ def _reduce(op: str, mode: str, input: np.ndarray, axis: np.ndarray, keep_dims: 
 
     if kind in _FLOAT_KINDS:
         xw = x.astype(_work_dtype(dtype), copy=False)
-        if mode == "mean":  # float32 summed in float64 (onnxruntime's layer norm does too): the mean of equal
-            # values is that value exactly, so a normalisation of a constant row is exactly 0
-            out = np.mean(xw, axis=axes, keepdims=keep, dtype=np.float64 if xw.dtype == np.float32 else None)
-            out = out.astype(xw.dtype, copy=False) if isinstance(out, np.ndarray) else xw.dtype.type(out)
+        if mode == "mean":
+            out = _float_mean(xw, axes, keep)
         elif mode == "sum":
             out = np.sum(xw, axis=axes, keepdims=keep)
         elif mode == "prod":
