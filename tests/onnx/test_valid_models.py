@@ -331,3 +331,24 @@ def test_crop_and_resize_extrapolates_next_to_infinities_and_nan(extrapolation):
     model = graph([node], [("x", F, [1, 2, 4])], [("y", F, [1, 2, 6])],
                   [("roi", np.asarray([-0.4, 1.3], np.float32)), ("scales", np.asarray([1.5], np.float32))], 19)
     runs_like_onnxruntime(model, [{"x": x}], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", [2, 3])
+def test_same_upper_dilated_strided_max_pool_follows_the_spec_where_onnxruntime_drops_a_window(kernel):
+    # SAME_UPPER, dilation 2, stride 3 over 8: the spec's ceil(8 / 3) = 3 outputs, as onnx's shape inference and
+    # onnx.reference give; onnxruntime 1.32 returns 2 (docs/deviations.md, "ONNX readings")
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from nnrt_onnx import Compilation, Executor, from_onnx
+
+    model = graph([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel], strides=[3], dilations=[2],
+                                    auto_pad="SAME_UPPER")], [("x", F, [1, 1, 8])], [("y", F, ["N", 1, "W"])], opset=18)
+    x = np.asarray([3, -1, 7, 0, 2, 9, -4, 5], np.float32).reshape(1, 1, 8)
+    compilation = Compilation(from_onnx(model).model)
+    compilation.build()
+    (got,) = Executor(compilation).run_arrays([x])
+    (reference,) = ReferenceEvaluator(model).run(None, {"x": x})
+    inferred = onnx.shape_inference.infer_shapes(model).graph.output[0].type.tensor_type.shape
+    assert [d.dim_value for d in inferred.dim] == [1, 1, 3]
+    np.testing.assert_array_equal(got, reference)
