@@ -219,6 +219,44 @@ def test_a_comparison_of_nearly_equal_floats_is_ill_conditioned_not_wrong():
     assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
     assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
 
+    # TopK's indices of values one float32 ulp apart (fuzzer seed 6007 model 93112: Erf saturating near 1.0, where
+    # native's rounding gives 0.99999994 and onnxruntime's 1.0): the order of near-equal values, not a bug
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["v", "y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [2])],
+        [numpy_helper.from_array(np.asarray([2], np.int64), "k")]), opset_imports=[helper.make_opsetid("", 17)])
+    feed = {"x": np.asarray([0.5, 0.99999994, 1.0, 0.25], np.float32)}
+    want = np.asarray([2, 1], np.int64)
+    runs = [(0, feed, [want])]
+    assert difffuzz._judge(model, ["y"], runs, [[np.asarray([1, 2], np.int64)]], False)["outcome"] == \
+        "ill_conditioned"
+    assert difffuzz._judge(model, ["y"], runs, [[np.asarray([2, 0], np.int64)]], False)["outcome"] == "wrong"
+
+    # 1/x of an input 1e-5 of its scale from 0 (fuzzer seed 6007 model 74562: Conv -> BatchNormalization -> Pow(-1)):
+    # float32 noise in x is any difference in 1/x there; the same difference where x is 2 is a wrong answer, and so
+    # is one near 0 of a Pow with a positive exponent
+    def single(op, exponent=None):
+        inputs = ["x"] + (["p"] if exponent is not None else [])
+        initializers = [numpy_helper.from_array(np.asarray(exponent, np.float32), "p")] if exponent is not None else []
+        return helper.make_model(helper.make_graph(
+            [helper.make_node(op, inputs, ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], initializers),
+            opset_imports=[helper.make_opsetid("", 17)])
+
+    feed = {"x": np.asarray([2.0, 1e-5, -3.0, 0.5], np.float32)}
+    for model, want in ((single("Reciprocal"), 1 / feed["x"]), (single("Pow", -1.0), feed["x"] ** -1)):
+        near, far = want.copy(), want.copy()
+        near[1] *= 1.3
+        far[0] = 5000.0  # (beyond what scales with the output's largest value, 1e5: tolerance, "imprecise")
+        runs = [(0, feed, [want])]
+        assert difffuzz._judge(model, ["y"], runs, [[near]], False)["outcome"] == "ill_conditioned"
+        assert difffuzz._judge(model, ["y"], runs, [[far]], False)["outcome"] == "wrong"
+    want = feed["x"] ** 2
+    near = want.copy()
+    near[1] = 0.5  # (a wrong answer, not within 1e-2 of the scale 9: "imprecise")
+    assert difffuzz._judge(single("Pow", 2.0), ["y"], [(0, feed, [want])], [[near]], False)["outcome"] == "wrong"
+
 
 def _crop_and_gather_model():
     """Fuzzer seed 8086's unjudged pattern, reduced: a tf_crop_and_resize that keeps its length (roi [-0.25, 1.25] on

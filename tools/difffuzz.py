@@ -24,10 +24,12 @@ Outcomes:
 
     agree            every output within tolerance of onnxruntime at every binding
     ill_conditioned  they differ, but one-ulp noise moves the result that much (or both are as close to float64
-                     as float32 can be; or the elements that differ are decided by a comparison or an ArgMax of
-                     values equal to within 1e-4 of their scale, or by a Cast, Floor, Ceil or Round of a value
-                     within 1e-4 of where the result jumps, also seen through a Reshape, Flatten, Squeeze or
-                     Unsqueeze): nobody's fault
+                     as float32 can be; or the elements that differ are decided by a comparison, an ArgMax or
+                     TopK's indices of values equal to within 1e-4 of their scale, or by a Cast, Floor, Ceil or
+                     Round of a value within 1e-4 of where the result jumps, also seen through a Reshape, Flatten,
+                     Squeeze or Unsqueeze; or they are a Reciprocal, a Div or a Pow with a negative exponent of an
+                     input within 1e-4 of its scale from 0, and both sides are what the op gives there): nobody's
+                     fault
     imprecise        native is farther from float64 than float32 noise explains, but within 1e-2 (max rel): a less
                      accurate computation (an accumulation order, a variance formula) rather than a wrong one
     wrong            native differs from onnxruntime and from float64 while those two agree (site: the op type of
@@ -289,9 +291,9 @@ def _referee(truth, model, feed: dict, name: str, got, want) -> tuple[str, str, 
     verdict = truth.verdict(name, got, want, False)
     if verdict.verdict == f64.NATIVE_WRONG or (verdict.verdict == f64.NEITHER and verdict.closer == "onnxruntime"
                                                and verdict.ratio >= FAR):
-        if _near_tie(model, truth, feed, name, got, want):  # (Floor, Ceil, Round of a value at a jump)
-            return "ill_conditioned", f"{verdict.text()}; the elements that differ are rounded from values within " \
-                                      f"{TIE:g} of where the result jumps", verdict.native_error
+        if _near_tie(model, truth, feed, name, got, want):  # (Floor, Ceil, Round at a jump; 1/x near 0)
+            return "ill_conditioned", f"{verdict.text()}; the elements that differ come from values within " \
+                                      f"{TIE:g} of where the result jumps or is singular", verdict.native_error
         return "wrong", verdict.text(), verdict.native_error
     if verdict.verdict in (f64.ORT_WRONG, f64.NEITHER):
         return "ref_disagree", verdict.text(), verdict.native_error
@@ -302,11 +304,10 @@ _ORDER_KEEPING = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 
 def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
-    """Do the elements of an output that native and onnxruntime disagree on come from a comparison or an ArgMax/ArgMin
-    of values equal to within TIE of their scale in float64, or from a Cast to integers, Floor, Ceil or Round of
-    values within TIE of where the result jumps (through Not, Identity, Casts of booleans and the reshapes of
-    _ORDER_KEEPING)? Then float32
-    rounding decides them, not a bug."""
+    """Do the elements of an output that native and onnxruntime disagree on come from a comparison, an
+    ArgMax/ArgMin or TopK's indices of values equal to within TIE of their scale in float64, or from a Cast to
+    integers, Floor, Ceil or Round of values within TIE of where the result jumps (through Not, Identity, Casts of
+    booleans and the reshapes of _ORDER_KEEPING)? Then float32 rounding decides them, not a bug."""
     import numpy as np
 
     writers = {o: n for n in model.graph.node for o in n.output if o}
@@ -343,6 +344,17 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
         picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
         scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
         return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
+    if node.op_type == "TopK" and len(node.output) > 1 and name == node.output[1]:  # indices of (nearly) tied values
+        x = inputs[0]
+        axis = {a.name: a.i for a in node.attribute}.get("axis", -1) % x.ndim
+        chosen = [np.asarray(v, np.int64) for v in (got, want)]
+        if chosen[0].shape != chosen[1].shape or chosen[0].ndim != x.ndim:
+            return False
+        picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
+        scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
+        return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
+    if node.op_type in _SINGULAR_AT_ZERO:
+        return _near_singularity(node, values, got, want)
     if node.op_type in ("Cast", "Floor", "Ceil", "Round") and inputs[0].shape == flipped.shape:
         x = inputs[0][flipped]
         step = {"Floor": np.floor, "Ceil": np.ceil, "Round": np.round}.get(node.op_type, np.trunc)
@@ -356,6 +368,52 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
                    for r in (np.asarray(got, np.float64).reshape(flipped.shape)[flipped],
                              np.asarray(want, np.float64).reshape(flipped.shape)[flipped]))
     return False
+
+
+# ops whose result goes to infinity as one input goes to 0: (which input, the op on it with the others fixed)
+_SINGULAR_AT_ZERO = {
+    "Reciprocal": (0, lambda v, others: 1.0 / v),
+    "Div": (1, lambda v, others: others[0] / v),
+    "Pow": (0, lambda v, others: v ** others[1]),
+}
+
+
+def _near_singularity(node, values: dict, got, want) -> bool:
+    """Are the elements native and onnxruntime disagree on (beyond the output's tolerance) what the op gives for its
+    input (the divisor, the base) anywhere within TIE of that input's scale of its float64 value -- an input near 0,
+    where 1/x or x**-p turns float32 noise into any difference (fuzzer seed 6007: Conv -> BatchNormalization ->
+    Pow(-1) of a value 1.4e-5 of its scale from 0)? Pow only with an exponent below 0."""
+    import numpy as np
+
+    from nnrt_onnx.workflows.parity import tolerances_for
+
+    position, step = _SINGULAR_AT_ZERO[node.op_type]
+    if any(i not in values for i in node.input[:2] if i):
+        return False
+    operands = [np.asarray(values[i], np.float64) for i in node.input[:2] if i]
+    if node.op_type == "Pow" and not np.all(operands[1] < 0):
+        return False
+    got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    try:
+        operands = list(np.broadcast_arrays(*operands, want64))[:-1]
+    except ValueError:
+        return False
+    if operands[position].shape != want64.shape:
+        return False
+    rtol, atol = tolerances_for(np.asarray(want).dtype) or (1e-4, 1e-5)
+    finite = np.abs(want64[np.isfinite(want64)])
+    floor = atol * (float(finite.max()) if finite.size else 1.0)
+    with np.errstate(all="ignore"):
+        off = ~(np.abs(got64 - want64) <= floor + rtol * np.abs(want64))
+        x = operands[position][off]
+        others = [o[off] for o in operands]
+        wobble = TIE * max(float(np.nanmax(np.abs(operands[position]), initial=0)), 1e-30)
+        ends = [step(x - wobble, others), step(x + wobble, others)]
+    crosses = (x - wobble <= 0) & (x + wobble >= 0)  # the interval holds the singularity: any value
+    low, high = np.minimum(*ends), np.maximum(*ends)
+    slack = 1e-6 * np.maximum(np.abs(low), np.abs(high))
+    inside = [(v[off] >= low - slack) & (v[off] <= high + slack) for v in (got64, want64)]
+    return bool(off.any() and np.all(crosses | (inside[0] & inside[1])))
 
 
 def _worker(memory_mb: int, timeout: float) -> None:
