@@ -12,6 +12,9 @@ machine's load does not change much), split into user and system time (the syste
 the models' large tensors, and on a virtual machine their cost varies from run to run with what the host does:
 the same VGG-19 check measured 0.7-3.6 s of it), the median wall time per N, and the ratio of each N's median to
 the first's. The machine's other load counts: on a shared machine, run it when it is quiet and say when it was not.
+
+The checkout's sources are compiled to bytecode first (``compileall``), as an installed package has them
+(``--no-bytecode``: not).
 """
 from __future__ import annotations
 
@@ -26,6 +29,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def compile_bytecode() -> None:
+    """The checkout's sources compiled to bytecode, as ``pip install`` does for an installed package: where
+    PYTHONDONTWRITEBYTECODE is set (this machine sets it), a checkout run from its sources would otherwise compile
+    nnrt_onnx's ~200 modules in every process, ~0.4 s of the fork server's start a user's install does not pay."""
+    import compileall
+
+    if not compileall.compile_dir(str(ROOT / "nnrt_onnx"), quiet=1, workers=1):
+        raise SystemExit("compiling the checkout's sources failed")
 
 
 def light_models() -> list[str]:
@@ -59,7 +72,11 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", default="1,2", help="the worker counts to compare [1,2]")
     parser.add_argument("--rounds", type=int, default=1, help="timed rounds after the warm-up round [1]")
     parser.add_argument("--no-warmup", action="store_true", help="skip round 0 (numba's cache is warm already)")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="do not compile the checkout's sources to bytecode first (see the module doc)")
     args = parser.parse_args(argv)
+    if not args.no_bytecode:
+        compile_bytecode()
     models = args.models or light_models()
     counts = [int(j) for j in args.jobs.split(",")]
     times: dict[int, list[float]] = {j: [] for j in counts}
