@@ -77,6 +77,25 @@ def test_layer_norm_compiled_loop_divides_like_numpy_by_a_zero_deviation(monkeyp
     np.testing.assert_allclose(got[1], want[1], rtol=4e-7)
 
 
+def test_layer_norm_compiled_loop_squares_in_float32_like_the_reference():
+    # fuzzer seed 7919 model 106285 (Exp -> GroupNormalization): a row whose deviation passes 1.8e19 squares to inf
+    # in float32 -- the reference kernel's, onnxruntime's and the spec's float32 stash give a normalised 0 -- while
+    # the loop once squared in float64 and normalised it (-0.258 ... 3.87, what float64 gives, not float32)
+    from nnrt_onnx.kernels.normalization import layer_norm
+
+    if not _accel.enabled():
+        pytest.skip("numba is off or not installed")
+    x = np.array([[1e-11, 2e-5, 8.3e10, 1.2e5, 2.5e15, 2.6e-4, 1e-11, 2.8e4, 2.3e-3, 0.49, 2.4e-2, 4.1, 1.6e-6, 4.8e13,
+                   4.558e19, 1.05e3], np.arange(16)], np.float32)
+    g, b = np.full(16, 2.0, np.float32), np.full(16, 0.5, np.float32)
+    ln = dict(begin_norm_axis=1, epsilon=1e-5, begin_param_axis=1)
+    with np.errstate(all="ignore"):
+        got = fast_norm.layer_norm(None, x, g, b, **ln)  # (None: the loop must take it, no fallback)
+        want = layer_norm(x, g, b, **ln)
+    np.testing.assert_array_equal(got[0], np.full(16, 0.5, np.float32))  # bias only, as onnxruntime
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=4e-7)
+
 @pytest.mark.parametrize("activation", [0, 1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_batch_norm_compiled_pass_is_identical_to_the_numpy_blocks(monkeypatch, dtype, activation):

@@ -90,18 +90,20 @@ def layer_norm_rows(x, gamma, beta, eps, out):  # pragma: no cover (compiled)
         mean = out.dtype.type(((t0 + t1) + (t2 + t3)) / n)
         for k in range(n):
             o[k] = xr[k] - mean
+        # the squares in the input's dtype, summed in float64 -- the reference's np.square then float64 sum: a
+        # float32 square of a deviation past 1.8e19 overflows there too (the spec's float32 stash, onnxruntime)
         t0 = t1 = t2 = t3 = 0.0
         k = 0
         while k + 4 <= n:
-            d0, d1, d2, d3 = np.float64(o[k]), np.float64(o[k + 1]), np.float64(o[k + 2]), np.float64(o[k + 3])
-            t0 += d0 * d0
-            t1 += d1 * d1
-            t2 += d2 * d2
-            t3 += d3 * d3
+            d0, d1, d2, d3 = o[k], o[k + 1], o[k + 2], o[k + 3]
+            t0 += np.float64(d0 * d0)
+            t1 += np.float64(d1 * d1)
+            t2 += np.float64(d2 * d2)
+            t3 += np.float64(d3 * d3)
             k += 4
         while k < n:
-            d0 = np.float64(o[k])
-            t0 += d0 * d0
+            d0 = o[k]
+            t0 += np.float64(d0 * d0)
             k += 1
         squares = (t0 + t1) + (t2 + t3)
         std = out.dtype.type(np.sqrt(out.dtype.type(squares / n) + eps))
