@@ -157,8 +157,16 @@ def _float_product(x: np.ndarray, axes, keep: bool) -> np.ndarray:
     """The product of the floats over ``axes``. Where the values are all finite, partial products may overflow to inf
     before smaller factors (or a zero) bring the product back: narrower floats are multiplied again in float64 and
     rounded (inf only where the product itself overflows); where one is zero, zero (with the product's sign), as
-    inf * 0 is NaN."""
+    inf * 0 is NaN. Likewise where the product of narrower floats underflows (subnormal or 0): partial products lose
+    their digits in the subnormal range, the float64 product rounded once does not (fuzzer seed 8191: a product of
+    1.4e-45, native 25% off where onnxruntime's order was 0.1%)."""
     out = np.prod(x, axis=axes, keepdims=keep)
+    if x.dtype.itemsize < 8 and out.size:
+        underflowed = np.abs(out) < np.finfo(out.dtype).tiny
+        if underflowed.any():
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                wide = np.prod(x.astype(np.float64), axis=axes, keepdims=keep).astype(out.dtype)
+            out = np.where(underflowed, wide, out)
     if not out.size or np.isfinite(out).all():
         return out
     finite = np.all(np.isfinite(x), axis=axes, keepdims=keep)

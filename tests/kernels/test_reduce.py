@@ -364,3 +364,21 @@ def test_reduce_prod_of_finite_values_with_a_zero_is_zero(values, expected):
     (out,) = run("REDUCE_PROD", [np.asarray(values, F32), np.asarray([0], I64)])
     assert out.shape == () and (np.isnan(out) if np.isnan(expected) else out == expected)
     assert np.signbit(out) == np.signbit(np.float32(expected)) or np.isnan(expected)
+
+
+@pytest.mark.parametrize("values", [
+    [1e-30, 1e-15, 3.0, 7.0],  # 1e-45 rounds to one subnormal step, then x 21: 3e-44 where the product is 2.1e-44
+    [1e-30, -1e-15, 3.0, 7.0, 1.1, 1.3, 0.9, 1.7, 1.01],  # a negative one, past numpy's unrolled lanes
+    [2e-25, 3e-21, 5.0, 7.0, 1.5],  # a partial product underflows to 0: 3.1e-44 is representable
+    [1e-30, 1e-30, 1e-30],  # below half the smallest subnormal: 0
+])
+def test_reduce_prod_underflowing_to_a_subnormal_is_rounded_once(values):
+    # exact oracle: the product of the float32 factors as a Fraction, rounded to float32 (through float64, 1e-16
+    # relative, far finer than a subnormal's step); float32 partial products lose digits in the subnormal range
+    from fractions import Fraction
+    from math import prod
+
+    x = np.asarray(values, F32)
+    exact = np.float32(float(prod(Fraction(float(v)) for v in x)))
+    (out,) = run("REDUCE_PROD", [x, np.asarray([0], I64)])
+    assert out.shape == () and out == exact and np.signbit(out) == np.signbit(exact)
