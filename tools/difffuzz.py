@@ -336,23 +336,17 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
         scale = max(float(np.nanmax(np.abs(a), initial=0)), float(np.nanmax(np.abs(b), initial=0)), 1e-30)
         return bool(np.all(np.abs(a - b)[flipped] <= TIE * scale))
     if node.op_type in ("ArgMax", "ArgMin"):
-        x = inputs[0]
         attributes = {a.name: a.i for a in node.attribute}
-        axis = attributes.get("axis", 0) % x.ndim
+        axis = attributes.get("axis", 0) % inputs[0].ndim
         chosen = [np.asarray(v, np.int64) if attributes.get("keepdims", 1) else
                   np.expand_dims(np.asarray(v, np.int64), axis) for v in (got, want)]
-        picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
-        scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
-        return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
+        return _picks_nearly_equal(inputs[0], chosen, axis)
     if node.op_type == "TopK" and len(node.output) > 1 and name == node.output[1]:  # indices of (nearly) tied values
-        x = inputs[0]
-        axis = {a.name: a.i for a in node.attribute}.get("axis", -1) % x.ndim
         chosen = [np.asarray(v, np.int64) for v in (got, want)]
-        if chosen[0].shape != chosen[1].shape or chosen[0].ndim != x.ndim:
+        if chosen[0].shape != chosen[1].shape or chosen[0].ndim != inputs[0].ndim:
             return False
-        picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
-        scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
-        return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
+        return _picks_nearly_equal(inputs[0], chosen, {a.name: a.i for a in node.attribute}.get("axis", -1)
+                                   % inputs[0].ndim)
     if node.op_type in _SINGULAR_AT_ZERO:
         return _near_singularity(node, values, got, want)
     if node.op_type in ("Cast", "Floor", "Ceil", "Round") and inputs[0].shape == flipped.shape:
@@ -368,6 +362,16 @@ def _near_tie(model, truth, feed: dict, name: str, got, want) -> bool:
                    for r in (np.asarray(got, np.float64).reshape(flipped.shape)[flipped],
                              np.asarray(want, np.float64).reshape(flipped.shape)[flipped]))
     return False
+
+
+def _picks_nearly_equal(x, chosen: list, axis: int) -> bool:
+    """Where two index arrays (ArgMax's, TopK's) differ, do the values of ``x`` they pick along ``axis`` agree to
+    within TIE of its scale?"""
+    import numpy as np
+
+    picked = [np.take_along_axis(x, np.clip(c, 0, x.shape[axis] - 1), axis) for c in chosen]
+    scale = max(float(np.nanmax(np.abs(x), initial=0)), 1e-30)
+    return bool(np.all(np.abs(picked[0] - picked[1])[chosen[0] != chosen[1]] <= TIE * scale))
 
 
 # ops whose result goes to infinity as one input goes to 0: (which input, the op on it with the others fixed)

@@ -25,8 +25,8 @@ ConvTranspose, MatMul, Gemm, Einsum: :data:`ACCUMULATING_OPS`) also gets ``d'`` 
 (``d'`` drawn likewise): its rounding error is of the order of an ulp of the partial sums, which an element that
 cancels to near 0 does not show (a Conv output 1e-5 of its scale from 0, then a Pow(-1) or the variance of a nearly
 constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). Nodes that only
-move or select values (Reshape, Concat, MaxPool, Relu ...) round nothing and are not perturbed. A tensor's *spread* ``s`` is the largest error of
-the perturbed runs against the truth.
+move or select values (Reshape, Concat, MaxPool, Relu ...) round nothing and are not perturbed. A tensor's
+*spread* ``s`` is the largest error of the perturbed runs against the truth.
 
 Errors are measured like ``max rel``: ``err(x) = max_i |x_i - t_i| / max(|t_i|, atol * scale / rtol)``, ``t`` the
 truth, ``scale`` its largest finite magnitude, ``rtol``/``atol`` the tensor's tolerances.
@@ -735,6 +735,6 @@ def _rounded(values: tuple, names: Sequence[str], dtypes: Mapping[str, str], rng
     return tuple(results)
 
 
-__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K", "NATIVE_WRONG",
-           "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference",
-           "judge", "relative_error"]
+__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
+           "NATIVE_WRONG", "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model",
+           "float64_reference", "judge", "relative_error"]
