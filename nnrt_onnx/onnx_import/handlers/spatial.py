@@ -2,10 +2,12 @@
 
 Decisions (also in the mapping rows' notes):
 
-* Resize/Upsample: the interpolation is separable; every static resized axis is a constant [out, in] matrix
-  computed here exactly like the ONNX reference (all coordinate modes, cubic, antialias, exclude_outside, roi).
-  Nearest becomes a GATHER per axis; linear on H/W of a 4-D tensor becomes RESIZE_BILINEAR when that op's own
-  matrix equals ONNX's; anything else a MATMUL per axis. An axis whose input length (a dynamic dim) or output
+* Resize/Upsample: the interpolation is separable; every static resized axis has constant taps (each output's
+  window of sources and weights) computed here like the ONNX reference (all coordinate modes, cubic, antialias,
+  exclude_outside, roi), at onnxruntime's source coordinates and cubic window. Nearest becomes a GATHER per
+  axis; linear on H/W of a 4-D tensor becomes RESIZE_BILINEAR when that op's own matrix equals ONNX's; anything
+  else one GATHER per tap, weighted and summed (not a product with the [out, in] matrix, which would spread one
+  NaN of the input to every output of the row). An axis whose input length (a dynamic dim) or output
   length (sizes computed at run time) is known at run time only is resized by the same formulas emitted as
   operations (``_resize``): nearest one GATHER, linear two GATHERs weighted; cubic, antialias,
   tf_crop_and_resize and keep_aspect_ratio_policy need it static.
@@ -89,39 +91,42 @@ def _resize_matrix(in_size: int, out_size: int, scale: float, mode: str, ctm: st
                    cubic_a: float = -0.75, exclude_outside: bool = False, antialias: bool = False,
                    nearest_mode: str = "round_prefer_floor", length: float | None = None, work=np.float32):
     """The [out, in] matrix of ONNX Resize along one axis (the ONNX reference's interpolation, at onnxruntime's
-    source coordinates) and the mask of output positions that take the extrapolation value (tf_crop_and_resize),
-    or None. ``length``: the ``length_resized`` of the coordinate formulas (default ``out_size``). Nearest and
-    (plain) linear take their sources and weights from ``_resize``'s formulas, as an axis resized at run time."""
+    source coordinates), the mask of output positions that take the extrapolation value (tf_crop_and_resize) or
+    None, and the taps the matrix sums: (sources [out, n], weights [out, n]), every source of each output's window,
+    zero weights included (an interpolation reads them: a NaN there is NaN, as in onnxruntime). ``length``: the
+    ``length_resized`` of the coordinate formulas (default ``out_size``). Nearest and (plain) linear take their
+    sources and weights from ``_resize``'s formulas, as an axis resized at run time."""
     limits.require_shape([out_size, in_size], np.float64, "the interpolation matrix of a resized axis")
     x = _source_coordinates(in_size, out_size, scale, ctm, roi, out_size if length is None else length, work)
     extrapolated = ((x < 0) | (x > in_size - 1)) if ctm == "tf_crop_and_resize" else None
     x = x.astype(np.float64)
-    matrix = np.zeros((out_size, in_size), np.float64)
-    rows = np.arange(out_size)
-    if mode == "nearest" or (mode == "linear" and not antialias):
-        if mode == "nearest":
-            taps = [(nearest_source(NUMPY, x, nearest_mode, float(in_size),
-                                    quotient=np.dtype(work) == np.float64), 1.0)]
-        else:
-            first, second, first_weight, second_weight = linear_taps(NUMPY, x, float(in_size))
-            taps = [(first, first_weight), (second, second_weight)]
-        for position, weight in taps:
-            np.add.at(matrix, (rows, position.astype(np.int64)), weight)
+    if mode == "nearest":
+        sources = nearest_source(NUMPY, x, nearest_mode, float(in_size), quotient=np.dtype(work) == np.float64)
+        taps = sources[:, None], np.ones((out_size, 1))
+    elif mode == "linear" and not antialias:
+        first, second, first_weight, second_weight = linear_taps(NUMPY, x, float(in_size))
+        taps = np.stack([first, second], axis=1), np.stack([first_weight, second_weight], axis=1)
     else:
-        _add_cubic_or_antialiased(matrix, x, in_size, out_size, scale, mode, cubic_a, exclude_outside, antialias)
+        taps = _cubic_or_antialiased_taps(x, in_size, scale, mode, cubic_a, exclude_outside, antialias)
+    sources, weights = taps[0].astype(np.int64), taps[1].astype(np.float64)
+    matrix = np.zeros((out_size, in_size), np.float64)
+    np.add.at(matrix, (np.repeat(np.arange(out_size), sources.shape[1]), sources.reshape(-1)), weights.reshape(-1))
     if extrapolated is not None:
         matrix[extrapolated] = 0.0
         if not extrapolated.any():
             extrapolated = None
-    return matrix, extrapolated
+    return matrix, extrapolated, (sources, weights)
 
 
-def _add_cubic_or_antialiased(matrix, x, in_size: int, out_size: int, scale: float, mode: str, cubic_a: float,
-                              exclude_outside: bool, antialias: bool) -> None:
-    """The taps of cubic and antialiased linear interpolation at coordinates ``x``, added into ``matrix`` (the ONNX
-    reference's coefficients, indices clamped into the input)."""
+def _cubic_or_antialiased_taps(x, in_size: int, scale: float, mode: str, cubic_a: float, exclude_outside: bool,
+                               antialias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The taps (sources [out, n], weights [out, n]) of cubic and antialiased linear interpolation at coordinates
+    ``x`` (the ONNX reference's coefficients, sources clamped into the input)."""
     floor = np.floor(x)
-    ratios = np.where(x == floor, 1.0, x - floor)
+    # plain cubic: the window of onnxruntime, floor(x) - 1 .. floor(x) + 2 (at an integer x the reference's
+    # ratio 1 reads floor(x) - 2 .. floor(x) + 1: the same value, but another source for a NaN to come from)
+    plain_cubic = mode == "cubic" and not antialias
+    ratios = x - floor if plain_cubic else np.where(x == floor, 1.0, x - floor)
     rows = []
     for r in ratios:
         if mode == "linear":
@@ -134,7 +139,9 @@ def _add_cubic_or_antialiased(matrix, x, in_size: int, out_size: int, scale: flo
     padded = x + pad
     p = np.floor(padded).astype(np.int64)
     frac = padded - p
-    if n % 2 == 0:
+    if plain_cubic:
+        offset = -(n // 2) + 1
+    elif n % 2 == 0:
         offset = np.where(frac == 0, -(n // 2), -(n // 2) + 1)
     else:
         base = -((n - 1) // 2)
@@ -144,14 +151,13 @@ def _add_cubic_or_antialiased(matrix, x, in_size: int, out_size: int, scale: flo
         coeffs = np.where((index < 0) | (index >= in_size), 0.0, coeffs)
         total = coeffs.sum(axis=1, keepdims=True)
         coeffs = coeffs / np.where(total == 0, 1.0, total)
-    np.add.at(matrix, (np.repeat(np.arange(out_size), n), np.clip(index, 0, in_size - 1).reshape(-1)),
-              coeffs.reshape(-1))
+    return np.clip(index, 0, in_size - 1), coeffs
 
 
 def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
                  extrapolation_value: float) -> None:
-    """axes_plan: axis -> (matrix [out, in], extrapolation mask or None), or a ``RunTimeAxis``; only the axes that
-    change."""
+    """axes_plan: axis -> ``_resize_matrix``'s (matrix, extrapolation mask or None, taps), or a ``RunTimeAxis``;
+    only the axes that change."""
     value = ctx.value(x)
     dtype = value.dtype
     rank = len(out_shape)
@@ -192,29 +198,7 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
             emit_run_time_axis(ctx, current, axis, plan, target)
             current = target
             continue
-        matrix = plan[0]
-        if mode == "nearest":
-            # one source per output position; a position taking the extrapolation value (an empty row: its mask
-            # sets it afterwards) reads any, here the first
-            selected = (matrix == 1).sum(axis=1) == 1
-            empty = ~matrix.any(axis=1)
-            if not np.all((matrix == 0) | (matrix == 1)) or not np.all(selected | empty):
-                raise ConversionIssue(INVALID_MODEL, "internal: nearest resize matrix is not a selection")
-            indices = matrix.argmax(axis=1).astype(np.int32)
-            ctx.emit(OP.OH_NN_OPS_GATHER, [current, ctx.constant(indices, f"{out}.indices"),
-                                           ctx.constant(np.asarray([axis], np.int64))], [target])
-        elif axis == rank - 1:
-            ctx.emit(OP.OH_NN_OPS_MATMUL, [current, ctx.constant(np.ascontiguousarray(matrix.T.astype(dtype)))], [target])
-        elif axis == rank - 2:
-            ctx.emit(OP.OH_NN_OPS_MATMUL, [ctx.constant(matrix.astype(dtype)), current], [target])
-        else:
-            perm = list(range(rank))
-            perm[axis], perm[-1] = perm[-1], perm[axis]
-            moved = ctx.transpose(current, perm)
-            moved_shape = [current_shape[p] for p in perm]
-            product = ctx.new_value(dtype, moved_shape, f"{out}.axis{axis}.t")
-            ctx.emit(OP.OH_NN_OPS_MATMUL, [moved, ctx.constant(np.ascontiguousarray(matrix.T.astype(dtype)))], [product])
-            ctx.transpose(product, perm, output=target)
+        _emit_taps(ctx, current, axis, plan[2], dtype, tuple(current_shape), target)
         current = target
     if masks:
         keep = np.ones([out_shape[a] if a in masks else 1 for a in range(rank)], bool)
@@ -226,6 +210,29 @@ def _emit_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_
         # nearest), and 0 x inf or a NaN source is NaN where the extrapolation value belongs (fuzzer seed 4711)
         fill = ctx.constant(np.full([1] * rank, extrapolation_value, dtype), f"{out}.extrapolation_value")
         ctx.emit(OP.OH_NN_OPS_WHERE, [ctx.constant(keep, f"{out}.inside"), current, fill], [out])
+
+
+def _emit_taps(ctx: NodeContext, x: str, axis: int, taps: tuple, dtype, shape: tuple, target: str) -> None:
+    """``target`` = sum over the window of GATHER(x, the tap's sources along ``axis``) x its weights: each output
+    reads its own window only (a product with the [out, in] matrix would spread one NaN or infinity of ``x`` to
+    every output along the axis, as 0 x NaN is NaN: fuzzer seed 8191); nearest is the one GATHER."""
+    sources, weights = taps
+    count = sources.shape[1]
+    weight_shape = [1] * len(shape)
+    weight_shape[axis] = shape[axis]
+    axis_constant = ctx.constant(np.asarray([axis], np.int64))
+    terms = []
+    for tap in range(count):
+        index = ctx.constant(np.ascontiguousarray(sources[:, tap].astype(np.int32)), f"{target}.sources{tap}")
+        gathered = ctx.emit_to(OP.OH_NN_OPS_GATHER, [x, index, axis_constant], dtype, shape, f"{target}.tap{tap}",
+                               output=target if count == 1 else None)
+        if count > 1:
+            weight = ctx.constant(weights[:, tap].astype(dtype).reshape(weight_shape), f"{target}.weights{tap}")
+            terms.append(ctx.emit_to(OP.OH_NN_OPS_MUL, [gathered, weight], dtype, shape, f"{target}.weighted{tap}"))
+    total = terms[0] if terms else target
+    for position, term in enumerate(terms[1:], 2):
+        total = ctx.emit_to(OP.OH_NN_OPS_ADD, [total, term], dtype, shape, f"{target}.sum{position}",
+                            output=target if position == count else None)
 
 
 def _emit_quantized_resize(ctx: NodeContext, x: str, out: str, out_shape: list[int], axes_plan: dict, mode: str,
@@ -417,9 +424,9 @@ def _run_time_resize_supported(ctx: NodeContext, x: str, axes: list[int], mode: 
     dynamic = [a for a in axes if shape[a] < 0]
     if dynamic:
         raise ConversionIssue(DYNAMIC_SHAPE, f"the resized dims {dynamic} of {x!r} must be static: {what} is "
-                                             f"converted with a constant interpolation matrix, got {shape}", tensor=x)
-    raise ConversionIssue(NEEDS_CONSTANT, f"sizes (input #3) must be a constant: {what} is converted with a "
-                                          f"constant interpolation matrix", tensor=ctx.input(3))
+                                             f"converted with constant interpolation taps, got {shape}", tensor=x)
+    raise ConversionIssue(NEEDS_CONSTANT, f"sizes (input #3) must be a constant: {what} is converted with "
+                                          f"constant interpolation taps", tensor=ctx.input(3))
 
 
 _DEVIATION_LENGTHS = 4096  # input lengths an axis resized at run time is checked at for rule resize-output-size
