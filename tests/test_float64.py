@@ -159,6 +159,44 @@ def test_the_softmax_of_equal_huge_logits_is_ill_conditioned_and_named():
     assert v.verdict == f64.ILL_CONDITIONED and "amplified at ONNX node #3 'softmax' (Softmax" in v.text()
 
 
+def _float32_layer_norm(x: np.ndarray, scale: np.ndarray, epsilon: float = 1e-5) -> np.ndarray:
+    """LayerNormalization over the last axis as its float32 function body computes it (stash_type 1): the mean
+    rounded to float32 and subtracted in float32 -- a float32 implementation, written out here."""
+    f = np.float32
+    mean = x.astype(np.float64).mean(axis=-1, keepdims=True).astype(f)
+    deviation = (x - mean).astype(f)
+    variance = (deviation * deviation).astype(np.float64).mean(axis=-1, keepdims=True).astype(f)
+    return (deviation / np.sqrt(variance + f(epsilon)).astype(f) * scale).astype(f)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "GlobalAveragePool"])
+def test_a_float32_layer_norm_of_nearly_constant_rows_is_within_the_expected_error(op):
+    """Rows of two nearly equal values normalize to about -1, +1: their sum is 0 in exact arithmetic, but a float32
+    implementation subtracts the mean rounded to float32, which shifts both alike by up to an ulp of the mean over
+    the row's deviation (fuzzer seed 8191: Conv -> LayerNormalization -> GlobalAveragePool). The referee's expected
+    error covers that implementation; it was 'native is wrong' when only outputs were perturbed."""
+    rng = np.random.default_rng(11)
+    x = (100.0 + 1e-3 * rng.standard_normal((1, 6, 5, 2))).astype(np.float32)
+    scale = np.asarray([1.7, 1.7], np.float32)
+    reduce = helper.make_node(op, ["n", "axes"] if op == "ReduceSum" else ["n"], ["y"],
+                              **({"keepdims": 1} if op == "ReduceSum" else {}))
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale"], ["n"]), reduce]
+    inits = [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(np.asarray([3], np.int64), "axes")]
+    out_shape = [1, 6, 5, 1] if op == "ReduceSum" else [1, 6, 1, 1]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 5, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    normalized = _float32_layer_norm(x, scale)
+    native = normalized.sum(axis=3, keepdims=True) if op == "ReduceSum" else \
+        normalized.astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(np.float32)
+    ref = f64.float64_reference(model, {"x": x}, tolerance)
+    assert np.abs(ref.truth["y"]).max() < 1e-12  # (exact arithmetic: every row sums to 0)
+    assert np.abs(native).max() > 1e-6  # (the float32 rounding of the mean shows)
+    verdict = ref.verdict("y", native, np.zeros_like(native), agree=False)
+    assert verdict.verdict != f64.NATIVE_WRONG, verdict.text()
+    assert ref.amplifier("y")["op_type"] == "LayerNormalization"
+
+
 def test_onnx_reference_failures_propagate():
     node = helper.make_node("NoSuchOp", ["x"], ["y"], domain="com.example")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],

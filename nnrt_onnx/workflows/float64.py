@@ -24,7 +24,11 @@ a float32 implementation makes at each node, with random signs. A node that sums
 ConvTranspose, MatMul, Gemm, Einsum: :data:`ACCUMULATING_OPS`) also gets ``d'`` times its output's largest magnitude
 (``d'`` drawn likewise): its rounding error is of the order of an ulp of the partial sums, which an element that
 cancels to near 0 does not show (a Conv output 1e-5 of its scale from 0, then a Pow(-1) or the variance of a nearly
-constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). Nodes that only
+constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). A node that
+subtracts a row's mean (LayerNormalization, InstanceNormalization, GroupNormalization, MeanVarianceNormalization:
+:data:`CENTERING_OPS`) also shifts each row of its output by ``d''`` times ``|mean| / sqrt(variance + epsilon)``
+times the row's scale: a float32 implementation subtracts the mean rounded to float32, and the rows of a nearly
+constant input no longer sum to 0 (a GlobalAveragePool of them is all rounding). Nodes that only
 move or select values (Reshape, Concat, MaxPool, Relu ...) round nothing and are not perturbed. A tensor's
 *spread* ``s`` is the largest error of the perturbed runs against the truth.
 
@@ -652,6 +656,9 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
             if node.op_type not in EXACT_OPS:
                 values = _rounded(values, proto.output, original, generators[trial],
                                   node.op_type in ACCUMULATING_OPS)
+            if node.op_type in CENTERING_OPS:
+                values = _mean_rounded(proto, [run.get(n) for n in proto.input], values, original,
+                                       generators[trial])
             results.append(values)
         for position, name in enumerate(proto.output):
             if not name or position >= len(truth):
@@ -735,6 +742,63 @@ def _rounded(values: tuple, names: Sequence[str], dtypes: Mapping[str, str], rng
     return tuple(results)
 
 
-__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
+# ops that subtract a row's mean: a float32 implementation subtracts the mean rounded to float32, which shifts every
+# normalized element of the row alike by up to an ulp of the mean over the row's deviation (a nearly constant row
+# amplifies it: its normalized values no longer sum to 0 -- fuzzer seed 8191, LayerNormalization then
+# GlobalAveragePool). Perturbing inputs or outputs elementwise cannot show it: the exact mean recentres every row.
+CENTERING_OPS = frozenset({"LayerNormalization", "InstanceNormalization", "GroupNormalization",
+                           "MeanVarianceNormalization"})
+
+
+def _mean_rounded(proto, inputs: list, values: tuple, dtypes: Mapping[str, str], rng: np.random.Generator) -> tuple:
+    """``values`` (a :data:`CENTERING_OPS` node's results) with the first output shifted, row by row, by
+    ``U(-ulp, ulp) * |mean| / sqrt(variance + epsilon)`` times the row's scale: the rounding of the mean it
+    subtracts."""
+    x, y = inputs[0] if inputs else None, values[0] if values else None
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype == y.dtype == np.float64
+            and x.size and x.shape == y.shape and x.ndim >= 1):
+        return values
+    attributes = {a.name: helper_value(a) for a in proto.attribute}
+    epsilon = float(attributes.get("epsilon", 1e-5 if proto.op_type != "MeanVarianceNormalization" else 1e-9))
+    rank = x.ndim
+    rows, scale = x, inputs[1] if len(inputs) > 1 and isinstance(inputs[1], np.ndarray) else None
+    if proto.op_type == "LayerNormalization":
+        axis = int(attributes.get("axis", -1)) % rank
+        axes = tuple(range(axis, rank))
+    elif proto.op_type == "MeanVarianceNormalization":
+        axes, scale = tuple(int(a) % rank for a in attributes.get("axes", [0, 2, 3])), None
+        if any(a >= rank for a in attributes.get("axes", [0, 2, 3])):
+            return values
+    elif rank < 2:
+        return values
+    elif proto.op_type == "InstanceNormalization":
+        axes = tuple(range(2, rank))
+        scale = None if scale is None else scale.reshape([1, -1] + [1] * (rank - 2))
+    else:  # GroupNormalization: rows are groups of channels; scale per group (opset 18) or per channel (21)
+        groups = int(attributes.get("num_groups", 1))
+        if groups < 1 or x.shape[1] % groups:
+            return values
+        rows = x.reshape(x.shape[0], groups, -1)
+        axes = (2,)
+        if scale is not None:
+            scale = np.repeat(scale, x.shape[1] // groups) if scale.size == groups else scale
+            scale = scale.reshape([1, -1] + [1] * (rank - 2))
+    ulp = _ULP.get(dtypes.get(proto.output[0], "float32"), _ULP["float32"])
+    with np.errstate(all="ignore"):
+        mean = rows.mean(axis=axes, keepdims=True)
+        shift = rng.uniform(-ulp, ulp, mean.shape) * np.abs(mean) / np.sqrt(rows.var(axis=axes, keepdims=True)
+                                                                              + epsilon)
+        if rows is not x:  # a group's shift to each of its channels
+            shift = np.repeat(shift.reshape(x.shape[0], -1), x.shape[1] // shift.shape[1], axis=1)
+            shift = shift.reshape(x.shape[:2] + (1,) * (rank - 2))
+        if scale is not None:
+            shift = shift * scale
+        shifted = y + shift
+    if not np.isfinite(shifted[np.isfinite(y)]).all():
+        return values
+    return (shifted,) + tuple(values[1:])
+
+
+__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "CENTERING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
            "NATIVE_WRONG", "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model",
            "float64_reference", "judge", "relative_error"]
