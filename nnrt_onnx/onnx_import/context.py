@@ -105,11 +105,24 @@ class NodeContext:
             converted[tensor_type] = param_array(tensor_type, value)
         node = Node(op, list(inputs), list(outputs), converted, origin=self.name)
         op_spec(op)  # unknown ops fail loudly here
+        self._refuse_empty_reads(inputs)
         propagate(self.graph, node)  # a transparent op on a quantized tensor writes one (ir.quantized)
         refine_output_shapes(self.graph, node)  # the kernel's shape rule: what ONNX inference left unknown
         if not fold_within_budget(self.graph, node):
             self.graph.nodes.append(node)
         return node
+
+    def _refuse_empty_reads(self, inputs: Sequence[str]) -> None:
+        """An operation may not read a tensor empty at every size of its dynamic dims (``_common._empty_result``'s
+        placeholder, e.g. the empty last piece of an uneven Split of a dynamic batch): NNRt has no empty tensors,
+        and folding it at one size of those dims would make constants of that size. (A consumer that drops empty
+        inputs, as Concat, emits nothing that reads it.)"""
+        for name in inputs:
+            value = self.graph.values.get(self.graph.resolve(name)) if name else None
+            if value is not None and value.data is not None and value.shape and any(d < 0 for d in value.shape):
+                dims = ["?" if d < 0 else d for d in value.shape]
+                raise ConversionIssue(UNSUPPORTED_ATTRIBUTE, f"{name!r} is empty at every size (shape {dims}): NNRt "
+                                                             f"tensors cannot have a 0 dim", tensor=name)
 
     def settle(self, name: str, shape, dtype=None, force: bool = False) -> None:
         """Fill in what ONNX shape inference left unknown about a tensor from what the handler computed

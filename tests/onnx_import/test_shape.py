@@ -176,6 +176,24 @@ def test_split_into_num_outputs_of_a_dynamic_dim_that_does_not_divide():
     runs_like_onnxruntime(model, [{"x": x_of(rng, n, m)} for n, m in ((5, 3), (6, 4), (7, 5), (8, 2))])
 
 
+def test_an_empty_split_piece_beside_a_dynamic_batch_is_dropped_or_refused_by_name():
+    """6 channels in 4 pieces: 2, 2, 2 and an empty one, of every batch. Concat drops it (converted, run at batch 1
+    and 3 against onnxruntime); a Conv reading it is refused, naming it (it was folded at a 0 batch into a constant
+    and reported as an empty [0, 3, 6, 6] result of the Conv: fuzzer seed 8191)."""
+    split = helper.make_node("Split", ["x"], ["a", "b", "c", "d"], axis=1, num_outputs=4)
+    x = ("x", FLOAT, ["N", 6, 6, 6])
+    joined = dynamic_model([split, helper.make_node("Concat", ["a", "d"], ["y"], axis=1)], [x],
+                           [("y", FLOAT, ["N", 2, 6, 6]), ("b", FLOAT, ["N", 2, 6, 6])], opset=18)
+    rng = _rng("empty piece")
+    runs_like_onnxruntime(joined, [{"x": x_of(rng, n, 6, 6, 6)} for n in (1, 3)])
+    convolved = dynamic_model([split, helper.make_node("Conv", ["d", "w"], ["y"])], [x],
+                              [("y", FLOAT, ["N", 3, 6, 6])], [("w", np.ones((3, 0, 1, 1), np.float32))], opset=18)
+    with pytest.raises(ConversionError) as error:
+        from_onnx(convolved)
+    assert [(i.op_type, i.tensor) for i in error.value.issues] == [("Conv", "d")]
+    assert "'d' is empty at every size (shape ['?', 0, 6, 6])" in str(error.value)
+
+
 @pytest.mark.parametrize("mode", ["edge", "wrap", "reflect"])
 @pytest.mark.parametrize("pads", [[1, 0, 2, 0], [-1, 1, 2, 1], [2, 0, -1, 0]])
 def test_pad_along_a_dynamic_dim(mode, pads):

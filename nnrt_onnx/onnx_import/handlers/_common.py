@@ -218,8 +218,8 @@ def fold_constant_node(ctx: NodeContext) -> bool:
     values = {}
     for name in names:
         value = ctx.graph.values.get(ctx.graph.resolve(name))
-        if value is None or value.data is None:
-            return False
+        if value is None or value.data is None or value.shape is not None and any(d < 0 for d in value.shape):
+            return False  # (not a constant, or an empty placeholder of dynamic dims: _empty_result)
         values[name] = value.data
     if not _folded_sizes_fit(ctx, values) or not schema_accepts(ctx.node, values, ctx.opset):
         return False
@@ -261,8 +261,17 @@ def _empty_result(ctx: NodeContext, name: str, shape, dtype) -> bool:
     or report it; NNRt itself has no empty tensors). Returns whether it did."""
     if shape is None or not any(d == 0 for d in shape):
         return False
-    check_dims([max(int(d), 0) for d in shape], f"the empty result {name!r}")  # (numpy refuses absurd dims)
-    ctx.graph.add_value(_constant_value(name, np.zeros([max(int(d), 0) for d in shape], dtype)))
+    dims = [max(int(d), 0) for d in shape]
+    check_dims(dims, f"the empty result {name!r}")  # (numpy refuses absurd dims)
+    if any(d < 0 for d in shape):
+        from ...ir.graph import Value
+
+        # empty at every size of its dynamic dims: an empty placeholder that keeps them dynamic (-1), which nothing
+        # folds (fold_constant_node) -- folding it as one size of them gave
+        # constants of that size, and errors about a 0 batch (fuzzer seed 8191: Conv after an uneven Split)
+        ctx.graph.add_value(Value(name, np.dtype(dtype), tuple(int(d) for d in shape), np.zeros(dims, dtype)))
+        return True
+    ctx.graph.add_value(_constant_value(name, np.zeros(dims, dtype)))
     return True
 
 
