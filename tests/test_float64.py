@@ -246,8 +246,8 @@ def test_batch_normalization_uses_the_running_statistics(opset):
 def whole_runs(model, feed, trials=f64.TRIALS, seed=0, half=()):
     """The oracle of the lockstep evaluation, the referee as first written: onnx.reference runs the double model
     whole, once as it is and once per trial with the floating outputs of every rounding node times 1 + U(-ulp, ulp)
-    (float16's ulp for the tensors named in ``half``), those of an accumulating node (Conv, MatMul ...) plus
-    U(-ulp, ulp) times their largest magnitude, every tensor kept; the spreads are max rel, computed here."""
+    (float16's ulp for the tensors named in ``half``), those of a node that sums plus U(-ulp, ulp) times what its
+    sums round at, every tensor kept; the spreads are max rel, computed here."""
     from onnx.reference import ReferenceEvaluator
 
     double = f64.double_model(model)
@@ -261,15 +261,19 @@ def whole_runs(model, feed, trials=f64.TRIALS, seed=0, half=()):
             if node.op_type in f64.EXACT_OPS:
                 continue
 
-            def perturbed(*args, _real=node.run, _names=list(node.onnx_node.output),
-                          _sums=node.op_type in f64.ACCUMULATING_OPS, **kwargs):
+            def perturbed(*args, _real=node.run, _names=list(node.onnx_node.output), _op=node.op_type, **kwargs):
                 results = list(_real(*args, **kwargs))
                 for i, (name, value) in enumerate(zip(_names, results)):
                     if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
                         ulp = 2.0 ** -10 if name in half else 2.0 ** -23
                         results[i] = value * (1.0 + rng.uniform(-ulp, ulp, value.shape))
-                        if _sums:  # plus an ulp of the output's largest magnitude
-                            results[i] = results[i] + rng.uniform(-ulp, ulp, value.shape) * np.abs(value).max()
+                        # plus an ulp of what the node's sums round at: the output's largest magnitude (Conv,
+                        # MatMul ...), the input's (ReduceSum, GlobalAveragePool ...), 1 (the log of a sum)
+                        scale = np.abs(value).max() if _op in f64.ACCUMULATING_OPS else \
+                            np.abs(args[0]).max() if _op in f64.SUMMING_OPS else 1.0 if _op in f64.LOG_OF_SUM_OPS \
+                            else None
+                        if scale is not None:
+                            results[i] = results[i] + rng.uniform(-ulp, ulp, value.shape) * scale
                 return tuple(results)
 
             node.run = perturbed

@@ -24,7 +24,10 @@ a float32 implementation makes at each node, with random signs. A node that sums
 ConvTranspose, MatMul, Gemm, Einsum: :data:`ACCUMULATING_OPS`) also gets ``d'`` times its output's largest magnitude
 (``d'`` drawn likewise): its rounding error is of the order of an ulp of the partial sums, which an element that
 cancels to near 0 does not show (a Conv output 1e-5 of its scale from 0, then a Pow(-1) or the variance of a nearly
-constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). A node that
+constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). Likewise a node
+that sums or averages its input's elements (ReduceSum, ReduceMean, GlobalAveragePool, AveragePool, CumSum:
+:data:`SUMMING_OPS`) gets ``d'`` times its *input's* largest magnitude, and one that returns the log of a sum
+(ReduceLogSumExp, ReduceLogSum, LogSoftmax: :data:`LOG_OF_SUM_OPS`) ``d'`` itself: log(s (1 + d)) = log(s) + d. A node that
 subtracts a row's mean (LayerNormalization, InstanceNormalization, GroupNormalization, MeanVarianceNormalization:
 :data:`CENTERING_OPS`) also shifts each row of its output by ``d''`` times ``|mean| / sqrt(variance + epsilon)``
 times the row's scale: a float32 implementation subtracts the mean rounded to float32, and the rows of a nearly
@@ -93,6 +96,13 @@ EXACT_OPS = frozenset({
 # nodes whose every output element sums many products: a float32 implementation's rounding error there is of the
 # order of an ulp of the partial sums, not of the (possibly cancelled, near-zero) result
 ACCUMULATING_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "ConvInteger", "MatMulInteger"})
+# nodes that sum (or average) their input's elements: the partial sums are of the order of the input's largest
+# magnitude, which a sum that cancels does not show (fuzzer seed 9973: the ReduceSum of a LayerNormalization row)
+SUMMING_OPS = frozenset({"ReduceSum", "ReduceMean", "GlobalAveragePool", "AveragePool", "CumSum"})
+# nodes that return the log of a sum they compute: the sum's relative rounding is an absolute error of the log
+# (log(s (1 + d)) = log(s) + d), which a result near 0 does not show (seed 9973: the ReduceLogSumExp of a
+# LogSoftmax, log(1) in exact arithmetic)
+LOG_OF_SUM_OPS = frozenset({"ReduceLogSumExp", "ReduceLogSum", "LogSoftmax"})
 _ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
 
 Tolerance = Callable[[np.dtype], "tuple[float, float] | None"]  # dtype -> (rtol, atol), None for exact dtypes
@@ -655,7 +665,7 @@ def float64_reference(model, feed: Mapping[str, np.ndarray], tolerance: Toleranc
             values = truth if same else _run_node(node, run)
             if node.op_type not in EXACT_OPS:
                 values = _rounded(values, proto.output, original, generators[trial],
-                                  node.op_type in ACCUMULATING_OPS)
+                                  _sum_scale(node.op_type, run.get(proto.input[0]) if proto.input else None))
             if node.op_type in CENTERING_OPS:
                 values = _mean_rounded(proto, [run.get(n) for n in proto.input], values, original,
                                        generators[trial])
@@ -723,21 +733,36 @@ def _run_node(node, values: Mapping[str, Any]) -> tuple:
     return tuple(node.run(*arguments))
 
 
+def _largest_finite(value) -> float:
+    finite = np.abs(value[np.isfinite(value)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _sum_scale(op_type: str, first_input) -> str | float | None:
+    """What a node's sums round at, beyond its output's own ulp (see the module doc): ``"output"`` for
+    :data:`ACCUMULATING_OPS` (an ulp of the output's largest magnitude), the first input's largest magnitude for
+    :data:`SUMMING_OPS`, 1 for :data:`LOG_OF_SUM_OPS`, else None."""
+    if op_type in ACCUMULATING_OPS:
+        return "output"
+    if op_type in SUMMING_OPS:
+        usable = isinstance(first_input, np.ndarray) and first_input.dtype == np.float64 and first_input.size
+        return _largest_finite(first_input) if usable else None
+    return 1.0 if op_type in LOG_OF_SUM_OPS else None
+
+
 def _rounded(values: tuple, names: Sequence[str], dtypes: Mapping[str, str], rng: np.random.Generator,
-             accumulates: bool = False) -> tuple:
+             sum_scale: str | float | None = None) -> tuple:
     """A rounding node's floating outputs times ``1 + U(-ulp, ulp)`` of their original dtype, plus, for a node that
-    sums many products (``accumulates``: :data:`ACCUMULATING_OPS`), ``U(-ulp, ulp)`` times the output's largest
-    finite magnitude (see the module doc)."""
+    sums (``sum_scale``: :func:`_sum_scale`), ``U(-ulp, ulp)`` times that scale (see the module doc)."""
     results = list(values)
     for i, (name, value) in enumerate(zip(names, results)):
         if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size:
             ulp = _ULP.get(dtypes.get(name, "float32"), _ULP["float32"])
             # an array even for a 0-d tensor (the product of two 0-d arrays is a numpy scalar: its spread was 0)
             noisy = np.asarray(value * (1.0 + rng.uniform(-ulp, ulp, value.shape)))
-            if accumulates:
-                finite = np.abs(value[np.isfinite(value)])
-                scale = float(finite.max()) if finite.size else 0.0
-                noisy = noisy + rng.uniform(-ulp, ulp, value.shape) * scale
+            if sum_scale is not None:
+                scale = _largest_finite(value) if sum_scale == "output" else sum_scale
+                noisy = np.asarray(noisy + rng.uniform(-ulp, ulp, value.shape) * scale)  # (0-d: an array still)
             results[i] = noisy
     return tuple(results)
 
@@ -799,6 +824,6 @@ def _mean_rounded(proto, inputs: list, values: tuple, dtypes: Mapping[str, str],
     return (shifted,) + tuple(values[1:])
 
 
-__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "CENTERING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
+__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "CENTERING_OPS", "LOG_OF_SUM_OPS", "SUMMING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
            "NATIVE_WRONG", "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model",
            "float64_reference", "judge", "relative_error"]
