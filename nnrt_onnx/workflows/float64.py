@@ -27,13 +27,13 @@ cancels to near 0 does not show (a Conv output 1e-5 of its scale from 0, then a 
 constant LayerNormalization row, made "native is wrong" of a difference within float32's reach). Likewise a node
 that sums or averages its input's elements (ReduceSum, ReduceMean, GlobalAveragePool, AveragePool, CumSum:
 :data:`SUMMING_OPS`) gets ``d'`` times its *input's* largest magnitude, and one that returns the log of a sum
-(ReduceLogSumExp, ReduceLogSum, LogSoftmax: :data:`LOG_OF_SUM_OPS`) ``d'`` itself: log(s (1 + d)) = log(s) + d. A node that
-subtracts a row's mean (LayerNormalization, InstanceNormalization, GroupNormalization, MeanVarianceNormalization:
-:data:`CENTERING_OPS`) also shifts each row of its output by ``d''`` times ``|mean| / sqrt(variance + epsilon)``
-times the row's scale: a float32 implementation subtracts the mean rounded to float32, and the rows of a nearly
-constant input no longer sum to 0 (a GlobalAveragePool of them is all rounding). Nodes that only
-move or select values (Reshape, Concat, MaxPool, Relu ...) round nothing and are not perturbed. A tensor's
-*spread* ``s`` is the largest error of the perturbed runs against the truth.
+(ReduceLogSumExp, ReduceLogSum, LogSoftmax: :data:`LOG_OF_SUM_OPS`) ``d'`` itself: log(s (1 + d)) = log(s) + d.
+A node that subtracts a row's mean (LayerNormalization, InstanceNormalization, GroupNormalization,
+MeanVarianceNormalization: :data:`CENTERING_OPS`) also shifts each row of its output by ``d''`` times
+``|mean| / sqrt(variance + epsilon)`` times the row's scale: a float32 implementation subtracts the mean rounded to
+float32, and the rows of a nearly constant input no longer sum to 0 (a GlobalAveragePool of them is all rounding).
+Nodes that only move or select values (Reshape, Concat, MaxPool, Relu ...) round nothing and are not perturbed.
+A tensor's *spread* ``s`` is the largest error of the perturbed runs against the truth.
 
 Errors are measured like ``max rel``: ``err(x) = max_i |x_i - t_i| / max(|t_i|, atol * scale / rtol)``, ``t`` the
 truth, ``scale`` its largest finite magnitude, ``rtol``/``atol`` the tensor's tolerances.
@@ -824,6 +824,7 @@ def _mean_rounded(proto, inputs: list, values: tuple, dtypes: Mapping[str, str],
     return (shifted,) + tuple(values[1:])
 
 
-__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "CENTERING_OPS", "LOG_OF_SUM_OPS", "SUMMING_OPS", "BOTH_CLOSE", "EXACT_OPS", "Float64Reference", "ILL_CONDITIONED", "K",
-           "NATIVE_WRONG", "NEITHER", "ORT_WRONG", "RANDOM_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model",
-           "float64_reference", "judge", "relative_error"]
+__all__ = ["ACCEPTED", "ACCUMULATING_OPS", "BOTH_CLOSE", "CENTERING_OPS", "EXACT_OPS", "Float64Reference",
+           "ILL_CONDITIONED", "K", "LOG_OF_SUM_OPS", "NATIVE_WRONG", "NEITHER", "ORT_WRONG", "RANDOM_OPS",
+           "SUMMING_OPS", "SUSPECT", "TRIALS", "Verdict", "double_model", "float64_reference", "judge",
+           "relative_error"]
