@@ -1221,7 +1221,7 @@ def check(ctx: click.Context, model_paths, inputs, input_shapes, override_static
     """
     from pathlib import Path
 
-    from nnrt_onnx.workflows.inference import parse_value_ranges
+    from nnrt_onnx.workflows.value_ranges import parse_value_ranges  # (no numpy: a sweep's process imports none)
 
     ranges = parse_value_ranges(value_ranges)
     sweep_given = [f"--{name.replace('_', '-')}" for name, value in sweep.items()

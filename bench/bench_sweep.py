@@ -6,7 +6,8 @@ per-model verdicts of every N compared (they must be identical).
 
 Without models, the light nets shipped in the onnx package (onnx/backend/test/data/light/*.onnx, placeholder
 weights), as tests/onnx/test_light_models.py finds them. Each round runs every N once, in a rotated order, as
-`python cli.py check MODELS... -j N --json` with this checkout first on PYTHONPATH; round 0 also warms numba's
+`nnrt-onnx check MODELS... -j N --json` (a launcher like pip's console script, importing this checkout's CLI: see
+``console_script``) with this checkout first on PYTHONPATH; round 0 also warms numba's
 kernel cache. Prints each run's wall time and CPU time (the sweep and its workers: the work done, which the
 machine's load does not change much), split into user and system time (the system time is mostly page faults on
 the models' large tensors, and on a virtual machine their cost varies from run to run with what the host does:
@@ -25,6 +26,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,8 +39,18 @@ def compile_bytecode() -> None:
     nnrt_onnx's ~200 modules in every process, ~0.4 s of the fork server's start a user's install does not pay."""
     import compileall
 
-    if not compileall.compile_dir(str(ROOT / "nnrt_onnx"), quiet=1, workers=1):
+    if not (compileall.compile_dir(str(ROOT / "nnrt_onnx"), quiet=1, workers=1)
+            and compileall.compile_file(str(ROOT / "cli.py"), quiet=1)):
         raise SystemExit("compiling the checkout's sources failed")
+
+
+def console_script(directory: Path) -> Path:
+    """A launcher like the ``nnrt-onnx`` that ``pip install`` writes: a small script importing the CLI module (from
+    its bytecode), which is what a user's sweep and its fork server (re-importing the main script, as
+    multiprocessing's spawn does) load -- not ``cli.py`` run as a script, compiled anew in both processes."""
+    path = directory / "nnrt-onnx"
+    path.write_text("import sys\nfrom cli import main\n\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    return path
 
 
 def light_models() -> list[str]:
@@ -48,11 +60,11 @@ def light_models() -> list[str]:
     return sorted(str(p) for p in light.glob("*.onnx"))
 
 
-def run(models: list[str], jobs: int) -> tuple[float, float, float, dict[str, str]]:
+def run(models: list[str], jobs: int, launcher: Path) -> tuple[float, float, float, dict[str, str]]:
     """(wall seconds, user and system CPU seconds of the sweep and its workers, model -> verdict) of one fresh
     sweep."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, str(ROOT / "cli.py"), "check", *models, "-j", str(jobs), "--json"]
+    command = [sys.executable, str(launcher), "check", *models, "-j", str(jobs), "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/tmp")
@@ -78,6 +90,7 @@ def main(argv=None) -> None:
     if not args.no_bytecode:
         compile_bytecode()
     models = args.models or light_models()
+    launcher = console_script(Path(tempfile.mkdtemp(prefix="bench_sweep")))
     counts = [int(j) for j in args.jobs.split(",")]
     times: dict[int, list[float]] = {j: [] for j in counts}
     verdicts: dict[int, dict[str, str]] = {}
@@ -85,7 +98,7 @@ def main(argv=None) -> None:
     for round_number in range(0 if args.no_warmup else -1, args.rounds):
         order = counts[round_number % len(counts):] + counts[:round_number % len(counts)]
         for jobs in order:
-            wall, user, system, found = run(models, jobs)
+            wall, user, system, found = run(models, jobs, launcher)
             label = "warm-up" if round_number < 0 else f"round {round_number + 1}"
             print(f"{label}: -j {jobs}: {wall:.1f} s wall, {user + system:.1f} s CPU ({user:.1f} user, {system:.1f} "
                   f"system) (load average {os.getloadavg()[0]:.2f})", flush=True)

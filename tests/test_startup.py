@@ -81,6 +81,15 @@ def test_run_with_fast_paths_uses_the_compiled_kernels(tmp_path):
         assert a.files == b.files and all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-6) for k in a.files)
 
 
+def test_a_sweeps_own_process_imports_neither_numpy_nor_onnx():
+    """The workers (forked from the fork server) check the models; the sweep's process only orders them, which its
+    fork server estimates, and reports: its fork server starts at once, not after numpy's import (docs/sweeps.md)."""
+    models = [str(ROOT / "models" / "small_cnn.onnx"), str(ROOT / "models" / "tiny_mlp.onnx")]
+    seen = _modules_after(_cli("check", *models, "-j", "1", "--json"))
+    assert json.loads("\n".join(seen["printed"]))["ok"] is True
+    assert not {"numpy", "onnx", "onnxruntime", "numba"} & seen["modules"]
+
+
 def test_convert_builds_without_the_compiled_kernels(tmp_path):
     seen = _modules_after(_cli("convert", str(ROOT / "models" / "small_cnn.onnx"), "-o", str(tmp_path / "m.nnrt")))
     assert "numba" not in seen["modules"] and (tmp_path / "m.nnrt").is_file()

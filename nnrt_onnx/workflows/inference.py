@@ -21,6 +21,7 @@ from ..runtime.device import all_device_ids, get_device
 from .converting import convert_as_convert
 from .files import check_model_file
 from .model_inputs import ModelInputs
+from .value_ranges import parse_value_ranges
 
 
 def load_any(path, inputs: ModelInputs | None = None, **import_options) -> Model:
@@ -118,29 +119,6 @@ def random_inputs(model: Model, seed: int = 0, dynamic_dim: int = 1,
         else:
             arrays.append(rng.standard_normal(shape).astype(dtype))
     return arrays
-
-
-def parse_value_ranges(specs: Sequence[str]) -> dict[str | None, tuple[float, float]]:
-    """``NAME=LO,HI`` or a bare ``LO,HI`` (every input) specs of ``--val-range``; LO < HI, both finite."""
-    ranges: dict[str | None, tuple[float, float]] = {}
-    for spec in specs:
-        name, sep, values = spec.rpartition("=")
-        parts = values.split(",")
-        try:
-            if len(parts) != 2:
-                raise ValueError
-            low, high = float(parts[0]), float(parts[1])
-        except ValueError:
-            raise CommandLineError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI (two numbers)") from None
-        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
-            raise CommandLineError(f"--val-range {spec}: LO must be below HI, both finite")
-        if sep and not name:
-            raise CommandLineError(f"--val-range {spec}: expected NAME=LO,HI or LO,HI")
-        if (name if sep else None) in ranges:
-            raise CommandLineError(f"--val-range {spec}: {'input ' + repr(name) if sep else 'every input'} has a "
-                                   f"range already")
-        ranges[name if sep else None] = (low, high)
-    return ranges
 
 
 def check_value_ranges(ranges: ValueRanges, names: Sequence[str], given: Sequence[str] = ()) -> None:
